@@ -1,0 +1,573 @@
+//! Options and environment variables into one validated configuration that remembers where each value came from.
+//!
+//! Precedence: an option, then the `SNOWID_` variable, then (for the two ids) the JS article's own variable name,
+//! then the default. Every value is checked in full; nothing is masked, clamped or truncated into range.
+
+use std::ffi::OsString;
+
+use super::error::{quote, Code, Error, Result};
+use super::generator::{ClockBackPolicy, Settings};
+use super::layout::{max_value, Layout, Widths, DEFAULT_EPOCH};
+use super::time::{format_iso, parse_iso};
+
+pub const DEFAULT_MAX_WAIT_MS: u64 = 1000;
+/// `maxWaitMs` blocks the caller's thread, so it is bounded at one minute.
+pub const MAX_MAX_WAIT_MS: u64 = 60_000;
+
+/// Where a configured value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Option,
+    Env,
+    Default,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Option => "option",
+            Source::Env => "env",
+            Source::Default => "default",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sourced<T> {
+    pub value: T,
+    pub source: Source,
+}
+
+/// An option's value as it came from JS, sorted by JS type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OptionValue {
+    Number(f64),
+    Text(String),
+    /// A `Date`, as its time value (NaN for an invalid date).
+    Date(f64),
+    /// Any other JS value, described for the error message (for example `boolean true`).
+    Other(String),
+}
+
+/// Options given in JS. `None` is an absent (or `undefined`) option.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Options {
+    pub datacenter_id: Option<OptionValue>,
+    pub worker_id: Option<OptionValue>,
+    pub clock_back: Option<OptionValue>,
+    pub epoch: Option<OptionValue>,
+    pub datacenter_bits: Option<OptionValue>,
+    pub worker_bits: Option<OptionValue>,
+    pub clock_back_bits: Option<OptionValue>,
+    pub sequence_bits: Option<OptionValue>,
+    pub on_clock_back: Option<OptionValue>,
+    pub max_wait_ms: Option<OptionValue>,
+}
+
+/// The option names, in camelCase as JS spells them.
+pub const OPTION_NAMES: [&str; 10] = [
+    "datacenterId",
+    "workerId",
+    "clockBack",
+    "epoch",
+    "datacenterBits",
+    "workerBits",
+    "clockBackBits",
+    "sequenceBits",
+    "onClockBack",
+    "maxWaitMs",
+];
+
+impl Options {
+    /// The slot of the option named `name` (camelCase), or `None` for an unknown name.
+    pub fn slot(&mut self, name: &str) -> Option<&mut Option<OptionValue>> {
+        Some(match name {
+            "datacenterId" => &mut self.datacenter_id,
+            "workerId" => &mut self.worker_id,
+            "clockBack" => &mut self.clock_back,
+            "epoch" => &mut self.epoch,
+            "datacenterBits" => &mut self.datacenter_bits,
+            "workerBits" => &mut self.worker_bits,
+            "clockBackBits" => &mut self.clock_back_bits,
+            "sequenceBits" => &mut self.sequence_bits,
+            "onClockBack" => &mut self.on_clock_back,
+            "maxWaitMs" => &mut self.max_wait_ms,
+            _ => return None,
+        })
+    }
+}
+
+/// Reads one environment variable. Injected so tests need not touch the process environment.
+pub trait EnvSource {
+    fn var(&self, name: &str) -> Option<OsString>;
+}
+
+/// The process environment, as the OS holds it (what `cluster.fork({ env })` and PM2 set).
+pub struct ProcessEnv;
+
+impl EnvSource for ProcessEnv {
+    fn var(&self, name: &str) -> Option<OsString> {
+        std::env::var_os(name)
+    }
+}
+
+impl<F: Fn(&str) -> Option<OsString>> EnvSource for F {
+    fn var(&self, name: &str) -> Option<OsString> {
+        self(name)
+    }
+}
+
+/// The effective configuration of a generator.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Config {
+    pub datacenter_id: Sourced<u32>,
+    pub worker_id: Sourced<u32>,
+    pub clock_back: Sourced<u32>,
+    pub epoch: Sourced<u64>,
+    pub datacenter_bits: Sourced<u32>,
+    pub worker_bits: Sourced<u32>,
+    pub clock_back_bits: Sourced<u32>,
+    pub sequence_bits: Sourced<u32>,
+    pub on_clock_back: Sourced<ClockBackPolicy>,
+    pub max_wait_ms: Sourced<u64>,
+    pub layout: Layout,
+}
+
+/// A raw value and the name it was found under, for messages.
+enum Raw<'a> {
+    Opt(&'a OptionValue, String),
+    Env(String, &'static str),
+}
+
+struct Resolver<'a> {
+    opts: &'a Options,
+    env: &'a dyn EnvSource,
+}
+
+impl Resolver<'_> {
+    /// The raw value for an option: the option itself, else the first env variable present.
+    fn find<'o>(
+        &self,
+        option: &'o Option<OptionValue>,
+        js_name: &str,
+        env_names: &[&'static str],
+    ) -> Result<Option<Raw<'o>>> {
+        if let Some(v) = option {
+            return Ok(Some(Raw::Opt(v, format!("options.{js_name}"))));
+        }
+        for &name in env_names {
+            if let Some(os) = self.env.var(name) {
+                let text = os.into_string().map_err(|os| {
+                    Error::type_error(
+                        Code::InvalidConfig,
+                        name,
+                        "valid UTF-8 text",
+                        &quote(&os.to_string_lossy()),
+                    )
+                })?;
+                return Ok(Some(Raw::Env(text, name)));
+            }
+        }
+        Ok(None)
+    }
+
+    fn integer(
+        &self,
+        option: &Option<OptionValue>,
+        js_name: &str,
+        env_names: &[&'static str],
+        max: u64,
+        hint: &str,
+        default: u64,
+    ) -> Result<Sourced<u64>> {
+        let expected = format!("an integer in 0..={max}{hint}");
+        match self.find(option, js_name, env_names)? {
+            None => Ok(Sourced { value: default, source: Source::Default }),
+            Some(Raw::Opt(v, name)) => {
+                Ok(Sourced { value: option_integer(v, &name, &expected, max)?, source: Source::Option })
+            }
+            Some(Raw::Env(text, name)) => {
+                Ok(Sourced { value: env_integer(&text, name, &expected, max)?, source: Source::Env })
+            }
+        }
+    }
+
+    fn epoch(&self, now: u64) -> Result<Sourced<u64>> {
+        let expected = format!(
+            "Unix ms or an ISO-8601 date (YYYY-MM-DD, or a date-time with Z or an offset) from 1970 to now ({now}, {})",
+            format_iso(now)
+        );
+        let (value, source, name) = match self.find(&self.opts.epoch, "epoch", &["SNOWID_EPOCH"])? {
+            None => return Ok(Sourced { value: DEFAULT_EPOCH, source: Source::Default }),
+            Some(Raw::Opt(v, name)) => {
+                let ms = match v {
+                    OptionValue::Number(_) => option_integer(v, &name, &expected, u64::MAX)?,
+                    OptionValue::Date(t) if t.is_nan() => {
+                        return Err(Error::range_error(Code::InvalidConfig, &name, &expected, "an invalid Date"));
+                    }
+                    OptionValue::Date(t) => option_integer(&OptionValue::Number(*t), &name, &expected, u64::MAX)?,
+                    OptionValue::Text(text) => epoch_text(text, &name, &expected)?,
+                    OptionValue::Other(what) => {
+                        return Err(Error::type_error(Code::InvalidConfig, &name, &expected, what));
+                    }
+                };
+                (ms, Source::Option, name)
+            }
+            Some(Raw::Env(text, name)) => (epoch_text(&text, name, &expected)?, Source::Env, name.to_string()),
+        };
+        if value > now {
+            return Err(Error::range_error(
+                Code::InvalidConfig,
+                &name,
+                &expected,
+                &format!("{value} ({}), which is in the future", format_iso(value)),
+            ));
+        }
+        Ok(Sourced { value, source })
+    }
+
+    fn policy(&self) -> Result<Sourced<ClockBackPolicy>> {
+        let expected = "one of 'bits', 'wait' or 'throw'";
+        let (text, source, name) = match self.find(&self.opts.on_clock_back, "onClockBack", &["SNOWID_ON_CLOCK_BACK"])? {
+            None => return Ok(Sourced { value: ClockBackPolicy::default(), source: Source::Default }),
+            Some(Raw::Opt(OptionValue::Text(t), name)) => (t.clone(), Source::Option, name),
+            Some(Raw::Opt(other, name)) => {
+                return Err(Error::type_error(Code::InvalidConfig, &name, expected, &describe(other)));
+            }
+            Some(Raw::Env(t, name)) => (t, Source::Env, name.to_string()),
+        };
+        match ClockBackPolicy::parse(&text) {
+            Some(value) => Ok(Sourced { value, source }),
+            None => Err(Error::range_error(Code::InvalidConfig, &name, expected, &quote(&text))),
+        }
+    }
+}
+
+/// Describes a JS option value for a message: numbers as JS prints them, strings quoted.
+pub fn describe(v: &OptionValue) -> String {
+    match v {
+        OptionValue::Number(n) => js_number(*n),
+        OptionValue::Text(t) => format!("the string {}", quote(t)),
+        OptionValue::Date(_) => "a Date".to_string(),
+        OptionValue::Other(what) => what.clone(),
+    }
+}
+
+/// A JS number as JS prints it.
+pub fn js_number(n: f64) -> String {
+    if n.is_nan() {
+        "NaN".into()
+    } else if n.is_infinite() {
+        if n > 0.0 { "Infinity" } else { "-Infinity" }.into()
+    } else if n == 0.0 {
+        "0".into()
+    } else {
+        format!("{n}")
+    }
+}
+
+fn option_integer(v: &OptionValue, name: &str, expected: &str, max: u64) -> Result<u64> {
+    let n = match v {
+        OptionValue::Number(n) => *n,
+        other => return Err(Error::type_error(Code::InvalidConfig, name, expected, &describe(other))),
+    };
+    // 2^64 as f64; every integer-valued f64 below it converts to u64 exactly.
+    if !(n.is_finite() && n.fract() == 0.0 && n >= 0.0 && n < 18_446_744_073_709_551_616.0 && (n as u64) <= max) {
+        return Err(Error::range_error(Code::InvalidConfig, name, expected, &js_number(n)));
+    }
+    Ok(n as u64)
+}
+
+/// A plain base-10 integer: digits only, no sign, no spaces, nothing trailing.
+fn env_integer(text: &str, name: &str, expected: &str, max: u64) -> Result<u64> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(Error::type_error(Code::InvalidConfig, name, expected, &quote(text)));
+    }
+    match text.parse::<u64>() {
+        Ok(v) if v <= max => Ok(v),
+        _ => Err(Error::range_error(Code::InvalidConfig, name, expected, &quote(text))),
+    }
+}
+
+fn epoch_text(text: &str, name: &str, expected: &str) -> Result<u64> {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text
+            .parse::<u64>()
+            .map_err(|_| Error::range_error(Code::InvalidConfig, name, expected, &quote(text)));
+    }
+    parse_iso(text).ok_or_else(|| Error::type_error(Code::InvalidConfig, name, expected, &quote(text)))
+}
+
+fn to_u32(s: Sourced<u64>) -> Sourced<u32> {
+    // Every u32 field is range-checked below 2^32 by its caller.
+    Sourced { value: s.value as u32, source: s.source }
+}
+
+impl Config {
+    /// Resolves options over the environment over the defaults, and validates the result as a whole against the
+    /// time `now` (Unix ms).
+    pub fn resolve(opts: &Options, env: &dyn EnvSource, now: u64) -> Result<Config> {
+        let r = Resolver { opts, env };
+        let d = Widths::default();
+        let bits = |opt, js, var: &'static str, default: u32| {
+            r.integer(opt, js, &[var], 63, "", default.into()).map(to_u32)
+        };
+        let datacenter_bits = bits(&opts.datacenter_bits, "datacenterBits", "SNOWID_DATACENTER_BITS", d.datacenter)?;
+        let worker_bits = bits(&opts.worker_bits, "workerBits", "SNOWID_WORKER_BITS", d.worker)?;
+        let clock_back_bits = bits(&opts.clock_back_bits, "clockBackBits", "SNOWID_CLOCK_BACK_BITS", d.clock_back)?;
+        let sequence_bits = bits(&opts.sequence_bits, "sequenceBits", "SNOWID_SEQUENCE_BITS", d.sequence)?;
+        let epoch = r.epoch(now)?;
+        let widths = Widths {
+            datacenter: datacenter_bits.value,
+            worker: worker_bits.value,
+            clock_back: clock_back_bits.value,
+            sequence: sequence_bits.value,
+        };
+        let layout = Layout::new(widths, epoch.value, now).map_err(|e| {
+            let from: Vec<String> = [
+                ("datacenterBits", &datacenter_bits, "SNOWID_DATACENTER_BITS"),
+                ("workerBits", &worker_bits, "SNOWID_WORKER_BITS"),
+                ("clockBackBits", &clock_back_bits, "SNOWID_CLOCK_BACK_BITS"),
+                ("sequenceBits", &sequence_bits, "SNOWID_SEQUENCE_BITS"),
+            ]
+            .iter()
+            .filter_map(|(js, s, var)| match s.source {
+                Source::Option => Some(format!("{js} from options.{js}")),
+                Source::Env => Some(format!("{js} from {var}")),
+                Source::Default => None,
+            })
+            .collect();
+            if from.is_empty() {
+                e
+            } else {
+                Error::new(e.code(), e.class(), format!("{} ({})", e.message(), from.join(", ")))
+            }
+        })?;
+        let field = |opt, js, vars: &[&'static str], bits: &Sourced<u32>, bits_name: &str| {
+            let hint = format!(" ({bits_name} is {})", bits.value);
+            r.integer(opt, js, vars, max_value(bits.value), &hint, 0).map(to_u32)
+        };
+        let datacenter_id = field(
+            &opts.datacenter_id,
+            "datacenterId",
+            &["SNOWID_DATACENTER_ID", "datacenterId"],
+            &datacenter_bits,
+            "datacenterBits",
+        )?;
+        let worker_id =
+            field(&opts.worker_id, "workerId", &["SNOWID_WORKER_ID", "workerId"], &worker_bits, "workerBits")?;
+        let clock_back = field(&opts.clock_back, "clockBack", &["SNOWID_CLOCK_BACK"], &clock_back_bits, "clockBackBits")?;
+        let on_clock_back = r.policy()?;
+        let max_wait_ms =
+            r.integer(&opts.max_wait_ms, "maxWaitMs", &["SNOWID_MAX_WAIT_MS"], MAX_MAX_WAIT_MS, "", DEFAULT_MAX_WAIT_MS)?;
+        Ok(Config {
+            datacenter_id,
+            worker_id,
+            clock_back,
+            epoch,
+            datacenter_bits,
+            worker_bits,
+            clock_back_bits,
+            sequence_bits,
+            on_clock_back,
+            max_wait_ms,
+            layout,
+        })
+    }
+
+    pub fn settings(&self) -> Settings {
+        Settings {
+            layout: self.layout,
+            datacenter_id: self.datacenter_id.value,
+            worker_id: self.worker_id.value,
+            policy: self.on_clock_back.value,
+            max_wait_ms: self.max_wait_ms.value,
+        }
+    }
+
+    /// The most ids one generator issues in one ms.
+    pub fn max_ids_per_ms(&self) -> u64 {
+        1 << self.sequence_bits.value
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::error::Class;
+    use std::collections::HashMap;
+
+    const NOW: u64 = 1_795_000_000_000;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |name: &str| map.get(name).map(OsString::from)
+    }
+
+    fn resolve_env(pairs: &[(&str, &str)]) -> Result<Config> {
+        Config::resolve(&Options::default(), &env(pairs), NOW)
+    }
+
+    #[test]
+    fn defaults_are_the_articles() {
+        let c = resolve_env(&[]).unwrap();
+        let d = Sourced { value: 0, source: Source::Default };
+        assert_eq!((c.datacenter_id, c.worker_id, c.clock_back), (d, d, d));
+        assert_eq!(c.epoch, Sourced { value: DEFAULT_EPOCH, source: Source::Default });
+        assert_eq!(
+            [c.datacenter_bits.value, c.worker_bits.value, c.clock_back_bits.value, c.sequence_bits.value],
+            [3, 5, 2, 12]
+        );
+        assert_eq!(c.on_clock_back.value, ClockBackPolicy::Bits);
+        assert_eq!(c.max_wait_ms.value, 1000);
+        assert_eq!(c.layout.timestamp_bits(), 41);
+        assert_eq!(c.max_ids_per_ms(), 4096);
+    }
+
+    #[test]
+    fn env_values_and_the_articles_fallback_names() {
+        let c = resolve_env(&[("SNOWID_DATACENTER_ID", "7"), ("SNOWID_WORKER_ID", "31"), ("SNOWID_CLOCK_BACK", "3")])
+            .unwrap();
+        assert_eq!((c.datacenter_id.value, c.worker_id.value, c.clock_back.value), (7, 31, 3));
+        assert_eq!(c.worker_id.source, Source::Env);
+        // The article's names apply only when the SNOWID_ name is absent.
+        let c = resolve_env(&[("datacenterId", "2"), ("workerId", "5")]).unwrap();
+        assert_eq!((c.datacenter_id.value, c.worker_id.value), (2, 5));
+        let c = resolve_env(&[("SNOWID_WORKER_ID", "4"), ("workerId", "5")]).unwrap();
+        assert_eq!(c.worker_id.value, 4);
+        // And each id reads its own variable (the article read `workerId` for both).
+        let c = resolve_env(&[("workerId", "5")]).unwrap();
+        assert_eq!(c.datacenter_id.value, 0);
+        let c = resolve_env(&[
+            ("SNOWID_EPOCH", "2024-01-01"),
+            ("SNOWID_SEQUENCE_BITS", "10"),
+            ("SNOWID_WORKER_BITS", "7"),
+            ("SNOWID_ON_CLOCK_BACK", "wait"),
+            ("SNOWID_MAX_WAIT_MS", "250"),
+            ("SNOWID_WORKER_ID", "127"),
+        ])
+        .unwrap();
+        assert_eq!(c.epoch.value, 1_704_067_200_000);
+        assert_eq!(c.layout.timestamp_bits(), 41);
+        assert_eq!((c.worker_id.value, c.on_clock_back.value, c.max_wait_ms.value), (127, ClockBackPolicy::Wait, 250));
+        assert_eq!(resolve_env(&[("SNOWID_EPOCH", "1600000000000")]).unwrap().epoch.value, 1_600_000_000_000);
+    }
+
+    #[test]
+    fn options_win_over_env() {
+        let opts = Options {
+            worker_id: Some(OptionValue::Number(9.0)),
+            epoch: Some(OptionValue::Date(1_600_000_000_000.0)),
+            on_clock_back: Some(OptionValue::Text("throw".into())),
+            ..Options::default()
+        };
+        let c = Config::resolve(&opts, &env(&[("SNOWID_WORKER_ID", "4"), ("SNOWID_DATACENTER_ID", "1")]), NOW).unwrap();
+        assert_eq!(c.worker_id, Sourced { value: 9, source: Source::Option });
+        assert_eq!(c.datacenter_id, Sourced { value: 1, source: Source::Env });
+        assert_eq!(c.epoch, Sourced { value: 1_600_000_000_000, source: Source::Option });
+        assert_eq!(c.on_clock_back.value, ClockBackPolicy::Throw);
+    }
+
+    #[test]
+    fn bad_env_values_are_refused_with_the_variable_value_and_range() {
+        let cases: &[(&str, &str, Class)] = &[
+            ("SNOWID_WORKER_ID", "32", Class::RangeError),
+            ("SNOWID_WORKER_ID", "-1", Class::RangeError),
+            ("SNOWID_WORKER_ID", "1.5", Class::TypeError),
+            ("SNOWID_WORKER_ID", "abc", Class::TypeError),
+            ("SNOWID_WORKER_ID", "", Class::TypeError),
+            ("SNOWID_WORKER_ID", " 3", Class::TypeError),
+            ("SNOWID_WORKER_ID", "3 ", Class::TypeError),
+            ("SNOWID_WORKER_ID", "0x10", Class::TypeError),
+            ("SNOWID_WORKER_ID", "3abc", Class::TypeError),
+            ("SNOWID_WORKER_ID", "+3", Class::TypeError),
+            ("SNOWID_WORKER_ID", "99999999999999999999999", Class::RangeError),
+            ("workerId", "32", Class::RangeError),
+            ("SNOWID_DATACENTER_ID", "8", Class::RangeError),
+            ("datacenterId", "x", Class::TypeError),
+            ("SNOWID_CLOCK_BACK", "4", Class::RangeError),
+            ("SNOWID_SEQUENCE_BITS", "64", Class::RangeError),
+            ("SNOWID_WORKER_BITS", "-5", Class::RangeError),
+            ("SNOWID_EPOCH", "2999-01-01", Class::RangeError),
+            ("SNOWID_EPOCH", "yesterday", Class::TypeError),
+            ("SNOWID_EPOCH", "2020-02-01T00:00:00", Class::TypeError),
+            ("SNOWID_EPOCH", "-5", Class::TypeError),
+            ("SNOWID_ON_CLOCK_BACK", "ignore", Class::RangeError),
+            ("SNOWID_MAX_WAIT_MS", "60001", Class::RangeError),
+        ];
+        for &(name, value, class) in cases {
+            let e = resolve_env(&[(name, value)]).unwrap_err();
+            assert_eq!((e.code(), e.class()), (Code::InvalidConfig, class), "{name}={value:?}: {e}");
+            assert!(e.message().starts_with(&format!("{name}: expected ")), "{e}");
+            assert!(e.message().contains(&quote(value)) || name == "SNOWID_EPOCH", "{e}");
+        }
+        let e = resolve_env(&[("SNOWID_WORKER_ID", "32")]).unwrap_err();
+        assert_eq!(e.message(), "SNOWID_WORKER_ID: expected an integer in 0..=31 (workerBits is 5), found \"32\"");
+        // The range follows the configured width.
+        assert!(resolve_env(&[("SNOWID_WORKER_BITS", "6"), ("SNOWID_WORKER_ID", "32")]).is_ok());
+        let e = resolve_env(&[("SNOWID_WORKER_BITS", "0"), ("SNOWID_WORKER_ID", "1")]).unwrap_err();
+        assert!(e.message().contains("0..=0"), "{e}");
+    }
+
+    #[test]
+    fn widths_are_validated_as_a_whole() {
+        let e = resolve_env(&[("SNOWID_SEQUENCE_BITS", "16")]).unwrap_err();
+        assert_eq!(e.class(), Class::RangeError);
+        assert!(e.message().starts_with("layout: expected a timestamp field that lasts at least 10 years"), "{e}");
+        assert!(e.message().ends_with("(sequenceBits from SNOWID_SEQUENCE_BITS)"), "{e}");
+        let e = resolve_env(&[("SNOWID_SEQUENCE_BITS", "40"), ("SNOWID_WORKER_BITS", "30")]).unwrap_err();
+        assert!(e.message().contains("at most 63 bits"), "{e}");
+        let e = Config::resolve(
+            &Options {
+                datacenter_bits: Some(OptionValue::Number(0.0)),
+                worker_bits: Some(OptionValue::Number(0.0)),
+                clock_back_bits: Some(OptionValue::Number(0.0)),
+                sequence_bits: Some(OptionValue::Number(0.0)),
+                ..Options::default()
+            },
+            &env(&[]),
+            NOW,
+        )
+        .unwrap_err();
+        assert!(e.message().contains("at most 52 timestamp bits"), "{e}");
+        // A younger epoch leaves room for a wider sequence.
+        assert!(resolve_env(&[("SNOWID_SEQUENCE_BITS", "14"), ("SNOWID_EPOCH", "2026-01-01")]).is_ok());
+    }
+
+    #[test]
+    fn bad_option_values_are_refused() {
+        let num = |n: f64| Some(OptionValue::Number(n));
+        let cases: Vec<(Options, &str, Class)> = vec![
+            (Options { worker_id: num(32.0), ..Default::default() }, "options.workerId: expected an integer in 0..=31 (workerBits is 5), found 32", Class::RangeError),
+            (Options { worker_id: num(-1.0), ..Default::default() }, "found -1", Class::RangeError),
+            (Options { worker_id: num(0.6), ..Default::default() }, "found 0.6", Class::RangeError),
+            (Options { worker_id: num(f64::NAN), ..Default::default() }, "found NaN", Class::RangeError),
+            (Options { worker_id: num(f64::INFINITY), ..Default::default() }, "found Infinity", Class::RangeError),
+            (Options { worker_id: num(4294967301.0), ..Default::default() }, "found 4294967301", Class::RangeError),
+            (Options { worker_id: Some(OptionValue::Text("3".into())), ..Default::default() }, "found the string \"3\"", Class::TypeError),
+            (Options { datacenter_id: Some(OptionValue::Other("boolean true".into())), ..Default::default() }, "options.datacenterId: expected", Class::TypeError),
+            (Options { epoch: Some(OptionValue::Date(f64::NAN)), ..Default::default() }, "found an invalid Date", Class::RangeError),
+            (Options { epoch: num(-1.0), ..Default::default() }, "found -1", Class::RangeError),
+            (Options { epoch: num(NOW as f64 + 1e9), ..Default::default() }, "in the future", Class::RangeError),
+            (Options { epoch: Some(OptionValue::Text("2020-02-30".into())), ..Default::default() }, "options.epoch", Class::TypeError),
+            (Options { on_clock_back: Some(OptionValue::Number(1.0)), ..Default::default() }, "options.onClockBack: expected one of", Class::TypeError),
+            (Options { on_clock_back: Some(OptionValue::Text("Bits".into())), ..Default::default() }, "found \"Bits\"", Class::RangeError),
+            (Options { max_wait_ms: num(-5.0), ..Default::default() }, "options.maxWaitMs", Class::RangeError),
+        ];
+        for (opts, needle, class) in cases {
+            let e = Config::resolve(&opts, &env(&[]), NOW).unwrap_err();
+            assert_eq!((e.code(), e.class()), (Code::InvalidConfig, class), "{e}");
+            assert!(e.message().contains(needle), "{needle:?} not in {e}");
+        }
+    }
+
+    #[test]
+    fn non_utf8_env_is_refused() {
+        use std::os::unix::ffi::OsStringExt;
+        let bad = |name: &str| (name == "SNOWID_WORKER_ID").then(|| OsString::from_vec(vec![0xff, b'1']));
+        let e = Config::resolve(&Options::default(), &bad, NOW).unwrap_err();
+        assert_eq!(e.class(), Class::TypeError);
+        assert!(e.message().starts_with("SNOWID_WORKER_ID: expected valid UTF-8"), "{e}");
+    }
+}

@@ -1,0 +1,86 @@
+//! Errors of the core: a public struct around a private kind, with a stable code, the JS class it maps to, and a
+//! message of the form "what: expected X, found Y".
+
+use std::fmt;
+
+/// The stable `code` carried by every error that reaches JS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Code {
+    InvalidConfig,
+    InvalidId,
+    InvalidArgument,
+    ClockBackwards,
+    TimeExhausted,
+    AlreadyConfigured,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::InvalidConfig => "ERR_SNOWID_INVALID_CONFIG",
+            Code::InvalidId => "ERR_SNOWID_INVALID_ID",
+            Code::InvalidArgument => "ERR_SNOWID_INVALID_ARGUMENT",
+            Code::ClockBackwards => "ERR_SNOWID_CLOCK_BACKWARDS",
+            Code::TimeExhausted => "ERR_SNOWID_TIME_EXHAUSTED",
+            Code::AlreadyConfigured => "ERR_SNOWID_ALREADY_CONFIGURED",
+        }
+    }
+}
+
+/// The JS constructor an error is thrown as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    Error,
+    TypeError,
+    RangeError,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    code: Code,
+    class: Class,
+    message: String,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn new(code: Code, class: Class, message: impl Into<String>) -> Self {
+        Error { code, class, message: message.into() }
+    }
+
+    /// A value of the wrong kind: `what: expected X, found Y`.
+    pub fn type_error(code: Code, what: &str, expected: &str, found: &str) -> Self {
+        Self::new(code, Class::TypeError, format!("{what}: expected {expected}, found {found}"))
+    }
+
+    /// A value of the right kind but outside its range: `what: expected X, found Y`.
+    pub fn range_error(code: Code, what: &str, expected: &str, found: &str) -> Self {
+        Self::new(code, Class::RangeError, format!("{what}: expected {expected}, found {found}"))
+    }
+
+    pub fn code(&self) -> Code {
+        self.code
+    }
+
+    pub fn class(&self) -> Class {
+        self.class
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Quotes text found in input so that empty strings, spaces and control characters are visible in a message.
+pub fn quote(text: &str) -> String {
+    format!("{text:?}")
+}

@@ -1,0 +1,150 @@
+//! Ids as decimal text, and the checks on ids that come from outside.
+
+use super::error::{quote, Code, Error, Result};
+use super::layout::MAX_ID;
+
+/// What an id argument must be, for messages.
+pub const EXPECTED_ID: &str = "a bigint, a decimal string or a safe integer from 0 to 9223372036854775807";
+
+/// A u64 in decimal, written right-aligned into a stack buffer (no heap).
+pub struct Decimal {
+    buf: [u8; 20],
+    start: usize,
+}
+
+impl Decimal {
+    #[inline]
+    pub fn new(mut v: u64) -> Self {
+        let mut buf = [b'0'; 20];
+        let mut i = buf.len();
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        Decimal { buf, start: i }
+    }
+
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Only ASCII digits were written.
+        std::str::from_utf8(self.as_bytes()).unwrap_or("0")
+    }
+}
+
+fn too_large(what: &str, found: &str) -> Error {
+    Error::range_error(Code::InvalidId, what, EXPECTED_ID, found)
+}
+
+/// Parses a decimal id: ASCII digits only (no sign, spaces, prefix or fraction), at most [`MAX_ID`].
+pub fn parse_decimal(text: &str, what: &str) -> Result<u64> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(Error::type_error(Code::InvalidId, what, EXPECTED_ID, &format!("the string {}", quote(text))));
+    }
+    if negative {
+        return Err(too_large(what, &format!("the string {} (negative)", quote(text))));
+    }
+    match digits.parse::<u64>() {
+        Ok(v) if v <= MAX_ID => Ok(v),
+        _ => Err(too_large(what, &format!("the string {} (above 2^63 - 1)", quote(text)))),
+    }
+}
+
+/// Checks a JS number id: a safe integer, not negative. Larger numbers have already lost digits.
+pub fn from_f64(n: f64, what: &str) -> Result<u64> {
+    const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+    if n.is_finite() && n.fract() == 0.0 && (0.0..=MAX_SAFE).contains(&n) {
+        return Ok(n as u64);
+    }
+    let why = if !n.is_finite() || n.fract() != 0.0 {
+        "not an integer"
+    } else if n < 0.0 {
+        "negative"
+    } else {
+        "above Number.MAX_SAFE_INTEGER, so its digits are already lost: pass a bigint or a string"
+    };
+    Err(too_large(what, &format!("the number {} ({why})", super::config::js_number(n))))
+}
+
+/// Checks a JS bigint id given as its sign and 64-bit words, least significant first.
+pub fn from_bigint(negative: bool, words: &[u64], what: &str) -> Result<u64> {
+    let low = words.first().copied().unwrap_or(0);
+    let high_zero = words.iter().skip(1).all(|&w| w == 0);
+    let zero = low == 0 && high_zero;
+    if negative && !zero {
+        return Err(too_large(what, "a negative bigint"));
+    }
+    if !high_zero || low > MAX_ID {
+        return Err(too_large(what, "a bigint above 2^63 - 1"));
+    }
+    Ok(low)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::error::Class;
+
+    #[test]
+    fn decimal_formats_like_to_string() {
+        for v in [0u64, 1, 9, 10, 99, 100, 4096, 1_234_567_890_123_456_789, MAX_ID, u64::MAX] {
+            assert_eq!(Decimal::new(v).as_str(), v.to_string());
+        }
+    }
+
+    #[test]
+    fn parse_accepts_decimal_ids_only() {
+        assert_eq!(parse_decimal("0", "id").unwrap(), 0);
+        assert_eq!(parse_decimal("9223372036854775807", "id").unwrap(), MAX_ID);
+        assert_eq!(parse_decimal("007", "id").unwrap(), 7);
+        for (bad, class) in [
+            ("", Class::TypeError),
+            (" 1", Class::TypeError),
+            ("1 ", Class::TypeError),
+            ("+1", Class::TypeError),
+            ("1.0", Class::TypeError),
+            ("1e3", Class::TypeError),
+            ("0x10", Class::TypeError),
+            ("-", Class::TypeError),
+            ("١٢", Class::TypeError),
+            ("-1", Class::RangeError),
+            ("9223372036854775808", Class::RangeError),
+            ("99999999999999999999999", Class::RangeError),
+        ] {
+            let e = parse_decimal(bad, "id").unwrap_err();
+            assert_eq!((e.code(), e.class()), (Code::InvalidId, class), "{bad:?}: {e}");
+            assert!(e.message().starts_with("id: expected a bigint, a decimal string"), "{e}");
+        }
+    }
+
+    #[test]
+    fn numbers_must_be_safe_integers() {
+        assert_eq!(from_f64(0.0, "id").unwrap(), 0);
+        assert_eq!(from_f64(9_007_199_254_740_991.0, "id").unwrap(), 9_007_199_254_740_991);
+        for bad in [-1.0, 0.5, f64::NAN, f64::INFINITY, 9_007_199_254_740_992.0, 1e19] {
+            assert_eq!(from_f64(bad, "id").unwrap_err().class(), Class::RangeError, "{bad}");
+        }
+        assert!(from_f64(1e19, "id").unwrap_err().message().contains("MAX_SAFE_INTEGER"));
+    }
+
+    #[test]
+    fn bigints_keep_their_sign_and_size() {
+        assert_eq!(from_bigint(false, &[], "id").unwrap(), 0);
+        assert_eq!(from_bigint(false, &[MAX_ID], "id").unwrap(), MAX_ID);
+        assert_eq!(from_bigint(false, &[5, 0], "id").unwrap(), 5);
+        assert!(from_bigint(true, &[5], "id").unwrap_err().message().contains("negative"));
+        assert!(from_bigint(false, &[MAX_ID + 1], "id").is_err());
+        assert!(from_bigint(false, &[5, 1], "id").is_err());
+    }
+}

@@ -1,0 +1,271 @@
+//! The bit layout of an id: `0 | timestamp | datacenterId | workerId | clockBack | sequence`, high bits to low.
+
+use super::error::{Code, Error, Result};
+use super::time::format_iso;
+
+/// The JS article's epoch, 2020-02-01T00:00:00+08:00.
+pub const DEFAULT_EPOCH: u64 = 1_580_486_400_000;
+/// A layout must be able to encode timestamps for at least this long from now: 10 Julian years.
+pub const MIN_LIFE_MS: u64 = 315_576_000_000;
+/// Every timestamp a layout can encode must be an exact JS number, and `epoch + 2^52` is below 2^53 for any epoch
+/// up to the year 144,000, so the timestamp field is at most 52 bits wide.
+pub const MAX_TIMESTAMP_BITS: u32 = 52;
+/// Ids are positive signed 64-bit integers: bit 63 is never set.
+pub const MAX_ID: u64 = i64::MAX as u64;
+
+/// Widths in bits of the fields below the timestamp, which gets what is left of 63 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Widths {
+    pub datacenter: u32,
+    pub worker: u32,
+    pub clock_back: u32,
+    pub sequence: u32,
+}
+
+impl Default for Widths {
+    /// The JS article's layout: 41-bit timestamp, 3 datacenter, 5 worker, 2 clock-back and 12 sequence bits.
+    fn default() -> Self {
+        Widths { datacenter: 3, worker: 5, clock_back: 2, sequence: 12 }
+    }
+}
+
+/// The fields of one id. `timestamp` is in ms since the layout's epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fields {
+    pub timestamp: u64,
+    pub datacenter_id: u32,
+    pub worker_id: u32,
+    pub clock_back: u32,
+    pub sequence: u32,
+}
+
+/// Field widths and epoch, validated as one value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Layout {
+    widths: Widths,
+    epoch: u64,
+    timestamp_bits: u32,
+}
+
+/// The largest value a field of `bits` bits holds (`bits` <= 63).
+pub fn max_value(bits: u32) -> u64 {
+    (1u64 << bits) - 1
+}
+
+impl Layout {
+    /// Validates widths and epoch together against the time `now` (Unix ms): the epoch is not in the future, and
+    /// the timestamp field that is left lasts at least [`MIN_LIFE_MS`] from now and at most
+    /// [`MAX_TIMESTAMP_BITS`] bits.
+    pub fn new(widths: Widths, epoch: u64, now: u64) -> Result<Layout> {
+        let Widths { datacenter, worker, clock_back, sequence } = widths;
+        let sum = u64::from(datacenter) + u64::from(worker) + u64::from(clock_back) + u64::from(sequence);
+        let parts = format!(
+            "datacenterBits {datacenter} + workerBits {worker} + clockBackBits {clock_back} + sequenceBits {sequence} = {sum}"
+        );
+        if sum > 63 {
+            return Err(Error::range_error(
+                Code::InvalidConfig,
+                "layout",
+                "field widths that add up to at most 63 bits, leaving the rest to the timestamp",
+                &parts,
+            ));
+        }
+        let timestamp_bits = 63 - sum as u32;
+        if timestamp_bits > MAX_TIMESTAMP_BITS {
+            return Err(Error::range_error(
+                Code::InvalidConfig,
+                "layout",
+                &format!(
+                    "at most {MAX_TIMESTAMP_BITS} timestamp bits, so that every timestamp is an exact JS number \
+                     (give the other fields at least {} bits)",
+                    63 - MAX_TIMESTAMP_BITS
+                ),
+                &format!("{parts}, leaving {timestamp_bits}"),
+            ));
+        }
+        if epoch > now {
+            return Err(Error::range_error(
+                Code::InvalidConfig,
+                "epoch",
+                &format!("a time no later than now ({now}, {})", format_iso(now)),
+                &format!("{epoch} ({})", format_iso(epoch)),
+            ));
+        }
+        let layout = Layout { widths, epoch, timestamp_bits };
+        let needed = now + MIN_LIFE_MS;
+        if layout.expires_at() < needed {
+            return Err(Error::range_error(
+                Code::InvalidConfig,
+                "layout",
+                &format!("a timestamp field that lasts at least 10 years, until {}", format_iso(needed)),
+                &format!(
+                    "{parts}, leaving {timestamp_bits} timestamp bits that run out at {} with epoch {epoch}",
+                    format_iso(layout.expires_at())
+                ),
+            ));
+        }
+        Ok(layout)
+    }
+
+    pub fn widths(&self) -> Widths {
+        self.widths
+    }
+
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    pub fn timestamp_bits(&self) -> u32 {
+        self.timestamp_bits
+    }
+
+    /// The largest timestamp offset (ms since the epoch) the layout encodes.
+    pub fn max_timestamp(&self) -> u64 {
+        max_value(self.timestamp_bits)
+    }
+
+    /// The last Unix ms the layout encodes.
+    pub fn expires_at(&self) -> u64 {
+        self.epoch + self.max_timestamp()
+    }
+
+    pub fn sequence_shift(&self) -> u32 {
+        0
+    }
+
+    pub fn clock_back_shift(&self) -> u32 {
+        self.widths.sequence
+    }
+
+    pub fn worker_shift(&self) -> u32 {
+        self.clock_back_shift() + self.widths.clock_back
+    }
+
+    pub fn datacenter_shift(&self) -> u32 {
+        self.worker_shift() + self.widths.worker
+    }
+
+    pub fn timestamp_shift(&self) -> u32 {
+        self.datacenter_shift() + self.widths.datacenter
+    }
+
+    /// Packs fields into an id, or `None` when a field does not fit its width.
+    pub fn pack(&self, f: &Fields) -> Option<u64> {
+        let w = self.widths;
+        let fits = |v: u64, bits: u32| v <= max_value(bits);
+        if !(fits(f.timestamp, self.timestamp_bits)
+            && fits(f.datacenter_id.into(), w.datacenter)
+            && fits(f.worker_id.into(), w.worker)
+            && fits(f.clock_back.into(), w.clock_back)
+            && fits(f.sequence.into(), w.sequence))
+        {
+            return None;
+        }
+        Some(
+            (f.timestamp << self.timestamp_shift())
+                | (u64::from(f.datacenter_id) << self.datacenter_shift())
+                | (u64::from(f.worker_id) << self.worker_shift())
+                | (u64::from(f.clock_back) << self.clock_back_shift())
+                | u64::from(f.sequence),
+        )
+    }
+
+    /// Splits an id (at most [`MAX_ID`]) into its fields.
+    pub fn unpack(&self, id: u64) -> Fields {
+        let w = self.widths;
+        let field = |shift: u32, bits: u32| ((id >> shift) & max_value(bits)) as u32;
+        Fields {
+            timestamp: (id & MAX_ID) >> self.timestamp_shift(),
+            datacenter_id: field(self.datacenter_shift(), w.datacenter),
+            worker_id: field(self.worker_shift(), w.worker),
+            clock_back: field(self.clock_back_shift(), w.clock_back),
+            sequence: field(self.sequence_shift(), w.sequence),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: u64 = 1_795_000_000_000; // 2026-11-18
+
+    fn widths(datacenter: u32, worker: u32, clock_back: u32, sequence: u32) -> Widths {
+        Widths { datacenter, worker, clock_back, sequence }
+    }
+
+    #[test]
+    fn default_layout_matches_the_article() {
+        let l = Layout::new(Widths::default(), DEFAULT_EPOCH, NOW).unwrap();
+        assert_eq!(l.timestamp_bits(), 41);
+        assert_eq!(l.clock_back_shift(), 12);
+        assert_eq!(l.worker_shift(), 14);
+        assert_eq!(l.datacenter_shift(), 19);
+        assert_eq!(l.timestamp_shift(), 22);
+        assert_eq!(l.expires_at(), DEFAULT_EPOCH + (1 << 41) - 1);
+    }
+
+    #[test]
+    fn pack_and_unpack_every_field_at_its_extremes() {
+        let layouts = [
+            widths(3, 5, 2, 12),
+            widths(0, 0, 0, 12),
+            widths(5, 5, 0, 12),
+            widths(0, 10, 3, 10),
+            widths(1, 1, 1, 8),
+            widths(0, 0, 0, 24),
+            widths(8, 8, 8, 0),
+        ];
+        for w in layouts {
+            let l = Layout::new(w, DEFAULT_EPOCH, NOW).unwrap_or_else(|e| panic!("{w:?}: {e}"));
+            let maxes = [
+                max_value(l.timestamp_bits()),
+                max_value(w.datacenter),
+                max_value(w.worker),
+                max_value(w.clock_back),
+                max_value(w.sequence),
+            ];
+            for pick in 0..32u32 {
+                let v = |i: u32| if pick & (1 << i) != 0 { maxes[i as usize] } else { 0 };
+                let f = Fields {
+                    timestamp: v(0),
+                    datacenter_id: v(1) as u32,
+                    worker_id: v(2) as u32,
+                    clock_back: v(3) as u32,
+                    sequence: v(4) as u32,
+                };
+                let id = l.pack(&f).unwrap();
+                assert!(id <= MAX_ID, "{w:?} {f:?}");
+                assert_eq!(l.unpack(id), f, "{w:?}");
+            }
+            let all = l.pack(&Fields {
+                timestamp: maxes[0],
+                datacenter_id: maxes[1] as u32,
+                worker_id: maxes[2] as u32,
+                clock_back: maxes[3] as u32,
+                sequence: maxes[4] as u32,
+            });
+            assert_eq!(all, Some(MAX_ID), "{w:?}: all fields at max fill the 63 bits");
+            let too_big = Fields { timestamp: maxes[0] + 1, datacenter_id: 0, worker_id: 0, clock_back: 0, sequence: 0 };
+            assert_eq!(l.pack(&too_big), None);
+            if w.worker < 32 {
+                let f = Fields { worker_id: (maxes[2] + 1) as u32, ..too_big };
+                assert_eq!(l.pack(&Fields { timestamp: 0, ..f }), None);
+            }
+        }
+    }
+
+    #[test]
+    fn refuses_layouts_that_do_not_fit() {
+        let err = |w, epoch| Layout::new(w, epoch, NOW).unwrap_err();
+        let e = err(widths(20, 20, 20, 20), DEFAULT_EPOCH);
+        assert_eq!((e.code(), e.class()), (Code::InvalidConfig, super::super::error::Class::RangeError));
+        assert!(e.message().contains("= 80"), "{e}");
+        assert!(err(widths(0, 0, 0, 0), DEFAULT_EPOCH).message().contains("leaving 63"));
+        assert!(err(widths(3, 5, 2, 16), DEFAULT_EPOCH).message().contains("10 years"));
+        let e = err(Widths::default(), NOW + 1);
+        assert!(e.message().starts_with("epoch: expected a time no later than now"), "{e}");
+        assert!(Layout::new(widths(0, 0, 0, 11), DEFAULT_EPOCH, NOW).is_ok());
+        assert!(Layout::new(widths(0, 0, 0, 10), DEFAULT_EPOCH, NOW).is_err());
+    }
+}
