@@ -272,7 +272,7 @@ fn option_integer(v: &OptionValue, name: &str, expected: &str, max: u64) -> Resu
         other => return Err(Error::type_error(Code::InvalidConfig, name, expected, &describe(other))),
     };
     // 2^64 as f64; every integer-valued f64 below it converts to u64 exactly.
-    if !(n.is_finite() && n.fract() == 0.0 && n >= 0.0 && n < 18_446_744_073_709_551_616.0 && (n as u64) <= max) {
+    if !(n.is_finite() && n.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&n) && (n as u64) <= max) {
         return Err(Error::range_error(Code::InvalidConfig, name, expected, &js_number(n)));
     }
     Ok(n as u64)

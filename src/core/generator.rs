@@ -327,7 +327,7 @@ pub(crate) mod tests {
     impl Clock for FakeClock {
         fn now_ms(&self) -> u64 {
             let n = self.reads.fetch_add(1, Ordering::SeqCst) + 1;
-            if self.tick_every > 0 && n % self.tick_every == 0 {
+            if self.tick_every > 0 && n.is_multiple_of(self.tick_every) {
                 return self.now.fetch_add(1, Ordering::SeqCst) + 1;
             }
             self.now.load(Ordering::SeqCst)

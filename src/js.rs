@@ -1,0 +1,552 @@
+//! The napi binding: converts JS values to and from the core's, and maps core errors to coded JS errors.
+#![cfg_attr(test, allow(dead_code))]
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::ffi::CString;
+use std::ptr;
+use std::sync::OnceLock;
+
+use napi::bindgen_prelude::{FromNapiValue, ToNapiValue};
+use napi::{sys, Env, JsValue, Result, Status, Unknown};
+use napi_derive::napi;
+use parking_lot::Mutex;
+
+use crate::core::config::{Config, OptionValue, Options, ProcessEnv, Source, OPTION_NAMES};
+use crate::core::error::{Class, Code, Error as CoreError, Result as CoreResult};
+use crate::core::generator::{Clock, ClockBackPolicy, Generator, SystemClock};
+use crate::core::id::{self, Decimal, EXPECTED_ID};
+use crate::core::layout::Layout;
+use crate::core::registry::shared_state;
+
+
+
+/// Throws `e` as a JS error of its class with its `code`.
+fn throw(env: sys::napi_env, e: &CoreError) {
+    let code = CString::new(e.code().as_str()).unwrap_or_default();
+    let msg = CString::new(e.message().replace('\0', "\\0")).unwrap_or_default();
+    // SAFETY: `env` is the live env of the current call; both strings are NUL-terminated and outlive the calls.
+    unsafe {
+        match e.class() {
+            Class::Error => sys::napi_throw_error(env, code.as_ptr(), msg.as_ptr()),
+            Class::TypeError => sys::napi_throw_type_error(env, code.as_ptr(), msg.as_ptr()),
+            Class::RangeError => sys::napi_throw_range_error(env, code.as_ptr(), msg.as_ptr()),
+        };
+    }
+}
+
+/// Throws `e` and returns the napi error that tells napi-rs an exception is already pending.
+fn raise(env: sys::napi_env, e: &CoreError) -> napi::Error {
+    throw(env, e);
+    napi::Error::from_status(Status::PendingException)
+}
+
+fn check(status: sys::napi_status) -> Result<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(napi::Error::from_status(Status::from(status)))
+    }
+}
+
+/// An id, or the error that replaces it, converted to a JS `bigint` (or thrown) without taking `Env` as a
+/// parameter: napi-rs hands the env to `to_napi_value`.
+pub struct IdBigInt(CoreResult<u64>);
+
+impl ToNapiValue for IdBigInt {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
+        match val.0 {
+            Ok(id) => {
+                let mut out = ptr::null_mut();
+                // SAFETY: `env` is the live env of this call and `out` is a valid out-pointer.
+                check(unsafe { sys::napi_create_bigint_uint64(env, id, &mut out) })?;
+                Ok(out)
+            }
+            Err(e) => Err(raise(env, &e)),
+        }
+    }
+}
+
+/// An id, or the error that replaces it, converted to a decimal JS string written from a stack buffer.
+pub struct IdString(CoreResult<u64>);
+
+impl ToNapiValue for IdString {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
+        match val.0 {
+            Ok(id) => {
+                let digits = Decimal::new(id);
+                let bytes = digits.as_bytes();
+                let mut out = ptr::null_mut();
+                // SAFETY: `bytes` is ASCII (so latin1) and its length is passed explicitly.
+                check(unsafe {
+                    sys::napi_create_string_latin1(env, bytes.as_ptr().cast(), bytes.len() as isize, &mut out)
+                })?;
+                Ok(out)
+            }
+            Err(e) => Err(raise(env, &e)),
+        }
+    }
+}
+
+fn type_of(env: sys::napi_env, value: sys::napi_value) -> Result<sys::napi_valuetype> {
+    let mut t = 0;
+    // SAFETY: `env` and `value` come from the current call.
+    check(unsafe { sys::napi_typeof(env, value, &mut t) })?;
+    Ok(t)
+}
+
+fn is_date(env: sys::napi_env, value: sys::napi_value) -> Result<bool> {
+    let mut yes = false;
+    // SAFETY: as above.
+    check(unsafe { sys::napi_is_date(env, value, &mut yes) })?;
+    Ok(yes)
+}
+
+/// A JS value described for an error message, for the kinds a caller should not have passed.
+fn describe(env: sys::napi_env, value: sys::napi_value) -> Result<String> {
+    use sys::ValueType as T;
+    Ok(match type_of(env, value)? {
+        T::napi_undefined => "undefined".into(),
+        T::napi_null => "null".into(),
+        T::napi_boolean => {
+            // SAFETY: `value` is a boolean.
+            let b = unsafe { bool::from_napi_value(env, value) }?;
+            format!("the boolean {b}")
+        }
+        T::napi_number => {
+            // SAFETY: `value` is a number.
+            let n = unsafe { f64::from_napi_value(env, value) }?;
+            format!("the number {}", crate::core::config::js_number(n))
+        }
+        T::napi_string => "a string".into(),
+        T::napi_symbol => "a symbol".into(),
+        T::napi_function => "a function".into(),
+        T::napi_bigint => "a bigint".into(),
+        _ => "an object".into(),
+    })
+}
+
+/// Reads a JS value given for an option, sorted by JS type for the core to check.
+fn option_value(env: sys::napi_env, value: sys::napi_value) -> Result<Option<OptionValue>> {
+    use sys::ValueType as T;
+    Ok(Some(match type_of(env, value)? {
+        T::napi_undefined => return Ok(None),
+        // SAFETY: each cast below matches the type just checked.
+        T::napi_number => OptionValue::Number(unsafe { f64::from_napi_value(env, value) }?),
+        T::napi_string => OptionValue::Text(unsafe { String::from_napi_value(env, value) }?),
+        T::napi_object if is_date(env, value)? => {
+            let mut t = 0.0;
+            check(unsafe { sys::napi_get_date_value(env, value, &mut t) })?;
+            OptionValue::Date(t)
+        }
+        _ => OptionValue::Other(describe(env, value)?),
+    }))
+}
+
+/// Reads an options object: own enumerable string keys, each a known option. `undefined` and `null` are no options.
+fn read_options(env: sys::napi_env, value: sys::napi_value) -> Result<Options> {
+    use sys::ValueType as T;
+    let mut opts = Options::default();
+    match type_of(env, value)? {
+        T::napi_undefined | T::napi_null => return Ok(opts),
+        T::napi_object => {}
+        _ => {
+            let e = CoreError::type_error(Code::InvalidConfig, "options", "an object", &describe(env, value)?);
+            return Err(raise(env, &e));
+        }
+    }
+    let mut keys = ptr::null_mut();
+    // SAFETY: `value` is an object of the current call; `keys` is a valid out-pointer.
+    check(unsafe {
+        sys::napi_get_all_property_names(
+            env,
+            value,
+            sys::KeyCollectionMode::own_only,
+            sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+            sys::KeyConversion::numbers_to_strings,
+            &mut keys,
+        )
+    })?;
+    let mut len = 0u32;
+    // SAFETY: `keys` is the array just created.
+    check(unsafe { sys::napi_get_array_length(env, keys, &mut len) })?;
+    for i in 0..len {
+        let mut key = ptr::null_mut();
+        // SAFETY: `i` is below the array's length; the element is a string (numbers were converted).
+        check(unsafe { sys::napi_get_element(env, keys, i, &mut key) })?;
+        let name = unsafe { String::from_napi_value(env, key) }?;
+        let Some(slot) = opts.slot(&name) else {
+            let e = CoreError::type_error(
+                Code::InvalidConfig,
+                "options",
+                &format!("only the options {}", OPTION_NAMES.join(", ")),
+                &format!("an unknown option {}", crate::core::error::quote(&name)),
+            );
+            return Err(raise(env, &e));
+        };
+        let mut v = ptr::null_mut();
+        // SAFETY: `key` is one of the object's own keys.
+        check(unsafe { sys::napi_get_property(env, value, key, &mut v) })?;
+        *slot = option_value(env, v)?;
+    }
+    Ok(opts)
+}
+
+/// Reads an id argument: a bigint, a decimal string, or a safe integer.
+fn read_id(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<u64> {
+    use sys::ValueType as T;
+    let parsed = match type_of(env, value)? {
+        T::napi_bigint => {
+            let (mut sign, mut count) = (0, 0usize);
+            // SAFETY: a first call with null sign and words asks for the word count only.
+            check(unsafe {
+                sys::napi_get_value_bigint_words(env, value, ptr::null_mut(), &mut count, ptr::null_mut())
+            })?;
+            let mut words = vec![0u64; count];
+            check(unsafe {
+                sys::napi_get_value_bigint_words(env, value, &mut sign, &mut count, words.as_mut_ptr())
+            })?;
+            words.truncate(count);
+            id::from_bigint(sign != 0, &words, what)
+        }
+        // SAFETY: the casts match the types just checked.
+        T::napi_string => id::parse_decimal(&unsafe { String::from_napi_value(env, value) }?, what),
+        T::napi_number => id::from_f64(unsafe { f64::from_napi_value(env, value) }?, what),
+        _ => Err(CoreError::type_error(Code::InvalidId, what, EXPECTED_ID, &describe(env, value)?)),
+    };
+    parsed.map_err(|e| raise(env, &e))
+}
+
+/// The fields of an id. Every value is a plain number or string, so the object is safe for `JSON.stringify`.
+#[napi(object)]
+pub struct DecodedId {
+    /// The id in decimal.
+    pub id: String,
+    /// When the id was made, in Unix ms (the layout's epoch plus the timestamp field).
+    pub timestamp: f64,
+    pub datacenter_id: u32,
+    pub worker_id: u32,
+    /// The clock-back counter: bumped each time the generator's clock moved backwards.
+    pub clock_back: u32,
+    /// The counter within the ms.
+    pub sequence: u32,
+}
+
+fn decode_with(layout: &Layout, id: u64) -> DecodedId {
+    let f = layout.unpack(id);
+    DecodedId {
+        id: Decimal::new(id).as_str().to_string(),
+        timestamp: (layout.epoch() + f.timestamp) as f64,
+        datacenter_id: f.datacenter_id,
+        worker_id: f.worker_id,
+        clock_back: f.clock_back,
+        sequence: f.sequence,
+    }
+}
+
+/// Where a configured value came from: an option, an environment variable, or the default.
+#[napi(string_enum = "lowercase")]
+pub enum ConfigSource {
+    Option,
+    Env,
+    Default,
+}
+
+impl From<Source> for ConfigSource {
+    fn from(s: Source) -> Self {
+        match s {
+            Source::Option => ConfigSource::Option,
+            Source::Env => ConfigSource::Env,
+            Source::Default => ConfigSource::Default,
+        }
+    }
+}
+
+/// What the generator does when the clock reads earlier than the last id's timestamp.
+/// `'bits'` adds 1 to clockBack and carries on, and throws once clockBack would come back round to its starting
+/// value; `'wait'` blocks until the clock catches up, for at most `maxWaitMs`; `'throw'` throws at once.
+#[napi(string_enum = "lowercase")]
+pub enum OnClockBack {
+    Bits,
+    Wait,
+    Throw,
+}
+
+impl From<ClockBackPolicy> for OnClockBack {
+    fn from(p: ClockBackPolicy) -> Self {
+        match p {
+            ClockBackPolicy::Bits => OnClockBack::Bits,
+            ClockBackPolicy::Wait => OnClockBack::Wait,
+            ClockBackPolicy::Throw => OnClockBack::Throw,
+        }
+    }
+}
+
+/// Options of a generator. Each one left out is read from its environment variable, else takes its default.
+/// Numbers must be integers in range: nothing is masked, clamped or truncated.
+#[napi(object, object_from_js = false)]
+#[allow(dead_code)] // Declares the typings only: `read_options` reads the object itself, to check every value.
+pub struct SnowflakeOptions {
+    /// Datacenter (or machine) number, 0 to 2^datacenterBits - 1. Env `SNOWID_DATACENTER_ID`, else `datacenterId`.
+    /// @default 0
+    pub datacenter_id: Option<u32>,
+    /// Worker (process) number, 0 to 2^workerBits - 1. Env `SNOWID_WORKER_ID`, else `workerId`.
+    /// @default 0
+    pub worker_id: Option<u32>,
+    /// Starting clock-back value, 0 to 2^clockBackBits - 1. Env `SNOWID_CLOCK_BACK`.
+    /// @default 0
+    pub clock_back: Option<u32>,
+    /// Epoch: Unix ms, a decimal string of Unix ms, an ISO-8601 date (`YYYY-MM-DD`, or a date-time with `Z` or an
+    /// offset), or a `Date`. Not in the future. Env `SNOWID_EPOCH`.
+    /// @default 1580486400000 (2020-02-01T00:00:00+08:00)
+    #[napi(ts_type = "number | string | Date")]
+    pub epoch: Option<f64>,
+    /// Width of the datacenterId field in bits. Env `SNOWID_DATACENTER_BITS`.
+    /// @default 3
+    pub datacenter_bits: Option<u32>,
+    /// Width of the workerId field in bits. Env `SNOWID_WORKER_BITS`.
+    /// @default 5
+    pub worker_bits: Option<u32>,
+    /// Width of the clockBack field in bits. Env `SNOWID_CLOCK_BACK_BITS`.
+    /// @default 2
+    pub clock_back_bits: Option<u32>,
+    /// Width of the sequence field in bits. Env `SNOWID_SEQUENCE_BITS`.
+    /// @default 12
+    pub sequence_bits: Option<u32>,
+    /// What to do when the clock moves backwards. Env `SNOWID_ON_CLOCK_BACK`.
+    /// @default 'bits'
+    pub on_clock_back: Option<OnClockBack>,
+    /// Under `'wait'`, the longest the generator blocks for the clock to catch up, 0 to 60000 ms.
+    /// Env `SNOWID_MAX_WAIT_MS`.
+    /// @default 1000
+    pub max_wait_ms: Option<u32>,
+}
+
+/// Where each configured value came from.
+#[napi(object)]
+pub struct ConfigSources {
+    pub datacenter_id: ConfigSource,
+    pub worker_id: ConfigSource,
+    pub clock_back: ConfigSource,
+    pub epoch: ConfigSource,
+    pub datacenter_bits: ConfigSource,
+    pub worker_bits: ConfigSource,
+    pub clock_back_bits: ConfigSource,
+    pub sequence_bits: ConfigSource,
+    pub on_clock_back: ConfigSource,
+    pub max_wait_ms: ConfigSource,
+}
+
+/// The effective configuration of a generator.
+#[napi(object)]
+pub struct SnowidConfig {
+    pub datacenter_id: u32,
+    pub worker_id: u32,
+    /// The starting clock-back value.
+    pub clock_back: u32,
+    /// The epoch in Unix ms.
+    pub epoch: f64,
+    pub datacenter_bits: u32,
+    pub worker_bits: u32,
+    pub clock_back_bits: u32,
+    pub sequence_bits: u32,
+    /// What is left of 63 bits for the timestamp.
+    pub timestamp_bits: u32,
+    pub on_clock_back: OnClockBack,
+    pub max_wait_ms: u32,
+    /// The most ids one generator issues in one ms: 2^sequenceBits.
+    pub max_ids_per_ms: u32,
+    /// The last Unix ms the layout can encode. Generation throws `ERR_SNOWID_TIME_EXHAUSTED` after it.
+    pub expires_at: f64,
+    /// Where each value came from.
+    pub sources: ConfigSources,
+}
+
+fn report(c: &Config) -> SnowidConfig {
+    SnowidConfig {
+        datacenter_id: c.datacenter_id.value,
+        worker_id: c.worker_id.value,
+        clock_back: c.clock_back.value,
+        epoch: c.epoch.value as f64,
+        datacenter_bits: c.datacenter_bits.value,
+        worker_bits: c.worker_bits.value,
+        clock_back_bits: c.clock_back_bits.value,
+        sequence_bits: c.sequence_bits.value,
+        timestamp_bits: c.layout.timestamp_bits(),
+        on_clock_back: c.on_clock_back.value.into(),
+        max_wait_ms: c.max_wait_ms.value as u32,
+        max_ids_per_ms: c.max_ids_per_ms() as u32,
+        expires_at: c.layout.expires_at() as f64,
+        sources: ConfigSources {
+            datacenter_id: c.datacenter_id.source.into(),
+            worker_id: c.worker_id.source.into(),
+            clock_back: c.clock_back.source.into(),
+            epoch: c.epoch.source.into(),
+            datacenter_bits: c.datacenter_bits.source.into(),
+            worker_bits: c.worker_bits.source.into(),
+            clock_back_bits: c.clock_back_bits.source.into(),
+            sequence_bits: c.sequence_bits.source.into(),
+            on_clock_back: c.on_clock_back.source.into(),
+            max_wait_ms: c.max_wait_ms.source.into(),
+        },
+    }
+}
+
+fn resolve(opts: &Options) -> CoreResult<Config> {
+    Config::resolve(opts, &ProcessEnv, SystemClock.now_ms())
+}
+
+fn build(config: &Config) -> CoreResult<Generator<SystemClock>> {
+    let s = config.settings();
+    let state = shared_state(&s.layout, s.datacenter_id, s.worker_id, config.clock_back.value)?;
+    Generator::new(s, state, SystemClock)
+}
+
+/// The process-wide default generator, once it has issued its first id.
+static DEFAULT: OnceLock<(Generator<SystemClock>, Config)> = OnceLock::new();
+/// Options given to `configure()` before the default generator started.
+static DEFAULT_OPTIONS: Mutex<Option<Options>> = Mutex::new(None);
+
+#[inline]
+fn default_generator() -> CoreResult<&'static Generator<SystemClock>> {
+    match DEFAULT.get() {
+        Some((g, _)) => Ok(g),
+        None => start_default(),
+    }
+}
+
+#[cold]
+fn start_default() -> CoreResult<&'static Generator<SystemClock>> {
+    let options = DEFAULT_OPTIONS.lock();
+    if let Some((g, _)) = DEFAULT.get() {
+        return Ok(g);
+    }
+    let config = resolve(&options.clone().unwrap_or_default())?;
+    let generator = build(&config)?;
+    Ok(&DEFAULT.get_or_init(|| (generator, config)).0)
+}
+
+/// The default generator's configuration, without starting it.
+fn default_config() -> CoreResult<Config> {
+    let options = DEFAULT_OPTIONS.lock();
+    match DEFAULT.get() {
+        Some((_, c)) => Ok(*c),
+        None => resolve(&options.clone().unwrap_or_default()),
+    }
+}
+
+/// The next id of the process-wide default generator, as a `bigint`.
+///
+/// The default generator is configured from the environment (`SNOWID_*`) on its first use, or by `configure()`
+/// before it. Its state is shared by every `worker_thread` and every `Snowflake` with the same identity.
+/// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the environment holds a bad value.
+/// @throws {Error} `ERR_SNOWID_CLOCK_BACKWARDS` when the clock moved back and the `onClockBack` policy gives up.
+/// @throws {Error} `ERR_SNOWID_TIME_EXHAUSTED` past the layout's `expiresAt`.
+#[napi(ts_return_type = "bigint")]
+pub fn next_id() -> IdBigInt {
+    IdBigInt(default_generator().and_then(|g| g.next_id()))
+}
+
+/// The next id of the process-wide default generator, as a decimal string. Throws as `nextId()` does.
+#[napi(ts_return_type = "string")]
+pub fn next_id_string() -> IdString {
+    IdString(default_generator().and_then(|g| g.next_id()))
+}
+
+/// The fields of an id, read with the default generator's layout and epoch. It does not start the generator.
+///
+/// @param id - a `bigint`, a decimal string, or a safe integer `number` (ids above 2^53 have already lost digits
+/// as numbers).
+/// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for negative, too large, non-integer, empty or
+/// non-decimal input.
+#[napi]
+pub fn decode(env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<DecodedId> {
+    let raw = env.raw();
+    let id = read_id(raw, id.raw(), "id")?;
+    let config = default_config().map_err(|e| raise(raw, &e))?;
+    Ok(decode_with(&config.layout, id))
+}
+
+/// The effective configuration of the default generator and where each value came from. It does not start the
+/// generator.
+/// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the environment holds a bad value.
+#[napi]
+pub fn config(env: Env) -> Result<SnowidConfig> {
+    default_config().map(|c| report(&c)).map_err(|e| raise(env.raw(), &e))
+}
+
+/// Sets the options of the default generator before its first id. Options win over environment variables.
+/// A later call before the first id replaces the earlier options. The options are validated at once.
+/// @throws {Error} `ERR_SNOWID_ALREADY_CONFIGURED` once the default generator has issued an id.
+/// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` for a bad option, or a bad environment value.
+#[napi]
+pub fn configure(env: Env, #[napi(ts_arg_type = "SnowflakeOptions")] options: Option<Unknown>) -> Result<()> {
+    let raw = env.raw();
+    let opts = match options {
+        Some(o) => read_options(raw, o.raw())?,
+        None => Options::default(),
+    };
+    let mut slot = DEFAULT_OPTIONS.lock();
+    if DEFAULT.get().is_some() {
+        let e = CoreError::new(
+            Code::AlreadyConfigured,
+            Class::Error,
+            "configure: expected a call before the default generator's first id, found it already started; \
+             use new Snowflake(options) for a generator of your own",
+        );
+        return Err(raise(raw, &e));
+    }
+    resolve(&opts).map_err(|e| raise(raw, &e))?;
+    *slot = Some(opts);
+    Ok(())
+}
+
+/// A generator with its own options. Generators with the same identity (layout, epoch, datacenterId, workerId)
+/// in one process share one state, so making one per request can never duplicate ids.
+#[napi]
+pub struct Snowflake {
+    generator: Generator<SystemClock>,
+    config: Config,
+}
+
+#[napi]
+impl Snowflake {
+    /// Options left out are read from the environment, else take their defaults, as for the default generator.
+    /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` for a bad option or environment value.
+    #[napi(constructor)]
+    pub fn new(env: Env, #[napi(ts_arg_type = "SnowflakeOptions")] options: Option<Unknown>) -> Result<Self> {
+        let raw = env.raw();
+        let opts = match options {
+            Some(o) => read_options(raw, o.raw())?,
+            None => Options::default(),
+        };
+        let config = resolve(&opts).map_err(|e| raise(raw, &e))?;
+        let generator = build(&config).map_err(|e| raise(raw, &e))?;
+        Ok(Snowflake { generator, config })
+    }
+
+    /// The next id, as a `bigint`. Throws as the module's `nextId()` does.
+    #[napi(ts_return_type = "bigint")]
+    pub fn next_id(&self) -> IdBigInt {
+        IdBigInt(self.generator.next_id())
+    }
+
+    /// The next id, as a decimal string. Throws as the module's `nextId()` does.
+    #[napi(ts_return_type = "string")]
+    pub fn next_id_string(&self) -> IdString {
+        IdString(self.generator.next_id())
+    }
+
+    /// The fields of an id, read with this generator's layout and epoch.
+    /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
+    #[napi]
+    pub fn decode(&self, env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<DecodedId> {
+        let id = read_id(env.raw(), id.raw(), "id")?;
+        Ok(decode_with(self.generator.layout(), id))
+    }
+
+    /// This generator's effective configuration and where each value came from.
+    #[napi]
+    pub fn config(&self) -> SnowidConfig {
+        report(&self.config)
+    }
+}
