@@ -1,0 +1,97 @@
+#!/usr/bin/env node
+'use strict'
+
+const snowid = require('..')
+
+const USAGE = `Usage:
+  snowid [count]          print count ids (default 1), one per line
+  snowid decode <id...>   print the fields of each id as JSON, one object per line
+  snowid config           print the effective configuration and where each value came from
+
+Options:
+  --json   print one JSON value: an array of id strings, an array of decoded ids, or the config object
+  --help   print this help
+
+The generator is configured from SNOWID_* environment variables (see the README).
+Exit status: 0 on success, 1 for a bad id or configuration, 2 for bad usage.`
+
+const MAX_COUNT = 1_000_000
+
+class UsageError extends Error {}
+
+function parseArgs(argv) {
+  const flags = new Set()
+  const words = []
+  for (const arg of argv) {
+    if (arg === '--json' || arg === '--help' || arg === '-h') flags.add(arg === '-h' ? '--help' : arg)
+    else if (arg.startsWith('-') && !/^-\d/.test(arg)) throw new UsageError(`unknown option ${JSON.stringify(arg)}`)
+    else words.push(arg)
+  }
+  return { json: flags.has('--json'), help: flags.has('--help'), words }
+}
+
+function parseCount(text) {
+  if (text === undefined) return 1
+  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > MAX_COUNT) {
+    throw new UsageError(`count: expected an integer from 1 to ${MAX_COUNT}, found ${JSON.stringify(text)}`)
+  }
+  return Number(text)
+}
+
+function printIds(count, json) {
+  const ids = []
+  for (let i = 0; i < count; i++) ids.push(snowid.nextIdString())
+  process.stdout.write(json ? JSON.stringify(ids) + '\n' : ids.join('\n') + '\n')
+}
+
+function printDecoded(ids, json) {
+  if (ids.length === 0) throw new UsageError('decode: expected at least one id')
+  const decoded = ids.map((id) => snowid.decode(id))
+  const text = json ? JSON.stringify(decoded) : decoded.map((d) => JSON.stringify(d)).join('\n')
+  process.stdout.write(text + '\n')
+}
+
+function printConfig(json) {
+  const config = snowid.config()
+  if (json) {
+    process.stdout.write(JSON.stringify(config, null, 2) + '\n')
+    return
+  }
+  const rows = Object.entries(config)
+    .filter(([key]) => key !== 'sources')
+    .map(([key, value]) => {
+      const source = config.sources[key]
+      return `${key.padEnd(15)} ${String(value).padEnd(15)}${source ? ` (${source})` : ''}`.trimEnd()
+    })
+  process.stdout.write(rows.join('\n') + '\n')
+}
+
+function main(argv) {
+  const { json, help, words } = parseArgs(argv)
+  if (help) {
+    process.stdout.write(USAGE + '\n')
+    return
+  }
+  const [command, ...rest] = words
+  if (command === 'decode') return printDecoded(rest, json)
+  if (command === 'config') {
+    if (rest.length > 0) throw new UsageError(`config: expected no arguments, found ${JSON.stringify(rest[0])}`)
+    return printConfig(json)
+  }
+  if (rest.length > 0) throw new UsageError(`expected at most one count, found ${JSON.stringify(rest[0])}`)
+  return printIds(parseCount(command), json)
+}
+
+try {
+  main(process.argv.slice(2))
+} catch (err) {
+  if (err instanceof UsageError) {
+    process.stderr.write(`snowid: ${err.message}\n\n${USAGE}\n`)
+    process.exitCode = 2
+  } else if (err && typeof err.code === 'string' && err.code.startsWith('ERR_SNOWID_')) {
+    process.stderr.write(`snowid: ${err.message} (${err.code})\n`)
+    process.exitCode = 1
+  } else {
+    throw err
+  }
+}
