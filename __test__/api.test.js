@@ -1,0 +1,263 @@
+'use strict'
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+
+const snowid = require('..')
+const { Snowflake } = snowid
+const { ArticleSnowflake, articleFormula } = require('../benchmark/article.js')
+
+const MAX_ID = 2n ** 63n - 1n
+
+function expectError(fn, { name, code, message }) {
+  assert.throws(fn, (err) => {
+    assert.equal(err.constructor.name, name, err.message)
+    assert.equal(err.code, code)
+    if (message) assert.match(err.message, message)
+    return true
+  })
+}
+
+test('nextId returns a positive 63-bit bigint and nextIdString its decimal form', () => {
+  const a = snowid.nextId()
+  const b = snowid.nextIdString()
+  assert.equal(typeof a, 'bigint')
+  assert.equal(typeof b, 'string')
+  assert.match(b, /^[1-9]\d{0,18}$/)
+  assert.ok(a > 0n && a <= MAX_ID)
+  assert.ok(BigInt(b) > a, 'the string id comes after the bigint one')
+  assert.equal(BigInt.asIntN(64, a), a, 'fits a signed 64-bit column')
+})
+
+test('decode returns a plain, JSON-safe object with the documented keys', () => {
+  const before = Date.now()
+  const id = snowid.nextId()
+  const after = Date.now()
+  const d = snowid.decode(id)
+  assert.deepEqual(Object.keys(d), ['id', 'timestamp', 'datacenterId', 'workerId', 'clockBack', 'sequence'])
+  assert.equal(d.id, id.toString())
+  assert.ok(d.timestamp >= before && d.timestamp <= after, `${d.timestamp} within [${before}, ${after}]`)
+  for (const key of ['timestamp', 'datacenterId', 'workerId', 'clockBack', 'sequence']) {
+    assert.equal(typeof d[key], 'number', key)
+  }
+  assert.equal(Object.getPrototypeOf(d), Object.prototype)
+  assert.deepEqual(JSON.parse(JSON.stringify(d)), d)
+  assert.deepEqual(snowid.decode(id.toString()), d, 'a decimal string decodes the same')
+})
+
+test('decode reads every field at its extremes', () => {
+  assert.deepEqual(snowid.decode(0n), {
+    id: '0', timestamp: 1580486400000, datacenterId: 0, workerId: 0, clockBack: 0, sequence: 0,
+  })
+  assert.deepEqual(snowid.decode(MAX_ID), {
+    id: MAX_ID.toString(),
+    timestamp: 1580486400000 + 2 ** 41 - 1,
+    datacenterId: 7,
+    workerId: 31,
+    clockBack: 3,
+    sequence: 4095,
+  })
+  assert.equal(snowid.decode(Number.MAX_SAFE_INTEGER).id, String(Number.MAX_SAFE_INTEGER))
+  assert.equal(snowid.decode('0007').id, '7')
+})
+
+test('decode refuses what is not an id', () => {
+  const cases = [
+    [-1n, 'RangeError', /negative bigint/],
+    [MAX_ID + 1n, 'RangeError', /above 2\^63 - 1/],
+    [2n ** 64n, 'RangeError', /above 2\^63 - 1/],
+    [-1, 'RangeError', /negative/],
+    [1.5, 'RangeError', /not an integer/],
+    [NaN, 'RangeError', /NaN/],
+    [2 ** 53, 'RangeError', /MAX_SAFE_INTEGER/],
+    ['', 'TypeError', /found the string ""/],
+    [' 1', 'TypeError', /found the string " 1"/],
+    ['1.0', 'TypeError', /"1\.0"/],
+    ['0x10', 'TypeError', /"0x10"/],
+    ['-5', 'RangeError', /negative/],
+    ['9223372036854775808', 'RangeError', /above 2\^63 - 1/],
+    [undefined, 'TypeError', /found undefined/],
+    [null, 'TypeError', /found null/],
+    [{}, 'TypeError', /found an object/],
+    [true, 'TypeError', /found the boolean true/],
+  ]
+  for (const [input, name, message] of cases) {
+    expectError(() => snowid.decode(input), { name, code: 'ERR_SNOWID_INVALID_ID', message })
+    expectError(() => new Snowflake().decode(input), { name, code: 'ERR_SNOWID_INVALID_ID', message })
+  }
+  expectError(() => snowid.decode('abc'), {
+    name: 'TypeError',
+    code: 'ERR_SNOWID_INVALID_ID',
+    message: /^id: expected a bigint, a decimal string or a safe integer from 0 to 9223372036854775807, found the string "abc"$/,
+  })
+})
+
+test('1M ids from nextId are unique and strictly increasing', (t) => {
+  const n = 1_000_000
+  const ids = new BigInt64Array(n)
+  const start = process.hrtime.bigint()
+  for (let i = 0; i < n; i++) ids[i] = snowid.nextId()
+  const ms = Number(process.hrtime.bigint() - start) / 1e6
+  let increasing = 0
+  for (let i = 1; i < n; i++) if (ids[i] > ids[i - 1]) increasing++
+  assert.equal(increasing, n - 1)
+  assert.equal(new Set(ids).size, n)
+  t.diagnostic(`1M nextId(): ${ms.toFixed(0)} ms`)
+})
+
+test('1M ids from nextIdString are unique and strictly increasing', () => {
+  const n = 1_000_000
+  const ids = new Array(n)
+  for (let i = 0; i < n; i++) ids[i] = snowid.nextIdString()
+  let prev = 0n
+  for (const s of ids) {
+    const v = BigInt(s)
+    assert.ok(v > prev)
+    prev = v
+  }
+  assert.equal(new Set(ids).size, n)
+})
+
+test('ids made by the JS article decode to the same fields', () => {
+  const article = new ArticleSnowflake({ datacenterId: 5, workerId: 17 })
+  const before = Date.now()
+  const ids = Array.from({ length: 5000 }, () => article.nextId())
+  const after = Date.now()
+  let lastTs = 0
+  for (const id of ids) {
+    const d = snowid.decode(id)
+    assert.equal(d.datacenterId, 5)
+    assert.equal(d.workerId, 17)
+    assert.equal(d.clockBack, 0)
+    assert.ok(d.timestamp >= before && d.timestamp <= after)
+    assert.ok(d.timestamp >= lastTs)
+    lastTs = d.timestamp
+  }
+  const fields = [
+    { timestamp: 1580486400000, datacenterId: 0, workerId: 0, clockBack: 0, sequence: 0 },
+    { timestamp: 1763779200123, datacenterId: 1, workerId: 3, clockBack: 0, sequence: 0 },
+    { timestamp: 1795000000000, datacenterId: 7, workerId: 31, clockBack: 3, sequence: 4095 },
+    { timestamp: 1700000000001, datacenterId: 4, workerId: 16, clockBack: 2, sequence: 2048 },
+  ]
+  for (const f of fields) {
+    const id = articleFormula(f)
+    assert.deepEqual(snowid.decode(id), { id: id.toString(), ...f })
+  }
+  // And snowid's own ids carry their fields where the article put them.
+  const gen = new Snowflake({ datacenterId: 5, workerId: 17 })
+  const d = gen.decode(gen.nextId())
+  assert.equal(articleFormula(d), BigInt(d.id))
+})
+
+test('config reports the effective values, their sources, maxIdsPerMs and expiresAt', () => {
+  const c = snowid.config()
+  assert.deepEqual(
+    { ...c, sources: undefined },
+    {
+      datacenterId: 0,
+      workerId: 0,
+      clockBack: 0,
+      epoch: 1580486400000,
+      datacenterBits: 3,
+      workerBits: 5,
+      clockBackBits: 2,
+      sequenceBits: 12,
+      timestampBits: 41,
+      onClockBack: 'bits',
+      maxWaitMs: 1000,
+      maxIdsPerMs: 4096,
+      expiresAt: 1580486400000 + 2 ** 41 - 1,
+      sources: undefined,
+    },
+  )
+  assert.ok(Object.values(c.sources).every((s) => s === 'default'))
+  assert.equal(Object.keys(c.sources).length, 10)
+})
+
+test('a Snowflake takes its options, reports them, and stamps its ids with them', () => {
+  const gen = new Snowflake({
+    datacenterId: 2,
+    workerId: 9,
+    epoch: '2024-01-01',
+    workerBits: 6,
+    sequenceBits: 10,
+    onClockBack: 'wait',
+    maxWaitMs: 50,
+  })
+  const c = gen.config()
+  assert.equal(c.epoch, Date.parse('2024-01-01'))
+  assert.equal(c.timestampBits, 63 - 3 - 6 - 2 - 10)
+  assert.equal(c.maxIdsPerMs, 1024)
+  assert.equal(c.onClockBack, 'wait')
+  assert.equal(c.sources.workerId, 'option')
+  assert.equal(c.sources.clockBackBits, 'default')
+  const id = gen.nextId()
+  const d = gen.decode(id)
+  assert.equal(d.datacenterId, 2)
+  assert.equal(d.workerId, 9)
+  assert.ok(Math.abs(d.timestamp - Date.now()) < 1000)
+  assert.equal(BigInt(gen.nextIdString()) > id, true)
+  // The same fields as the article's layout would read them differently: decode is per layout.
+  assert.notDeepEqual(snowid.decode(id), d)
+  assert.equal(new Snowflake({ epoch: new Date('2021-06-01T00:00:00Z') }).config().epoch, Date.parse('2021-06-01T00:00:00Z'))
+})
+
+test('generators with the same identity share one sequence', () => {
+  const ids = new Set()
+  for (let i = 0; i < 20_000; i++) {
+    // A new generator per call, as a careless request handler would make.
+    ids.add(new Snowflake({ datacenterId: 3, workerId: 4 }).nextId())
+  }
+  assert.equal(ids.size, 20_000)
+  const a = new Snowflake({ datacenterId: 3, workerId: 4 })
+  const b = new Snowflake({ datacenterId: 3, workerId: 4 })
+  const seq = [a.nextId(), b.nextId(), a.nextId(), b.nextId()]
+  for (let i = 1; i < seq.length; i++) assert.ok(seq[i] > seq[i - 1])
+  expectError(() => new Snowflake({ datacenterId: 3, workerId: 4, clockBack: 1 }), {
+    name: 'RangeError',
+    code: 'ERR_SNOWID_INVALID_CONFIG',
+    message: /^clockBack: expected 0, the starting clockBack of the generator already running/,
+  })
+})
+
+test('bad options are refused with a coded error naming the option, the value and the range', () => {
+  const cases = [
+    [{ workerId: 32 }, 'RangeError', /^options\.workerId: expected an integer in 0\.\.=31 \(workerBits is 5\), found 32$/],
+    [{ workerId: -1 }, 'RangeError', /found -1$/],
+    [{ workerId: 0.6 }, 'RangeError', /found 0\.6$/],
+    [{ workerId: 2 ** 32 + 5 }, 'RangeError', /found 4294967301$/],
+    [{ workerId: NaN }, 'RangeError', /found NaN$/],
+    [{ workerId: '3' }, 'TypeError', /found the string "3"$/],
+    [{ workerId: 3n }, 'TypeError', /found a bigint$/],
+    [{ datacenterId: null }, 'TypeError', /^options\.datacenterId: .*found null$/],
+    [{ datacenterId: 8 }, 'RangeError', /0\.\.=7/],
+    [{ clockBack: 4 }, 'RangeError', /^options\.clockBack: expected an integer in 0\.\.=3/],
+    [{ sequenceBits: 64 }, 'RangeError', /^options\.sequenceBits: expected an integer in 0\.\.=63, found 64$/],
+    [{ sequenceBits: 16 }, 'RangeError', /^layout: expected a timestamp field that lasts at least 10 years.*\(sequenceBits from options\.sequenceBits\)$/],
+    [{ datacenterBits: 0, workerBits: 0, clockBackBits: 0, sequenceBits: 0 }, 'RangeError', /at most 52 timestamp bits/],
+    [{ epoch: Date.now() + 60_000 }, 'RangeError', /^options\.epoch: .*in the future$/],
+    [{ epoch: 'yesterday' }, 'TypeError', /^options\.epoch: .*found "yesterday"$/],
+    [{ epoch: new Date(NaN) }, 'RangeError', /invalid Date/],
+    [{ epoch: -1 }, 'RangeError', /found -1$/],
+    [{ onClockBack: 'ignore' }, 'RangeError', /^options\.onClockBack: expected one of 'bits', 'wait' or 'throw', found "ignore"$/],
+    [{ maxWaitMs: 60_001 }, 'RangeError', /0\.\.=60000/],
+    [{ workerID: 3 }, 'TypeError', /^options: expected only the options .*found an unknown option "workerID"$/],
+  ]
+  for (const [options, name, message] of cases) {
+    expectError(() => new Snowflake(options), { name, code: 'ERR_SNOWID_INVALID_CONFIG', message })
+  }
+  expectError(() => new Snowflake(5), { name: 'TypeError', code: 'ERR_SNOWID_INVALID_CONFIG', message: /^options: expected an object, found the number 5$/ })
+  assert.doesNotThrow(() => new Snowflake({ workerId: undefined }))
+  assert.doesNotThrow(() => new Snowflake(null))
+})
+
+test('errors carry stable codes and the documented classes', () => {
+  try {
+    snowid.decode('x')
+    assert.fail('no throw')
+  } catch (err) {
+    assert.ok(err instanceof TypeError)
+    assert.ok(err instanceof Error)
+    assert.equal(err.code, 'ERR_SNOWID_INVALID_ID')
+  }
+})

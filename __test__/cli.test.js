@@ -1,0 +1,77 @@
+'use strict'
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+
+const { runCli } = require('./helpers.js')
+
+test('snowid [count] prints that many increasing ids', () => {
+  let r = runCli([])
+  assert.equal(r.status, 0, r.stderr)
+  assert.match(r.stdout, /^\d+\n$/)
+  r = runCli(['3'])
+  const ids = r.stdout.trim().split('\n').map(BigInt)
+  assert.equal(ids.length, 3)
+  assert.ok(ids[0] < ids[1] && ids[1] < ids[2])
+  r = runCli(['5', '--json'])
+  const json = JSON.parse(r.stdout)
+  assert.equal(json.length, 5)
+  assert.ok(json.every((s) => typeof s === 'string' && /^\d+$/.test(s)))
+})
+
+test('snowid uses the SNOWID_ environment', () => {
+  const r = runCli(['decode', ...runCli(['2'], { SNOWID_WORKER_ID: '13' }).stdout.trim().split('\n')])
+  for (const line of r.stdout.trim().split('\n')) assert.equal(JSON.parse(line).workerId, 13)
+})
+
+test('snowid decode prints JSON per id, or one array with --json', () => {
+  let r = runCli(['decode', '0', '9223372036854775807'])
+  assert.equal(r.status, 0, r.stderr)
+  const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l))
+  assert.deepEqual(lines[0], { id: '0', timestamp: 1580486400000, datacenterId: 0, workerId: 0, clockBack: 0, sequence: 0 })
+  assert.equal(lines[1].sequence, 4095)
+  r = runCli(['decode', '--json', '4194304'])
+  assert.deepEqual(JSON.parse(r.stdout), [{ id: '4194304', timestamp: 1580486400001, datacenterId: 0, workerId: 0, clockBack: 0, sequence: 0 }])
+})
+
+test('a bad id exits 1 with the error on stderr and nothing on stdout', () => {
+  for (const bad of ['12x', '-5', '9223372036854775808', '']) {
+    const r = runCli(['decode', '1', bad])
+    assert.equal(r.status, 1, bad)
+    assert.equal(r.stdout, '')
+    assert.match(r.stderr, /^snowid: id: expected .*\(ERR_SNOWID_INVALID_ID\)\n$/)
+  }
+})
+
+test('snowid config prints the effective configuration and sources', () => {
+  let r = runCli(['config'], { SNOWID_WORKER_ID: '4' })
+  assert.equal(r.status, 0, r.stderr)
+  assert.match(r.stdout, /^workerId +4 +\(env\)$/m)
+  assert.match(r.stdout, /^datacenterId +0 +\(default\)$/m)
+  assert.match(r.stdout, /^expiresAt +3779509655551$/m)
+  r = runCli(['config', '--json'], { SNOWID_WORKER_ID: '4' })
+  const c = JSON.parse(r.stdout)
+  assert.equal(c.workerId, 4)
+  assert.equal(c.sources.workerId, 'env')
+})
+
+test('bad configuration exits 1 with a coded message', () => {
+  for (const args of [['1'], ['config'], ['decode', '1']]) {
+    const r = runCli(args, { SNOWID_WORKER_ID: '32' })
+    assert.equal(r.status, 1, args.join(' '))
+    assert.equal(r.stdout, '')
+    assert.match(r.stderr, /^snowid: SNOWID_WORKER_ID: expected an integer in 0\.\.=31 \(workerBits is 5\), found "32" \(ERR_SNOWID_INVALID_CONFIG\)\n$/)
+  }
+})
+
+test('usage errors exit 2; --help exits 0', () => {
+  for (const args of [['0'], ['-1'], ['1.5'], ['abc'], ['1000001'], ['--nope'], ['decode'], ['config', 'x'], ['2', '3']]) {
+    const r = runCli(args)
+    assert.equal(r.status, 2, args.join(' '))
+    assert.equal(r.stdout, '')
+    assert.match(r.stderr, /^snowid: .*\n\nUsage:/)
+  }
+  const r = runCli(['--help'])
+  assert.equal(r.status, 0)
+  assert.match(r.stdout, /^Usage:\n {2}snowid \[count\]/)
+})

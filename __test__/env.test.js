@@ -1,0 +1,168 @@
+'use strict'
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+
+const { runNode } = require('./helpers.js')
+
+// Prints the first id and its decoded fields, or the error that replaced it, as JSON.
+const PROBE = `
+const snowid = require('.')
+try {
+  const id = snowid.nextId()
+  console.log(JSON.stringify({ id: id.toString(), decoded: snowid.decode(id), config: snowid.config() }))
+} catch (e) {
+  console.log(JSON.stringify({ error: { name: e.constructor.name, code: e.code, message: e.message } }))
+}
+`
+
+function probe(env) {
+  const r = runNode(PROBE, env)
+  assert.equal(r.signal, null, r.stderr)
+  assert.equal(r.status, 0, r.stderr)
+  return JSON.parse(r.stdout)
+}
+
+test('the default generator reads every SNOWID_ variable', () => {
+  const out = probe({
+    SNOWID_DATACENTER_ID: '6',
+    SNOWID_WORKER_ID: '21',
+    SNOWID_CLOCK_BACK: '2',
+    SNOWID_EPOCH: '2022-01-01T00:00:00Z',
+    SNOWID_DATACENTER_BITS: '4',
+    SNOWID_WORKER_BITS: '6',
+    SNOWID_CLOCK_BACK_BITS: '3',
+    SNOWID_SEQUENCE_BITS: '10',
+    SNOWID_ON_CLOCK_BACK: 'wait',
+    SNOWID_MAX_WAIT_MS: '20',
+  })
+  assert.equal(out.error, undefined, JSON.stringify(out.error))
+  assert.deepEqual(
+    { ...out.decoded, id: undefined, timestamp: undefined, sequence: undefined },
+    { id: undefined, timestamp: undefined, datacenterId: 6, workerId: 21, clockBack: 2, sequence: undefined },
+  )
+  const c = out.config
+  assert.equal(c.epoch, Date.parse('2022-01-01T00:00:00Z'))
+  assert.equal(c.timestampBits, 63 - 4 - 6 - 3 - 10)
+  assert.equal(c.onClockBack, 'wait')
+  assert.equal(c.maxWaitMs, 20)
+  assert.ok(Object.values(c.sources).every((s) => s === 'env'), JSON.stringify(c.sources))
+  assert.ok(Math.abs(out.decoded.timestamp - Date.now()) < 5000)
+})
+
+test("the article's own variable names are read when the SNOWID_ names are absent", () => {
+  let out = probe({ datacenterId: '1', workerId: '3' })
+  assert.equal(out.decoded.datacenterId, 1)
+  assert.equal(out.decoded.workerId, 3)
+  assert.equal(out.config.sources.workerId, 'env')
+  out = probe({ workerId: '3', SNOWID_WORKER_ID: '4' })
+  assert.equal(out.decoded.workerId, 4)
+  // Each id reads its own variable (the article read workerId for both).
+  out = probe({ workerId: '3' })
+  assert.equal(out.decoded.datacenterId, 0)
+})
+
+test('every bad environment value fails the first id with a coded error, without aborting', () => {
+  const cases = [
+    ['SNOWID_WORKER_ID', '32', 'RangeError', /^SNOWID_WORKER_ID: expected an integer in 0\.\.=31 \(workerBits is 5\), found "32"$/],
+    ['SNOWID_WORKER_ID', '-1', 'RangeError', /found "-1"$/],
+    ['SNOWID_WORKER_ID', '1.5', 'TypeError', /found "1\.5"$/],
+    ['SNOWID_WORKER_ID', 'abc', 'TypeError', /found "abc"$/],
+    ['SNOWID_WORKER_ID', '', 'TypeError', /found ""$/],
+    ['SNOWID_WORKER_ID', ' 3', 'TypeError', /found " 3"$/],
+    ['SNOWID_WORKER_ID', '0x10', 'TypeError', /found "0x10"$/],
+    ['SNOWID_WORKER_ID', '3abc', 'TypeError', /found "3abc"$/],
+    ['workerId', '99', 'RangeError', /^workerId: expected an integer in 0\.\.=31/],
+    ['SNOWID_DATACENTER_ID', '8', 'RangeError', /^SNOWID_DATACENTER_ID: expected an integer in 0\.\.=7/],
+    ['datacenterId', 'one', 'TypeError', /^datacenterId: /],
+    ['SNOWID_CLOCK_BACK', '4', 'RangeError', /^SNOWID_CLOCK_BACK: expected an integer in 0\.\.=3/],
+    ['SNOWID_EPOCH', '2999-01-01', 'RangeError', /^SNOWID_EPOCH: .*in the future$/],
+    ['SNOWID_EPOCH', 'last tuesday', 'TypeError', /^SNOWID_EPOCH: expected Unix ms or an ISO-8601 date/],
+    ['SNOWID_SEQUENCE_BITS', '64', 'RangeError', /^SNOWID_SEQUENCE_BITS: expected an integer in 0\.\.=63, found "64"$/],
+    ['SNOWID_SEQUENCE_BITS', '20', 'RangeError', /^layout: .*\(sequenceBits from SNOWID_SEQUENCE_BITS\)$/],
+    ['SNOWID_DATACENTER_BITS', 'x', 'TypeError', /^SNOWID_DATACENTER_BITS: /],
+    ['SNOWID_WORKER_BITS', '-5', 'RangeError', /^SNOWID_WORKER_BITS: /],
+    ['SNOWID_CLOCK_BACK_BITS', '1e1', 'TypeError', /^SNOWID_CLOCK_BACK_BITS: /],
+    ['SNOWID_ON_CLOCK_BACK', 'ignore', 'RangeError', /^SNOWID_ON_CLOCK_BACK: expected one of 'bits', 'wait' or 'throw', found "ignore"$/],
+    ['SNOWID_MAX_WAIT_MS', '60001', 'RangeError', /^SNOWID_MAX_WAIT_MS: expected an integer in 0\.\.=60000/],
+  ]
+  for (const [name, value, className, message] of cases) {
+    const out = probe({ [name]: value })
+    assert.equal(out.id, undefined, `${name}=${JSON.stringify(value)} must not hand out an id`)
+    assert.equal(out.error.code, 'ERR_SNOWID_INVALID_CONFIG', `${name}=${JSON.stringify(value)}`)
+    assert.equal(out.error.name, className, `${name}=${JSON.stringify(value)}: ${out.error.message}`)
+    assert.match(out.error.message, message)
+  }
+})
+
+test('an uncaught config error ends the process with exit 1 and the message, never an abort', () => {
+  for (const call of ['nextId()', 'nextIdString()', 'config()', 'decode(1n)']) {
+    const r = runNode(`const s = require('.'); const v = s.${call}; console.log('GOT', v)`, { SNOWID_WORKER_ID: '40' })
+    assert.equal(r.signal, null)
+    assert.equal(r.status, 1, `${call}: ${r.stderr}`)
+    assert.doesNotMatch(r.stdout, /GOT/)
+    assert.match(r.stderr, /RangeError: SNOWID_WORKER_ID: expected an integer in 0\.\.=31/)
+    assert.match(r.stderr, /code: 'ERR_SNOWID_INVALID_CONFIG'/)
+  }
+})
+
+test('configure() sets options over env before the first id, and is refused after it', () => {
+  const r = runNode(
+    `
+    const s = require('.')
+    const out = {}
+    s.configure({ workerId: 7, sequenceBits: 11 })
+    out.before = s.config()
+    s.decode(1n) // does not start the generator
+    s.configure({ workerId: 9 }) // replaces the earlier options
+    out.replaced = s.config().workerId
+    try { s.configure({ workerId: 99 }) } catch (e) { out.invalid = { name: e.constructor.name, code: e.code } }
+    out.afterInvalid = s.config().workerId
+    out.id = s.decode(s.nextId())
+    try { s.configure({ workerId: 1 }) } catch (e) { out.late = { name: e.constructor.name, code: e.code, message: e.message } }
+    out.after = s.config().workerId
+    console.log(JSON.stringify(out))
+    `,
+    { SNOWID_WORKER_ID: '3', SNOWID_DATACENTER_ID: '2' },
+  )
+  assert.equal(r.status, 0, r.stderr)
+  const out = JSON.parse(r.stdout)
+  assert.equal(out.before.workerId, 7)
+  assert.equal(out.before.sources.workerId, 'option')
+  assert.equal(out.before.datacenterId, 2)
+  assert.equal(out.before.sources.datacenterId, 'env')
+  assert.equal(out.before.sequenceBits, 11)
+  assert.equal(out.replaced, 9)
+  assert.deepEqual(out.invalid, { name: 'RangeError', code: 'ERR_SNOWID_INVALID_CONFIG' })
+  assert.equal(out.afterInvalid, 9, 'a refused configure() changes nothing')
+  assert.equal(out.id.workerId, 9)
+  assert.equal(out.id.datacenterId, 2)
+  assert.equal(out.late.code, 'ERR_SNOWID_ALREADY_CONFIGURED')
+  assert.equal(out.late.name, 'Error')
+  assert.equal(out.after, 9)
+})
+
+test('decode() and config() do not start the default generator', () => {
+  const r = runNode(`
+    const s = require('.')
+    s.decode(12345n); s.config()
+    s.configure({ workerId: 5 })
+    console.log(s.decode(s.nextId()).workerId)
+  `)
+  assert.equal(r.status, 0, r.stderr)
+  assert.equal(r.stdout.trim(), '5')
+})
+
+test('new Snowflake() reads the environment for the options it is not given', () => {
+  const r = runNode(
+    `
+    const { Snowflake } = require('.')
+    const g = new Snowflake({ datacenterId: 1 })
+    const c = g.config()
+    console.log(JSON.stringify([g.decode(g.nextId()).workerId, c.sources.workerId, c.sources.datacenterId]))
+    `,
+    { SNOWID_WORKER_ID: '12', SNOWID_DATACENTER_ID: '4' },
+  )
+  assert.equal(r.status, 0, r.stderr)
+  assert.deepEqual(JSON.parse(r.stdout), [12, 'env', 'option'])
+})

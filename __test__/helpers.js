@@ -1,0 +1,41 @@
+'use strict'
+
+const { spawnSync } = require('node:child_process')
+const path = require('node:path')
+
+const ROOT = path.resolve(__dirname, '..')
+
+/** The test process's environment without any variable snowid reads, plus `extra`. */
+function cleanEnv(extra = {}) {
+  const env = { ...process.env }
+  for (const key of Object.keys(env)) {
+    if (key.startsWith('SNOWID_') || key === 'datacenterId' || key === 'workerId' || key === 'NODE_APP_INSTANCE') {
+      delete env[key]
+    }
+  }
+  return { ...env, ...extra }
+}
+
+/** Runs `code` in a new Node process with `require('snowid')` resolving to this package. */
+function runNode(code, extraEnv = {}, args = []) {
+  const result = spawnSync(process.execPath, ['-e', code, ...args], {
+    cwd: ROOT,
+    env: cleanEnv(extraEnv),
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
+  return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr }
+}
+
+/** Runs the CLI with `args`. */
+function runCli(args, extraEnv = {}) {
+  const result = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'snowid.js'), ...args], {
+    cwd: ROOT,
+    env: cleanEnv(extraEnv),
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
+  return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr }
+}
+
+module.exports = { ROOT, cleanEnv, runNode, runCli }

@@ -1,0 +1,49 @@
+'use strict'
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const path = require('node:path')
+const { Worker } = require('node:worker_threads')
+
+const ROOT = path.resolve(__dirname, '..')
+
+// Each thread fills a shared-nothing BigInt64Array from the process-wide default generator and sends it back.
+const WORKER = `
+const { parentPort, workerData } = require('node:worker_threads')
+const snowid = require(workerData.root)
+const ids = new BigInt64Array(workerData.n)
+for (let i = 0; i < ids.length; i++) ids[i] = workerData.useString ? BigInt(snowid.nextIdString()) : snowid.nextId()
+parentPort.postMessage(ids, [ids.buffer])
+`
+
+function runThreads(threads, n, useString = false) {
+  return Promise.all(
+    Array.from({ length: threads }, () => new Promise((resolve, reject) => {
+      const w = new Worker(WORKER, { eval: true, workerData: { root: ROOT, n, useString } })
+      w.once('message', resolve)
+      w.once('error', reject)
+    })),
+  )
+}
+
+test('4 worker_threads x 250k ids share the process generator with 0 duplicates', async () => {
+  const snowid = require('..')
+  const results = await runThreads(4, 250_000)
+  const all = new Set()
+  for (const ids of results) {
+    assert.equal(ids.length, 250_000)
+    for (let i = 1; i < ids.length; i++) assert.ok(ids[i] > ids[i - 1], 'increasing within a thread')
+    for (const id of ids) all.add(id)
+  }
+  assert.equal(all.size, 1_000_000, `duplicates: ${1_000_000 - all.size}`)
+  // The main thread draws from the same state as the threads did.
+  const mine = snowid.nextId()
+  assert.ok(!all.has(mine))
+  for (const ids of results) assert.ok(mine > ids[ids.length - 1])
+})
+
+test('threads mixing nextIdString and nextId never collide', async () => {
+  const [a, b] = await Promise.all([runThreads(1, 100_000, true), runThreads(1, 100_000, false)])
+  const all = new Set([...a[0], ...b[0]])
+  assert.equal(all.size, 200_000)
+})
