@@ -30,17 +30,24 @@ export declare class Snowflake {
   decode(id: bigint | string | number): DecodedId
   /** This generator's effective configuration and where each value came from. */
   config(): SnowidConfig
+  /** The current lead and counters of this generator's state (shared with every generator of its identity). */
+  stats(): SnowidStats
 }
 
 /**
  * The effective configuration of the default generator and where each value came from. It does not start the
- * generator.
+ * generator; when the worker id comes from the lease, it takes this process's automatic slot to report it.
  * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the environment holds a bad value.
+ * @throws {Error} `ERR_SNOWID_LEASE_DIR`, `ERR_SNOWID_LEASE_CORRUPT` or `ERR_SNOWID_NO_FREE_WORKER_ID` when the
+ * automatic lease cannot be taken.
  */
 export declare function config(): SnowidConfig
 
-/** Where a configured value came from: an option, an environment variable, or the default. */
-export type ConfigSource = 'option' | 'env' | 'default'
+/**
+ * Where a configured value came from: an option, an environment variable, PM2's `NODE_APP_INSTANCE` or an
+ * automatic lease on this host (worker id only), or the default.
+ */
+export type ConfigSource = 'option' | 'env' | 'pm2' | 'lease' | 'default'
 
 /** Where each configured value came from. */
 export interface ConfigSources {
@@ -54,6 +61,9 @@ export interface ConfigSources {
   sequenceBits: ConfigSource
   onClockBack: ConfigSource
   maxWaitMs: ConfigSource
+  maxLeadMs: ConfigSource
+  lease: ConfigSource
+  leaseDir: ConfigSource
 }
 
 /**
@@ -120,8 +130,10 @@ export interface SnowflakeOptions {
    */
   datacenterId?: number
   /**
-   * Worker (process) number, 0 to 2^workerBits - 1. Env `SNOWID_WORKER_ID`, else `workerId`.
-   * @default 0
+   * Worker (process) number, 0 to 2^workerBits - 1. Env `SNOWID_WORKER_ID`, else `workerId`, else PM2's
+   * `NODE_APP_INSTANCE`; else the lowest slot no other process on this host holds (the lease); else 0 when
+   * leases are off.
+   * @default the lease's slot
    */
   workerId?: number
   /**
@@ -166,6 +178,23 @@ export interface SnowflakeOptions {
    * @default 1000
    */
   maxWaitMs?: number
+  /**
+   * How far ahead of the clock, 0 to 60000 ms, the generator may move on when a ms is full (bounded borrowing).
+   * Timestamps may then run ahead of real time by up to this much. Env `SNOWID_MAX_LEAD_MS`.
+   * @default 0
+   */
+  maxLeadMs?: number
+  /**
+   * Whether to lease the (datacenterId, workerId) slot on this host, so that no two live processes use it.
+   * Env `SNOWID_LEASE` (`on` or `off`).
+   * @default true
+   */
+  lease?: boolean
+  /**
+   * The lease directory. Env `SNOWID_LEASE_DIR`.
+   * @default a `snowid` folder in the OS temp dir
+   */
+  leaseDir?: string
 }
 
 /** The effective configuration of a generator. */
@@ -184,6 +213,10 @@ export interface SnowidConfig {
   timestampBits: number
   onClockBack: OnClockBack
   maxWaitMs: number
+  maxLeadMs: number
+  /** Whether the (datacenterId, workerId) slot is leased on this host. */
+  lease: boolean
+  leaseDir: string
   /** The most ids one generator issues in one ms: 2^sequenceBits. */
   maxIdsPerMs: number
   /** The last Unix ms the layout can encode. Generation throws `ERR_SNOWID_TIME_EXHAUSTED` after it. */
@@ -191,3 +224,20 @@ export interface SnowidConfig {
   /** Where each value came from. */
   sources: ConfigSources
 }
+
+/** Counters and the current lead of a generator's state. */
+export interface SnowidStats {
+  /** How far the last id's timestamp is ahead of the clock, in ms (borrowed time; 0 when none). */
+  leadMs: number
+  /** The clockBack value in use now. */
+  clockBack: number
+  /** Steps back of the clock that moved clockBack to a new value. */
+  clockBackEvents: number
+  /** Calls that had to wait: for the next ms, for the clock to catch up, or for an earlier holder's mark. */
+  waits: number
+  /** High-water marks written to the lease file. */
+  markWrites: number
+}
+
+/** The default generator's current lead and counters (all 0 before its first id). */
+export declare function stats(): SnowidStats

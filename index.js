@@ -843,3 +843,4 @@ module.exports.decode = nativeBinding.decode
 module.exports.nextId = nativeBinding.nextId
 module.exports.nextIdString = nativeBinding.nextIdString
 module.exports.OnClockBack = nativeBinding.OnClockBack
+module.exports.stats = nativeBinding.stats

@@ -3,6 +3,9 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 
+// This process's leases go to a directory of its own; the default generator reads it on first use.
+process.env.SNOWID_LEASE_DIR = require('./helpers.js').freshLeaseDir()
+
 const snowid = require('..')
 const { Snowflake } = snowid
 const { ArticleSnowflake, articleFormula } = require('../benchmark/article.js')
@@ -165,13 +168,19 @@ test('config reports the effective values, their sources, maxIdsPerMs and expire
       timestampBits: 41,
       onClockBack: 'bits',
       maxWaitMs: 1000,
+      maxLeadMs: 0,
+      lease: true,
+      leaseDir: process.env.SNOWID_LEASE_DIR,
       maxIdsPerMs: 4096,
       expiresAt: 1580486400000 + 2 ** 41 - 1,
       sources: undefined,
     },
   )
-  assert.ok(Object.values(c.sources).every((s) => s === 'default'))
-  assert.equal(Object.keys(c.sources).length, 10)
+  const { workerId, leaseDir, ...rest } = c.sources
+  assert.equal(workerId, 'lease', 'nothing configured: the first free slot of this fresh lease directory')
+  assert.equal(leaseDir, 'env')
+  assert.ok(Object.values(rest).every((s) => s === 'default'), JSON.stringify(rest))
+  assert.equal(Object.keys(c.sources).length, 13)
 })
 
 test('a Snowflake takes its options, reports them, and stamps its ids with them', () => {
@@ -216,7 +225,7 @@ test('generators with the same identity share one sequence', () => {
   expectError(() => new Snowflake({ datacenterId: 3, workerId: 4, clockBack: 1 }), {
     name: 'RangeError',
     code: 'ERR_SNOWID_INVALID_CONFIG',
-    message: /^clockBack: expected 0, the starting clockBack of the generator already running/,
+    message: /^clockBack: expected 0, the clockBack of the generator already running/,
   })
 })
 

@@ -35,6 +35,8 @@ test('the default generator reads every SNOWID_ variable', () => {
     SNOWID_SEQUENCE_BITS: '10',
     SNOWID_ON_CLOCK_BACK: 'wait',
     SNOWID_MAX_WAIT_MS: '20',
+    SNOWID_MAX_LEAD_MS: '5',
+    SNOWID_LEASE: 'on',
   })
   assert.equal(out.error, undefined, JSON.stringify(out.error))
   assert.deepEqual(
@@ -46,6 +48,8 @@ test('the default generator reads every SNOWID_ variable', () => {
   assert.equal(c.timestampBits, 63 - 4 - 6 - 3 - 10)
   assert.equal(c.onClockBack, 'wait')
   assert.equal(c.maxWaitMs, 20)
+  assert.equal(c.maxLeadMs, 5)
+  assert.equal(c.lease, true)
   assert.ok(Object.values(c.sources).every((s) => s === 'env'), JSON.stringify(c.sources))
   assert.ok(Math.abs(out.decoded.timestamp - Date.now()) < 5000)
 })

@@ -1,11 +1,21 @@
 'use strict'
 
 const { spawnSync } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
 const path = require('node:path')
 
 const ROOT = path.resolve(__dirname, '..')
 
-/** The test process's environment without any variable snowid reads, plus `extra`. */
+/** A new, empty lease directory. */
+function freshLeaseDir() {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-test-'))
+}
+
+/**
+ * The test process's environment without any variable snowid reads, plus a lease directory of its own (so tests
+ * never meet each other's leases), plus `extra`.
+ */
 function cleanEnv(extra = {}) {
   const env = { ...process.env }
   for (const key of Object.keys(env)) {
@@ -13,7 +23,7 @@ function cleanEnv(extra = {}) {
       delete env[key]
     }
   }
-  return { ...env, ...extra }
+  return { ...env, SNOWID_LEASE_DIR: freshLeaseDir(), ...extra }
 }
 
 /** Runs `code` in a new Node process with `require('snowid')` resolving to this package. */
@@ -38,4 +48,4 @@ function runCli(args, extraEnv = {}) {
   return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr }
 }
 
-module.exports = { ROOT, cleanEnv, runNode, runCli }
+module.exports = { ROOT, cleanEnv, freshLeaseDir, runNode, runCli }

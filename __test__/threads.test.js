@@ -5,6 +5,9 @@ const assert = require('node:assert/strict')
 const path = require('node:path')
 const { Worker } = require('node:worker_threads')
 
+// This process's leases go to a directory of its own; the default generator reads it on first use.
+process.env.SNOWID_LEASE_DIR = require('./helpers.js').freshLeaseDir()
+
 const ROOT = path.resolve(__dirname, '..')
 
 // Each thread fills a shared-nothing BigInt64Array from the process-wide default generator and sends it back.

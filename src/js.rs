@@ -13,10 +13,10 @@ use parking_lot::Mutex;
 
 use crate::core::config::{Config, OptionValue, Options, ProcessEnv, Source, OPTION_NAMES};
 use crate::core::error::{Class, Code, Error as CoreError, Result as CoreResult};
-use crate::core::generator::{Clock, ClockBackPolicy, Generator, SystemClock};
+use crate::core::generator::{Clock, ClockBackPolicy, Generator, Snapshot, SystemClock};
 use crate::core::id::{self, Decimal, EXPECTED_ID};
 use crate::core::layout::Layout;
-use crate::core::registry::shared_state;
+use crate::core::start::{bind_worker, open};
 
 
 
@@ -133,6 +133,7 @@ fn option_value(env: sys::napi_env, value: sys::napi_value) -> Result<Option<Opt
         // SAFETY: each cast below matches the type just checked.
         T::napi_number => OptionValue::Number(unsafe { f64::from_napi_value(env, value) }?),
         T::napi_string => OptionValue::Text(unsafe { String::from_napi_value(env, value) }?),
+        T::napi_boolean => OptionValue::Bool(unsafe { bool::from_napi_value(env, value) }?),
         T::napi_object if is_date(env, value)? => {
             let mut t = 0.0;
             check(unsafe { sys::napi_get_date_value(env, value, &mut t) })?;
@@ -243,11 +244,14 @@ fn decode_with(layout: &Layout, id: u64) -> DecodedId {
     }
 }
 
-/// Where a configured value came from: an option, an environment variable, or the default.
+/// Where a configured value came from: an option, an environment variable, PM2's `NODE_APP_INSTANCE` or an
+/// automatic lease on this host (worker id only), or the default.
 #[napi(string_enum = "lowercase")]
 pub enum ConfigSource {
     Option,
     Env,
+    Pm2,
+    Lease,
     Default,
 }
 
@@ -256,6 +260,8 @@ impl From<Source> for ConfigSource {
         match s {
             Source::Option => ConfigSource::Option,
             Source::Env => ConfigSource::Env,
+            Source::Pm2 => ConfigSource::Pm2,
+            Source::Lease => ConfigSource::Lease,
             Source::Default => ConfigSource::Default,
         }
     }
@@ -289,8 +295,10 @@ pub struct SnowflakeOptions {
     /// Datacenter (or machine) number, 0 to 2^datacenterBits - 1. Env `SNOWID_DATACENTER_ID`, else `datacenterId`.
     /// @default 0
     pub datacenter_id: Option<u32>,
-    /// Worker (process) number, 0 to 2^workerBits - 1. Env `SNOWID_WORKER_ID`, else `workerId`.
-    /// @default 0
+    /// Worker (process) number, 0 to 2^workerBits - 1. Env `SNOWID_WORKER_ID`, else `workerId`, else PM2's
+    /// `NODE_APP_INSTANCE`; else the lowest slot no other process on this host holds (the lease); else 0 when
+    /// leases are off.
+    /// @default the lease's slot
     pub worker_id: Option<u32>,
     /// Starting clock-back value, 0 to 2^clockBackBits - 1. Env `SNOWID_CLOCK_BACK`.
     /// @default 0
@@ -319,6 +327,17 @@ pub struct SnowflakeOptions {
     /// Env `SNOWID_MAX_WAIT_MS`.
     /// @default 1000
     pub max_wait_ms: Option<u32>,
+    /// How far ahead of the clock, 0 to 60000 ms, the generator may move on when a ms is full (bounded borrowing).
+    /// Timestamps may then run ahead of real time by up to this much. Env `SNOWID_MAX_LEAD_MS`.
+    /// @default 0
+    pub max_lead_ms: Option<u32>,
+    /// Whether to lease the (datacenterId, workerId) slot on this host, so that no two live processes use it.
+    /// Env `SNOWID_LEASE` (`on` or `off`).
+    /// @default true
+    pub lease: Option<bool>,
+    /// The lease directory. Env `SNOWID_LEASE_DIR`.
+    /// @default a `snowid` folder in the OS temp dir
+    pub lease_dir: Option<String>,
 }
 
 /// Where each configured value came from.
@@ -334,6 +353,9 @@ pub struct ConfigSources {
     pub sequence_bits: ConfigSource,
     pub on_clock_back: ConfigSource,
     pub max_wait_ms: ConfigSource,
+    pub max_lead_ms: ConfigSource,
+    pub lease: ConfigSource,
+    pub lease_dir: ConfigSource,
 }
 
 /// The effective configuration of a generator.
@@ -353,6 +375,10 @@ pub struct SnowidConfig {
     pub timestamp_bits: u32,
     pub on_clock_back: OnClockBack,
     pub max_wait_ms: u32,
+    pub max_lead_ms: u32,
+    /// Whether the (datacenterId, workerId) slot is leased on this host.
+    pub lease: bool,
+    pub lease_dir: String,
     /// The most ids one generator issues in one ms: 2^sequenceBits.
     pub max_ids_per_ms: u32,
     /// The last Unix ms the layout can encode. Generation throws `ERR_SNOWID_TIME_EXHAUSTED` after it.
@@ -374,6 +400,9 @@ fn report(c: &Config) -> SnowidConfig {
         timestamp_bits: c.layout.timestamp_bits(),
         on_clock_back: c.on_clock_back.value.into(),
         max_wait_ms: c.max_wait_ms.value as u32,
+        max_lead_ms: c.max_lead_ms.value as u32,
+        lease: c.lease.value,
+        lease_dir: c.lease_dir.value.to_string_lossy().into_owned(),
         max_ids_per_ms: c.max_ids_per_ms() as u32,
         expires_at: c.layout.expires_at() as f64,
         sources: ConfigSources {
@@ -387,6 +416,9 @@ fn report(c: &Config) -> SnowidConfig {
             sequence_bits: c.sequence_bits.source.into(),
             on_clock_back: c.on_clock_back.source.into(),
             max_wait_ms: c.max_wait_ms.source.into(),
+            max_lead_ms: c.max_lead_ms.source.into(),
+            lease: c.lease.source.into(),
+            lease_dir: c.lease_dir.source.into(),
         },
     }
 }
@@ -395,10 +427,36 @@ fn resolve(opts: &Options) -> CoreResult<Config> {
     Config::resolve(opts, &ProcessEnv, SystemClock.now_ms())
 }
 
-fn build(config: &Config) -> CoreResult<Generator<SystemClock>> {
-    let s = config.settings();
-    let state = shared_state(&s.layout, s.datacenter_id, s.worker_id, config.clock_back.value)?;
-    Generator::new(s, state, SystemClock)
+/// Takes the lease `config` calls for (filling in an automatic worker id) and makes its generator.
+fn build(config: &mut Config) -> CoreResult<Generator<SystemClock>> {
+    let lease = bind_worker(config)?;
+    let state = open(config, lease, &SystemClock)?;
+    Generator::new(config.settings(), state, SystemClock)
+}
+
+/// Counters and the current lead of a generator's state.
+#[napi(object)]
+pub struct SnowidStats {
+    /// How far the last id's timestamp is ahead of the clock, in ms (borrowed time; 0 when none).
+    pub lead_ms: f64,
+    /// The clockBack value in use now.
+    pub clock_back: u32,
+    /// Steps back of the clock that moved clockBack to a new value.
+    pub clock_back_events: f64,
+    /// Calls that had to wait: for the next ms, for the clock to catch up, or for an earlier holder's mark.
+    pub waits: f64,
+    /// High-water marks written to the lease file.
+    pub mark_writes: f64,
+}
+
+fn stats_of(s: Snapshot) -> SnowidStats {
+    SnowidStats {
+        lead_ms: s.lead_ms as f64,
+        clock_back: s.clock_back,
+        clock_back_events: s.stats.clock_back_events as f64,
+        waits: s.stats.waits as f64,
+        mark_writes: s.stats.mark_writes as f64,
+    }
 }
 
 /// The process-wide default generator, once it has issued its first id.
@@ -420,18 +478,23 @@ fn start_default() -> CoreResult<&'static Generator<SystemClock>> {
     if let Some((g, _)) = DEFAULT.get() {
         return Ok(g);
     }
-    let config = resolve(&options.clone().unwrap_or_default())?;
-    let generator = build(&config)?;
+    let mut config = resolve(&options.clone().unwrap_or_default())?;
+    let generator = build(&mut config)?;
     Ok(&DEFAULT.get_or_init(|| (generator, config)).0)
 }
 
-/// The default generator's configuration, without starting it.
-fn default_config() -> CoreResult<Config> {
+/// The default generator's configuration, without starting it. With `bind`, an automatic worker id is leased so
+/// that it can be reported (the process keeps that slot, and the generator will use it).
+fn default_config(bind: bool) -> CoreResult<Config> {
     let options = DEFAULT_OPTIONS.lock();
-    match DEFAULT.get() {
-        Some((_, c)) => Ok(*c),
-        None => resolve(&options.clone().unwrap_or_default()),
+    if let Some((_, c)) = DEFAULT.get() {
+        return Ok(c.clone());
     }
+    let mut config = resolve(&options.clone().unwrap_or_default())?;
+    if bind && config.worker_id.source == Source::Lease {
+        bind_worker(&mut config)?;
+    }
+    Ok(config)
 }
 
 /// The next id of the process-wide default generator, as a `bigint`.
@@ -462,16 +525,27 @@ pub fn next_id_string() -> IdString {
 pub fn decode(env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<DecodedId> {
     let raw = env.raw();
     let id = read_id(raw, id.raw(), "id")?;
-    let config = default_config().map_err(|e| raise(raw, &e))?;
+    let config = default_config(false).map_err(|e| raise(raw, &e))?;
     Ok(decode_with(&config.layout, id))
 }
 
 /// The effective configuration of the default generator and where each value came from. It does not start the
-/// generator.
+/// generator; when the worker id comes from the lease, it takes this process's automatic slot to report it.
 /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the environment holds a bad value.
+/// @throws {Error} `ERR_SNOWID_LEASE_DIR`, `ERR_SNOWID_LEASE_CORRUPT` or `ERR_SNOWID_NO_FREE_WORKER_ID` when the
+/// automatic lease cannot be taken.
 #[napi]
 pub fn config(env: Env) -> Result<SnowidConfig> {
-    default_config().map(|c| report(&c)).map_err(|e| raise(env.raw(), &e))
+    default_config(true).map(|c| report(&c)).map_err(|e| raise(env.raw(), &e))
+}
+
+/// The default generator's current lead and counters (all 0 before its first id).
+#[napi]
+pub fn stats() -> SnowidStats {
+    match DEFAULT.get() {
+        Some((g, _)) => stats_of(g.snapshot()),
+        None => stats_of(Snapshot { lead_ms: 0, clock_back: 0, stats: Default::default() }),
+    }
 }
 
 /// Sets the options of the default generator before its first id. Options win over environment variables.
@@ -519,8 +593,8 @@ impl Snowflake {
             Some(o) => read_options(raw, o.raw())?,
             None => Options::default(),
         };
-        let config = resolve(&opts).map_err(|e| raise(raw, &e))?;
-        let generator = build(&config).map_err(|e| raise(raw, &e))?;
+        let mut config = resolve(&opts).map_err(|e| raise(raw, &e))?;
+        let generator = build(&mut config).map_err(|e| raise(raw, &e))?;
         Ok(Snowflake { generator, config })
     }
 
@@ -548,5 +622,11 @@ impl Snowflake {
     #[napi]
     pub fn config(&self) -> SnowidConfig {
         report(&self.config)
+    }
+
+    /// The current lead and counters of this generator's state (shared with every generator of its identity).
+    #[napi]
+    pub fn stats(&self) -> SnowidStats {
+        stats_of(self.generator.snapshot())
     }
 }

@@ -1,9 +1,12 @@
 //! Options and environment variables into one validated configuration that remembers where each value came from.
 //!
 //! Precedence: an option, then the `SNOWID_` variable, then (for the two ids) the JS article's own variable name,
-//! then the default. Every value is checked in full; nothing is masked, clamped or truncated into range.
+//! then the default. The worker id goes on to PM2's `NODE_APP_INSTANCE`, then to an automatic lease of a free slot
+//! on this host (unless leases are off, when it is 0). Every value is checked in full; nothing is masked, clamped
+//! or truncated into range.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 
 use super::error::{quote, Code, Error, Result};
 use super::generator::{ClockBackPolicy, Settings};
@@ -13,12 +16,23 @@ use super::time::{format_iso, parse_iso};
 pub const DEFAULT_MAX_WAIT_MS: u64 = 1000;
 /// `maxWaitMs` blocks the caller's thread, so it is bounded at one minute.
 pub const MAX_MAX_WAIT_MS: u64 = 60_000;
+/// `maxLeadMs` lets timestamps run ahead of the clock; a minute is the most it may.
+pub const MAX_MAX_LEAD_MS: u64 = 60_000;
+
+/// The default lease directory: a `snowid` folder in the OS temp dir.
+pub fn default_lease_dir() -> PathBuf {
+    std::env::temp_dir().join("snowid")
+}
 
 /// Where a configured value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     Option,
     Env,
+    /// PM2's `NODE_APP_INSTANCE` (worker id only).
+    Pm2,
+    /// An automatic lease of a free slot on this host (worker id only).
+    Lease,
     Default,
 }
 
@@ -27,6 +41,8 @@ impl Source {
         match self {
             Source::Option => "option",
             Source::Env => "env",
+            Source::Pm2 => "pm2",
+            Source::Lease => "lease",
             Source::Default => "default",
         }
     }
@@ -45,6 +61,7 @@ pub enum OptionValue {
     Text(String),
     /// A `Date`, as its time value (NaN for an invalid date).
     Date(f64),
+    Bool(bool),
     /// Any other JS value, described for the error message (for example `boolean true`).
     Other(String),
 }
@@ -62,10 +79,13 @@ pub struct Options {
     pub sequence_bits: Option<OptionValue>,
     pub on_clock_back: Option<OptionValue>,
     pub max_wait_ms: Option<OptionValue>,
+    pub max_lead_ms: Option<OptionValue>,
+    pub lease: Option<OptionValue>,
+    pub lease_dir: Option<OptionValue>,
 }
 
 /// The option names, in camelCase as JS spells them.
-pub const OPTION_NAMES: [&str; 10] = [
+pub const OPTION_NAMES: [&str; 13] = [
     "datacenterId",
     "workerId",
     "clockBack",
@@ -76,6 +96,9 @@ pub const OPTION_NAMES: [&str; 10] = [
     "sequenceBits",
     "onClockBack",
     "maxWaitMs",
+    "maxLeadMs",
+    "lease",
+    "leaseDir",
 ];
 
 impl Options {
@@ -92,6 +115,9 @@ impl Options {
             "sequenceBits" => &mut self.sequence_bits,
             "onClockBack" => &mut self.on_clock_back,
             "maxWaitMs" => &mut self.max_wait_ms,
+            "maxLeadMs" => &mut self.max_lead_ms,
+            "lease" => &mut self.lease,
+            "leaseDir" => &mut self.lease_dir,
             _ => return None,
         })
     }
@@ -118,7 +144,7 @@ impl<F: Fn(&str) -> Option<OsString>> EnvSource for F {
 }
 
 /// The effective configuration of a generator.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub datacenter_id: Sourced<u32>,
     pub worker_id: Sourced<u32>,
@@ -130,6 +156,10 @@ pub struct Config {
     pub sequence_bits: Sourced<u32>,
     pub on_clock_back: Sourced<ClockBackPolicy>,
     pub max_wait_ms: Sourced<u64>,
+    pub max_lead_ms: Sourced<u64>,
+    /// Whether (datacenterId, workerId) slots are leased on this host.
+    pub lease: Sourced<bool>,
+    pub lease_dir: Sourced<PathBuf>,
     pub layout: Layout,
 }
 
@@ -187,7 +217,8 @@ impl Resolver<'_> {
                 Ok(Sourced { value: option_integer(v, &name, &expected, max)?, source: Source::Option })
             }
             Some(Raw::Env(text, name)) => {
-                Ok(Sourced { value: env_integer(&text, name, &expected, max)?, source: Source::Env })
+                let source = if name == "NODE_APP_INSTANCE" { Source::Pm2 } else { Source::Env };
+                Ok(Sourced { value: env_integer(&text, name, &expected, max)?, source })
             }
         }
     }
@@ -207,8 +238,8 @@ impl Resolver<'_> {
                     }
                     OptionValue::Date(t) => option_integer(&OptionValue::Number(*t), &name, &expected, u64::MAX)?,
                     OptionValue::Text(text) => epoch_text(text, &name, &expected)?,
-                    OptionValue::Other(what) => {
-                        return Err(Error::type_error(Code::InvalidConfig, &name, &expected, what));
+                    other @ (OptionValue::Other(_) | OptionValue::Bool(_)) => {
+                        return Err(Error::type_error(Code::InvalidConfig, &name, &expected, &describe(other)));
                     }
                 };
                 (ms, Source::Option, name)
@@ -243,12 +274,47 @@ impl Resolver<'_> {
     }
 }
 
+impl Resolver<'_> {
+    fn lease(&self) -> Result<Sourced<bool>> {
+        let expected = "'on' or 'off' (true or false as an option)";
+        match self.find(&self.opts.lease, "lease", &["SNOWID_LEASE"])? {
+            None => Ok(Sourced { value: true, source: Source::Default }),
+            Some(Raw::Opt(OptionValue::Bool(b), _)) => Ok(Sourced { value: *b, source: Source::Option }),
+            Some(Raw::Opt(other, name)) => {
+                Err(Error::type_error(Code::InvalidConfig, &name, expected, &describe(other)))
+            }
+            Some(Raw::Env(text, name)) => match text.as_str() {
+                "on" => Ok(Sourced { value: true, source: Source::Env }),
+                "off" => Ok(Sourced { value: false, source: Source::Env }),
+                _ => Err(Error::range_error(Code::InvalidConfig, name, expected, &quote(&text))),
+            },
+        }
+    }
+
+    fn lease_dir(&self) -> Result<Sourced<PathBuf>> {
+        let expected = "a non-empty directory path";
+        let (text, source, name) = match self.find(&self.opts.lease_dir, "leaseDir", &["SNOWID_LEASE_DIR"])? {
+            None => return Ok(Sourced { value: default_lease_dir(), source: Source::Default }),
+            Some(Raw::Opt(OptionValue::Text(t), name)) => (t.clone(), Source::Option, name),
+            Some(Raw::Opt(other, name)) => {
+                return Err(Error::type_error(Code::InvalidConfig, &name, expected, &describe(other)));
+            }
+            Some(Raw::Env(t, name)) => (t, Source::Env, name.to_string()),
+        };
+        if text.is_empty() || text.contains('\0') {
+            return Err(Error::type_error(Code::InvalidConfig, &name, expected, &quote(&text)));
+        }
+        Ok(Sourced { value: PathBuf::from(text), source })
+    }
+}
+
 /// Describes a JS option value for a message: numbers as JS prints them, strings quoted.
 pub fn describe(v: &OptionValue) -> String {
     match v {
         OptionValue::Number(n) => js_number(*n),
         OptionValue::Text(t) => format!("the string {}", quote(t)),
         OptionValue::Date(_) => "a Date".to_string(),
+        OptionValue::Bool(b) => format!("the boolean {b}"),
         OptionValue::Other(what) => what.clone(),
     }
 }
@@ -335,7 +401,7 @@ impl Config {
             .filter_map(|(js, s, var)| match s.source {
                 Source::Option => Some(format!("{js} from options.{js}")),
                 Source::Env => Some(format!("{js} from {var}")),
-                Source::Default => None,
+                Source::Default | Source::Pm2 | Source::Lease => None,
             })
             .collect();
             if from.is_empty() {
@@ -355,12 +421,19 @@ impl Config {
             &datacenter_bits,
             "datacenterBits",
         )?;
-        let worker_id =
-            field(&opts.worker_id, "workerId", &["SNOWID_WORKER_ID", "workerId"], &worker_bits, "workerBits")?;
+        let lease = r.lease()?;
+        let worker_vars: &[&'static str] = &["SNOWID_WORKER_ID", "workerId", "NODE_APP_INSTANCE"];
+        let mut worker_id = field(&opts.worker_id, "workerId", worker_vars, &worker_bits, "workerBits")?;
+        if worker_id.source == Source::Default && lease.value {
+            // Taken by `start::bind_worker` once the lease is acquired.
+            worker_id.source = Source::Lease;
+        }
         let clock_back = field(&opts.clock_back, "clockBack", &["SNOWID_CLOCK_BACK"], &clock_back_bits, "clockBackBits")?;
         let on_clock_back = r.policy()?;
         let max_wait_ms =
             r.integer(&opts.max_wait_ms, "maxWaitMs", &["SNOWID_MAX_WAIT_MS"], MAX_MAX_WAIT_MS, "", DEFAULT_MAX_WAIT_MS)?;
+        let max_lead_ms = r.integer(&opts.max_lead_ms, "maxLeadMs", &["SNOWID_MAX_LEAD_MS"], MAX_MAX_LEAD_MS, "", 0)?;
+        let lease_dir = r.lease_dir()?;
         Ok(Config {
             datacenter_id,
             worker_id,
@@ -372,6 +445,9 @@ impl Config {
             sequence_bits,
             on_clock_back,
             max_wait_ms,
+            max_lead_ms,
+            lease,
+            lease_dir,
             layout,
         })
     }
@@ -383,6 +459,7 @@ impl Config {
             worker_id: self.worker_id.value,
             policy: self.on_clock_back.value,
             max_wait_ms: self.max_wait_ms.value,
+            max_lead_ms: self.max_lead_ms.value,
         }
     }
 
@@ -413,7 +490,13 @@ mod tests {
     fn defaults_are_the_articles() {
         let c = resolve_env(&[]).unwrap();
         let d = Sourced { value: 0, source: Source::Default };
-        assert_eq!((c.datacenter_id, c.worker_id, c.clock_back), (d, d, d));
+        assert_eq!((c.datacenter_id, c.clock_back), (d, d));
+        assert_eq!(c.worker_id.source, Source::Lease, "with no worker id configured, the lease picks one");
+        assert_eq!(c.lease, Sourced { value: true, source: Source::Default });
+        assert_eq!(c.lease_dir.value, std::env::temp_dir().join("snowid"));
+        assert_eq!(c.max_lead_ms, Sourced { value: 0, source: Source::Default });
+        let off = resolve_env(&[("SNOWID_LEASE", "off")]).unwrap();
+        assert_eq!(off.worker_id, d);
         assert_eq!(c.epoch, Sourced { value: DEFAULT_EPOCH, source: Source::Default });
         assert_eq!(
             [c.datacenter_bits.value, c.worker_bits.value, c.clock_back_bits.value, c.sequence_bits.value],
@@ -452,6 +535,26 @@ mod tests {
         assert_eq!(c.layout.timestamp_bits(), 41);
         assert_eq!((c.worker_id.value, c.on_clock_back.value, c.max_wait_ms.value), (127, ClockBackPolicy::Wait, 250));
         assert_eq!(resolve_env(&[("SNOWID_EPOCH", "1600000000000")]).unwrap().epoch.value, 1_600_000_000_000);
+    }
+
+    #[test]
+    fn worker_id_lookup_order() {
+        let c = resolve_env(&[("NODE_APP_INSTANCE", "6")]).unwrap();
+        assert_eq!(c.worker_id, Sourced { value: 6, source: Source::Pm2 });
+        let c = resolve_env(&[("NODE_APP_INSTANCE", "6"), ("workerId", "2")]).unwrap();
+        assert_eq!(c.worker_id, Sourced { value: 2, source: Source::Env });
+        let c = resolve_env(&[("NODE_APP_INSTANCE", "6"), ("SNOWID_WORKER_ID", "3"), ("workerId", "2")]).unwrap();
+        assert_eq!(c.worker_id, Sourced { value: 3, source: Source::Env });
+        let opts = Options { worker_id: Some(OptionValue::Number(1.0)), ..Options::default() };
+        let c = Config::resolve(&opts, &env(&[("SNOWID_WORKER_ID", "3")]), NOW).unwrap();
+        assert_eq!(c.worker_id, Sourced { value: 1, source: Source::Option });
+        let c = resolve_env(&[("SNOWID_LEASE", "off"), ("SNOWID_LEASE_DIR", "/srv/leases"), ("SNOWID_MAX_LEAD_MS", "20")])
+            .unwrap();
+        assert_eq!((c.lease.value, c.lease_dir.value.clone(), c.max_lead_ms.value), (false, "/srv/leases".into(), 20));
+        let opts = Options { lease: Some(OptionValue::Bool(false)), ..Options::default() };
+        assert_eq!(Config::resolve(&opts, &env(&[]), NOW).unwrap().lease, Sourced { value: false, source: Source::Option });
+        let opts = Options { lease: Some(OptionValue::Text("off".into())), ..Options::default() };
+        assert_eq!(Config::resolve(&opts, &env(&[]), NOW).unwrap_err().class(), Class::TypeError);
     }
 
     #[test]
@@ -495,6 +598,11 @@ mod tests {
             ("SNOWID_EPOCH", "-5", Class::TypeError),
             ("SNOWID_ON_CLOCK_BACK", "ignore", Class::RangeError),
             ("SNOWID_MAX_WAIT_MS", "60001", Class::RangeError),
+            ("SNOWID_MAX_LEAD_MS", "60001", Class::RangeError),
+            ("SNOWID_MAX_LEAD_MS", "5ms", Class::TypeError),
+            ("NODE_APP_INSTANCE", "32", Class::RangeError),
+            ("SNOWID_LEASE", "no", Class::RangeError),
+            ("SNOWID_LEASE_DIR", "", Class::TypeError),
         ];
         for &(name, value, class) in cases {
             let e = resolve_env(&[(name, value)]).unwrap_err();

@@ -12,6 +12,10 @@ pub enum Code {
     ClockBackwards,
     TimeExhausted,
     AlreadyConfigured,
+    WorkerIdInUse,
+    NoFreeWorkerId,
+    LeaseDir,
+    LeaseCorrupt,
 }
 
 impl Code {
@@ -23,6 +27,10 @@ impl Code {
             Code::ClockBackwards => "ERR_SNOWID_CLOCK_BACKWARDS",
             Code::TimeExhausted => "ERR_SNOWID_TIME_EXHAUSTED",
             Code::AlreadyConfigured => "ERR_SNOWID_ALREADY_CONFIGURED",
+            Code::WorkerIdInUse => "ERR_SNOWID_WORKER_ID_IN_USE",
+            Code::NoFreeWorkerId => "ERR_SNOWID_NO_FREE_WORKER_ID",
+            Code::LeaseDir => "ERR_SNOWID_LEASE_DIR",
+            Code::LeaseCorrupt => "ERR_SNOWID_LEASE_CORRUPT",
         }
     }
 }

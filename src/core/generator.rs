@@ -2,12 +2,17 @@
 //!
 //! A [`Generator`] issues ids for one identity (layout, epoch, datacenterId, workerId). Its sequencing policy:
 //!
-//! - **Same ms:** the sequence counts up. When it is exhausted, the generator waits for the next ms; it never wraps
-//!   and never reuses a sequence value.
-//! - **Clock moved backwards** (a reading earlier than the last id's timestamp), by [`ClockBackPolicy`]:
-//!   `Bits` adds 1 to clockBack and carries on from the earlier time, and fails once clockBack would come back round
-//!   to its starting value; `Wait` sleeps until the clock catches up, within `max_wait_ms`; `Throw` fails at once.
+//! - **Same ms:** the sequence counts up. When it is exhausted, the generator moves on to the next ms: at once if
+//!   that stays within `max_lead_ms` of the clock (bounded borrowing), else when the clock gets there. It never
+//!   wraps and never reuses a sequence value.
+//! - **Clock moved backwards** by more than the lead the state allows (a smaller step continues from the last
+//!   timestamp, strictly increasing, with no clockBack bit used), by [`ClockBackPolicy`]: `Bits` moves to the next
+//!   clockBack value that is free at the earlier time and carries on from it, and fails once clockBack would come
+//!   back round to its starting value; `Wait` sleeps until the clock catches up, within `max_wait_ms`; `Throw` fails.
 //! - **End of the timestamp field:** fails with `TimeExhausted` rather than overflow into other fields.
+//! - **Restarts:** with a [`MarkStore`] (the host lease), no id is issued past the stored mark of its clockBack
+//!   value until a later mark is written. A new holder of the slot starts past the marks earlier holders left (see
+//!   [`State::resume`]), so it never issues an id an earlier holder may have issued.
 //! - **Threads:** the state sits behind a mutex shared by every generator of the identity, and the clock is read
 //!   while it is held, so concurrent callers never see each other's readings as a step backwards.
 
@@ -18,6 +23,9 @@ use parking_lot::Mutex;
 use super::error::{Class, Code, Error, Result};
 use super::layout::{max_value, Fields, Layout};
 use super::time::format_iso;
+
+/// A mark covers ids this far past the one that made it be written: one write per window, never per id.
+pub const MARK_WINDOW_MS: u64 = 1000;
 
 /// Where the generator reads the time, and how it sleeps. Injected so tests can drive it.
 pub trait Clock: Send + Sync {
@@ -43,10 +51,22 @@ impl Clock for SystemClock {
     }
 }
 
+/// Durable high-water marks: "ids under clockBack `c` may have been issued up to Unix ms `until`".
+pub trait MarkStore: Send + Sync {
+    /// Stores the mark before returning; the generator issues nothing past the old mark unless this succeeds.
+    fn reserve(&self, clock_back: u32, until: u64, now: u64) -> Result<()>;
+}
+
+impl MarkStore for super::lease::Lease {
+    fn reserve(&self, clock_back: u32, until: u64, now: u64) -> Result<()> {
+        super::lease::Lease::reserve(self, clock_back, until, now)
+    }
+}
+
 /// What to do when the clock reads earlier than the last id's timestamp.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ClockBackPolicy {
-    /// Add 1 to clockBack and carry on from the earlier time (the JS article's policy).
+    /// Move to the next free clockBack value and carry on from the earlier time (the JS article's policy).
     #[default]
     Bits,
     /// Sleep until the clock has caught up, for at most `max_wait_ms` in all.
@@ -74,8 +94,18 @@ impl ClockBackPolicy {
     }
 }
 
+/// Counters of one identity's state, since the process started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Steps back the clock took that moved clockBack to a new value.
+    pub clock_back_events: u64,
+    /// Calls that had to wait: for the next ms, for the clock to catch up, or for an earlier holder's mark.
+    pub waits: u64,
+    /// High-water marks written.
+    pub mark_writes: u64,
+}
+
 /// The mutable state of one identity.
-#[derive(Debug)]
 pub struct State {
     /// Timestamp (ms since the epoch) of the last id issued.
     last: u64,
@@ -83,19 +113,110 @@ pub struct State {
     next_seq: u64,
     clock_back: u32,
     start_clock_back: u32,
+    /// The clockBack the state was configured with (`start_clock_back` may differ after [`State::resume`]).
+    configured_clock_back: u32,
+    /// How far `last` may run ahead of the clock: the largest `max_lead_ms` of the generators sharing the state.
+    tolerance: u64,
+    /// Marks that earlier holders of the slot left, per clockBack value (Unix ms).
+    earlier: Vec<(u32, u64)>,
+    /// Unix ms up to which ids under the current clockBack are covered by a stored mark.
+    reserved_until: u64,
+    store: Option<Arc<dyn MarkStore>>,
+    stats: Stats,
 }
 
 impl State {
+    /// A state with no history and no mark store.
     pub fn new(clock_back: u32) -> Self {
-        State { last: 0, next_seq: 0, clock_back, start_clock_back: clock_back }
+        State {
+            last: 0,
+            next_seq: 0,
+            clock_back,
+            start_clock_back: clock_back,
+            configured_clock_back: clock_back,
+            tolerance: 0,
+            earlier: Vec::new(),
+            reserved_until: u64::MAX,
+            store: None,
+            stats: Stats::default(),
+        }
     }
 
-    pub fn start_clock_back(&self) -> u32 {
-        self.start_clock_back
+    /// A state for a slot whose earlier holders left `earlier` marks, writing its own marks to `store`.
+    ///
+    /// Invariant: no id is issued under a clockBack value `c` at a time at or before `earlier[c]`, so no id an
+    /// earlier holder may have issued is issued again. When the configured clockBack's mark is ahead of the clock,
+    /// the state waits for the clock to pass it, within `max_wait_ms`. Beyond that, under `Bits` it starts from
+    /// the next clockBack value whose mark is already past; under `Wait` and `Throw` it fails.
+    pub fn resume(
+        settings: &Settings,
+        clock_back: u32,
+        earlier: Vec<(u32, u64)>,
+        store: Arc<dyn MarkStore>,
+        clock: &dyn Clock,
+    ) -> Result<State> {
+        let mut st = State { earlier, reserved_until: 0, store: Some(store), ..State::new(clock_back) };
+        let mut now = clock.now_ms();
+        let mut waited = 0;
+        while st.earlier_mark(clock_back) >= now {
+            let need = st.earlier_mark(clock_back) - now + 1;
+            if waited + need > settings.max_wait_ms {
+                break;
+            }
+            if waited == 0 {
+                st.stats.waits += 1;
+            }
+            clock.sleep_ms(need);
+            waited += need;
+            now = clock.now_ms();
+        }
+        let mark = st.earlier_mark(clock_back);
+        if mark < now {
+            return Ok(st);
+        }
+        let ahead = format!(
+            "clock: expected a time past {mark} ({}), the mark an earlier holder of this slot left for clockBack \
+             {clock_back}, found {now} ({}), {} ms behind it after waiting {waited} ms (maxWaitMs {})",
+            format_iso(mark),
+            format_iso(now),
+            mark - now,
+            settings.max_wait_ms
+        );
+        if settings.policy != ClockBackPolicy::Bits {
+            let why = format!("{ahead}; onClockBack is '{}'", settings.policy.as_str());
+            return Err(Error::new(Code::ClockBackwards, Class::Error, why));
+        }
+        let mask = max_value(settings.layout.widths().clock_back) as u32;
+        let mut c = clock_back;
+        loop {
+            c = (c + 1) & mask;
+            if c == clock_back {
+                let why = format!("{ahead}; every clockBack value is reserved past the clock");
+                return Err(Error::new(Code::ClockBackwards, Class::Error, why));
+            }
+            if st.earlier_mark(c) < now {
+                st.clock_back = c;
+                st.start_clock_back = c;
+                st.stats.clock_back_events += 1;
+                return Ok(st);
+            }
+        }
+    }
+
+    fn earlier_mark(&self, clock_back: u32) -> u64 {
+        self.earlier.iter().find(|(c, _)| *c == clock_back).map_or(0, |(_, m)| *m)
+    }
+
+    pub fn configured_clock_back(&self) -> u32 {
+        self.configured_clock_back
     }
 
     pub fn clock_back(&self) -> u32 {
         self.clock_back
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.stats
     }
 }
 
@@ -109,6 +230,17 @@ pub struct Settings {
     pub worker_id: u32,
     pub policy: ClockBackPolicy,
     pub max_wait_ms: u64,
+    /// How far past the clock the generator may move on when a ms is full (bounded borrowing).
+    pub max_lead_ms: u64,
+}
+
+/// A point-in-time view of a generator's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Snapshot {
+    /// How far the last id's timestamp is ahead of the clock, in ms (0 when it is not).
+    pub lead_ms: u64,
+    pub clock_back: u32,
+    pub stats: Stats,
 }
 
 pub struct Generator<C: Clock> {
@@ -150,6 +282,10 @@ impl<C: Clock> Generator<C> {
                     &format!("datacenterId {} and workerId {}", settings.datacenter_id, settings.worker_id),
                 )
             })?;
+        {
+            let mut st = state.lock();
+            st.tolerance = st.tolerance.max(settings.max_lead_ms);
+        }
         Ok(Generator {
             settings,
             fixed,
@@ -172,6 +308,17 @@ impl<C: Clock> Generator<C> {
         &self.settings.layout
     }
 
+    /// The current lead, clockBack and counters of the state this generator shares.
+    pub fn snapshot(&self) -> Snapshot {
+        let st = self.state.lock();
+        let now = self.clock.now_ms();
+        Snapshot {
+            lead_ms: (st.last + self.epoch).saturating_sub(now),
+            clock_back: st.clock_back,
+            stats: st.stats,
+        }
+    }
+
     /// The next id.
     #[inline]
     pub fn next_id(&self) -> Result<u64> {
@@ -181,56 +328,106 @@ impl<C: Clock> Generator<C> {
 
     fn step(&self, st: &mut State) -> Result<u64> {
         let mut waited = 0u64;
+        let mut spun = false;
         loop {
             let now = self.clock.now_ms();
             let Some(t) = now.checked_sub(self.epoch) else {
                 return Err(self.before_epoch(now));
             };
-            if t > st.last {
+            let (ts, seq) = if t > st.last {
                 if t > self.max_timestamp {
                     return Err(self.exhausted(now));
                 }
-                st.last = t;
-                st.next_seq = 1;
-                return Ok(self.compose(t, st.clock_back, 0));
-            }
-            if t == st.last {
+                (t, 0)
+            } else if st.last - t <= st.tolerance {
+                // At the last ms, or behind it by no more than the lead: carry on from the last timestamp.
+                let behind = st.last - t;
                 if st.next_seq <= self.max_sequence {
-                    let seq = st.next_seq;
-                    st.next_seq += 1;
-                    return Ok(self.compose(t, st.clock_back, seq));
+                    (st.last, st.next_seq)
+                } else if behind < self.settings.max_lead_ms {
+                    // Full ms, and the next one is still within the lead: borrow it.
+                    if st.last >= self.max_timestamp {
+                        return Err(self.exhausted(now));
+                    }
+                    (st.last + 1, 0)
+                } else {
+                    // Full ms at the edge of the lead: spin until the clock moves on.
+                    if !spun {
+                        spun = true;
+                        st.stats.waits += 1;
+                    }
+                    std::hint::spin_loop();
+                    continue;
                 }
-                // Sequence exhausted in this ms: spin until the clock reads a later ms.
-                std::hint::spin_loop();
-                continue;
+            } else {
+                let behind = st.last - t;
+                match self.settings.policy {
+                    ClockBackPolicy::Bits => {
+                        let c = self.free_clock_back(st, now, behind)?;
+                        // The new clockBack value has issued nothing at or after this time, here or (per the
+                        // earlier holders' marks) before this process took the slot.
+                        st.clock_back = c;
+                        st.reserved_until = if st.store.is_some() { 0 } else { u64::MAX };
+                        st.stats.clock_back_events += 1;
+                        (t, 0)
+                    }
+                    ClockBackPolicy::Wait => {
+                        let need = behind - st.tolerance;
+                        if waited + need > self.settings.max_wait_ms {
+                            let why = format!(
+                                "onClockBack is 'wait' and catching up would exceed maxWaitMs {} (waited {waited} ms)",
+                                self.settings.max_wait_ms
+                            );
+                            return Err(self.backwards(st, now, behind, &why));
+                        }
+                        if waited == 0 {
+                            st.stats.waits += 1;
+                        }
+                        self.clock.sleep_ms(need);
+                        waited += need;
+                        continue;
+                    }
+                    ClockBackPolicy::Throw => {
+                        return Err(self.backwards(st, now, behind, "onClockBack is 'throw'"));
+                    }
+                }
+            };
+            let unix = ts + self.epoch;
+            if unix > st.reserved_until {
+                self.persist(st, unix, now)?;
             }
-            let offset = st.last - t;
-            match self.settings.policy {
-                ClockBackPolicy::Bits => {
-                    let next = (st.clock_back + 1) & self.clock_back_mask;
-                    if next == st.start_clock_back {
-                        return Err(self.backwards(st, now, offset, "every clockBack value has been used"));
-                    }
-                    // The new clockBack value has issued nothing yet, so the earlier time is free under it.
-                    st.clock_back = next;
-                    st.last = t;
-                    st.next_seq = 1;
-                    return Ok(self.compose(t, next, 0));
-                }
-                ClockBackPolicy::Wait => {
-                    if waited + offset > self.settings.max_wait_ms {
-                        let why = format!(
-                            "onClockBack is 'wait' and catching up would exceed maxWaitMs {} (waited {waited} ms)",
-                            self.settings.max_wait_ms
-                        );
-                        return Err(self.backwards(st, now, offset, &why));
-                    }
-                    self.clock.sleep_ms(offset);
-                    waited += offset;
-                }
-                ClockBackPolicy::Throw => {
-                    return Err(self.backwards(st, now, offset, "onClockBack is 'throw'"));
-                }
+            st.last = ts;
+            st.next_seq = seq + 1;
+            return Ok(self.compose(ts, st.clock_back, seq));
+        }
+    }
+
+    /// Stores a new mark past `unix` before an id at `unix` is issued.
+    #[cold]
+    fn persist(&self, st: &mut State, unix: u64, now: u64) -> Result<()> {
+        match &st.store {
+            Some(store) => {
+                let until = unix + MARK_WINDOW_MS + st.tolerance;
+                store.reserve(st.clock_back, until, now)?;
+                st.reserved_until = until;
+                st.stats.mark_writes += 1;
+            }
+            None => st.reserved_until = u64::MAX,
+        }
+        Ok(())
+    }
+
+    /// The clockBack value to move to after a step back to `now`: the next one after the current that has issued
+    /// nothing at or after `now`, before the count comes back round to the starting value.
+    fn free_clock_back(&self, st: &State, now: u64, behind: u64) -> Result<u32> {
+        let mut c = st.clock_back;
+        loop {
+            c = (c + 1) & self.clock_back_mask;
+            if c == st.start_clock_back {
+                return Err(self.backwards(st, now, behind, "every clockBack value has been used"));
+            }
+            if st.earlier_mark(c) < now {
+                return Ok(c);
             }
         }
     }
@@ -347,6 +544,7 @@ pub(crate) mod tests {
             worker_id: 3,
             policy,
             max_wait_ms: 1000,
+            max_lead_ms: 0,
         }
     }
 
@@ -567,5 +765,237 @@ pub(crate) mod tests {
             }
         }
         assert_eq!(all.len(), 200_000);
+    }
+
+    /// A mark store that records what it is asked to store, and can be made to fail.
+    #[derive(Default)]
+    pub struct MemStore {
+        pub writes: Mutex<Vec<(u32, u64)>>,
+        pub fail: std::sync::atomic::AtomicBool,
+    }
+
+    impl MarkStore for MemStore {
+        fn reserve(&self, clock_back: u32, until: u64, _now: u64) -> Result<()> {
+            if self.fail.load(Ordering::SeqCst) {
+                return Err(Error::new(Code::LeaseDir, Class::Error, "disk full"));
+            }
+            self.writes.lock().push((clock_back, until));
+            Ok(())
+        }
+    }
+
+    fn leading(lead: u64, clock: &FakeClock) -> Generator<FakeClock> {
+        let s = Settings { max_lead_ms: lead, ..settings(Widths::default(), ClockBackPolicy::Throw) };
+        Generator::new(s, Arc::new(Mutex::new(State::new(0))), clock.clone()).unwrap()
+    }
+
+    #[test]
+    fn borrowing_goes_up_to_the_lead_and_no_further() {
+        let clock = FakeClock::at(NOW);
+        let g = leading(5, &clock);
+        let mut last = 0;
+        // With the clock frozen, 6 ms worth of ids (this ms and 5 borrowed) come out without waiting.
+        for i in 0..6 * 4096u64 {
+            let id = g.next_id().unwrap();
+            assert!(id > last);
+            last = id;
+            let f = fields(&g, id);
+            assert_eq!(f.timestamp, NOW - DEFAULT_EPOCH + i / 4096);
+        }
+        assert_eq!(g.snapshot().lead_ms, 5);
+        assert_eq!(g.snapshot().stats.waits, 0);
+        // The next id would need a 6th ms ahead: it waits for the clock instead.
+        let c2 = clock.clone();
+        let mover = std::thread::spawn(move || {
+            let reads = c2.reads();
+            while c2.reads() < reads + 500 {
+                std::thread::yield_now();
+            }
+            c2.set(NOW + 1);
+        });
+        let f = fields(&g, g.next_id().unwrap());
+        mover.join().unwrap();
+        assert_eq!(f.timestamp, NOW + 6 - DEFAULT_EPOCH);
+        assert_eq!(g.snapshot().stats.waits, 1);
+    }
+
+    #[test]
+    fn zero_lead_never_runs_ahead_of_the_clock() {
+        let clock = FakeClock::ticking(NOW, 300);
+        let g = leading(0, &clock);
+        for _ in 0..20_000 {
+            let id = g.next_id().unwrap();
+            assert!(fields(&g, id).timestamp + DEFAULT_EPOCH <= clock.get());
+        }
+    }
+
+    #[test]
+    fn steps_back_inside_the_lead_stay_increasing_without_clock_back() {
+        let clock = FakeClock::at(NOW);
+        let s = Settings { max_lead_ms: 50, ..settings(Widths::default(), ClockBackPolicy::Bits) };
+        let g = Generator::new(s, Arc::new(Mutex::new(State::new(0))), clock.clone()).unwrap();
+        let mut last = g.next_id().unwrap();
+        for back in [10u64, 50, 1, 30] {
+            clock.set(NOW - back);
+            for _ in 0..100 {
+                let id = g.next_id().unwrap();
+                assert!(id > last);
+                assert_eq!(fields(&g, id).clock_back, 0);
+                last = id;
+            }
+        }
+        assert_eq!(g.snapshot().stats.clock_back_events, 0);
+        // A step back past the lead is a real one.
+        clock.set(NOW - 51);
+        assert_eq!(fields(&g, g.next_id().unwrap()).clock_back, 1);
+        assert_eq!(g.snapshot().stats.clock_back_events, 1);
+    }
+
+    #[test]
+    fn a_generator_without_lead_tolerates_a_shared_state_that_borrowed() {
+        let clock = FakeClock::at(NOW);
+        let state = Arc::new(Mutex::new(State::new(0)));
+        let s = settings(Widths::default(), ClockBackPolicy::Throw);
+        let eager = Generator::new(Settings { max_lead_ms: 3, ..s }, state.clone(), clock.clone()).unwrap();
+        let strict = Generator::new(s, state, clock.clone()).unwrap();
+        let mut last = 0;
+        for _ in 0..2 * 4096 + 10 {
+            last = eager.next_id().unwrap();
+        }
+        // The shared state is 2 ms ahead with room left in that ms: the strict generator carries on from there
+        // instead of throwing.
+        let id = strict.next_id().unwrap();
+        assert!(id > last);
+        assert_eq!(fields(&strict, id).timestamp + DEFAULT_EPOCH, NOW + 2);
+    }
+
+    #[test]
+    fn marks_are_written_once_per_window_and_before_the_ids_they_cover() {
+        let clock = FakeClock::at(NOW);
+        let store = Arc::new(MemStore::default());
+        let s = settings(Widths::default(), ClockBackPolicy::Bits);
+        let st = State::resume(&s, 0, Vec::new(), store.clone(), &clock).unwrap();
+        let g = Generator::new(s, Arc::new(Mutex::new(st)), clock.clone()).unwrap();
+        for ms in 0..3_000u64 {
+            clock.set(NOW + ms);
+            for _ in 0..10 {
+                let id = g.next_id().unwrap();
+                let ts = fields(&g, id).timestamp + DEFAULT_EPOCH;
+                let covered = store.writes.lock().iter().any(|&(c, until)| c == 0 && until >= ts);
+                assert!(covered, "id at {ts} issued before a mark covered it");
+            }
+        }
+        // 3 s of ids, a window of 1 s: one write at the start and one per window after it.
+        assert_eq!(*store.writes.lock(), vec![(0, NOW + 1000), (0, NOW + 2001), (0, NOW + 3002)]);
+        assert_eq!(g.snapshot().stats.mark_writes, 3);
+        // A failed write stops generation past the mark instead of issuing ids the file does not cover.
+        store.fail.store(true, Ordering::SeqCst);
+        clock.set(NOW + 3002);
+        g.next_id().unwrap();
+        clock.set(NOW + 3003);
+        assert_eq!(g.next_id().unwrap_err().code(), Code::LeaseDir);
+    }
+
+    #[test]
+    fn marks_cover_the_lead() {
+        let clock = FakeClock::at(NOW);
+        let store = Arc::new(MemStore::default());
+        let s = Settings { max_lead_ms: 200, ..settings(Widths::default(), ClockBackPolicy::Bits) };
+        let st = State::resume(&s, 0, Vec::new(), store.clone(), &clock).unwrap();
+        let g = Generator::new(s, Arc::new(Mutex::new(st)), clock.clone()).unwrap();
+        let mut max_ts = 0;
+        for _ in 0..150 * 4096 {
+            max_ts = fields(&g, g.next_id().unwrap()).timestamp + DEFAULT_EPOCH;
+        }
+        assert_eq!(max_ts, NOW + 149, "borrowed 149 ms ahead");
+        let marked = store.writes.lock().iter().map(|w| w.1).max().unwrap();
+        assert!(marked >= max_ts + 200, "mark {marked} covers the lead past {max_ts}");
+    }
+
+    fn resume_with(
+        policy: ClockBackPolicy,
+        earlier: Vec<(u32, u64)>,
+        clock: &FakeClock,
+    ) -> Result<Generator<FakeClock>> {
+        let s = Settings { max_wait_ms: 100, ..settings(Widths::default(), policy) };
+        let st = State::resume(&s, 0, earlier, Arc::new(MemStore::default()), clock)?;
+        Generator::new(s, Arc::new(Mutex::new(st)), clock.clone())
+    }
+
+    #[test]
+    fn a_new_holder_waits_for_a_mark_just_ahead() {
+        for policy in [ClockBackPolicy::Bits, ClockBackPolicy::Wait, ClockBackPolicy::Throw] {
+            let clock = FakeClock::at(NOW);
+            let g = resume_with(policy, vec![(0, NOW + 60)], &clock).unwrap();
+            assert_eq!(clock.slept(), 61, "{policy:?}");
+            let f = fields(&g, g.next_id().unwrap());
+            assert_eq!((f.clock_back, f.timestamp + DEFAULT_EPOCH), (0, NOW + 61));
+            assert_eq!(g.snapshot().stats.waits, 1);
+        }
+    }
+
+    #[test]
+    fn a_new_holder_far_behind_the_mark_moves_to_a_free_clock_back_or_fails() {
+        // 5 s behind the mark for clockBack 0, and clockBack 1 reserved too: 'bits' takes 2.
+        let clock = FakeClock::at(NOW);
+        let g = resume_with(ClockBackPolicy::Bits, vec![(0, NOW + 5000), (1, NOW + 4000), (2, NOW - 1)], &clock).unwrap();
+        assert_eq!(clock.slept(), 0, "no point waiting past maxWaitMs");
+        let f = fields(&g, g.next_id().unwrap());
+        assert_eq!((f.clock_back, f.timestamp + DEFAULT_EPOCH), (2, NOW));
+        assert_eq!(g.snapshot().stats.clock_back_events, 1);
+        // Stepping back later must skip values earlier holders reserved (0 and 1), and wrap to 2 is refused.
+        clock.set(NOW - 10);
+        let f = fields(&g, g.next_id().unwrap());
+        assert_eq!(f.clock_back, 3);
+        clock.set(NOW - 20);
+        assert_eq!(g.next_id().unwrap_err().code(), Code::ClockBackwards);
+
+        for policy in [ClockBackPolicy::Wait, ClockBackPolicy::Throw] {
+            let clock = FakeClock::at(NOW);
+            let e = resume_with(policy, vec![(0, NOW + 5000)], &clock).map(|_| ()).unwrap_err();
+            assert_eq!(e.code(), Code::ClockBackwards, "{policy:?}");
+            assert!(e.message().contains("5000 ms behind"), "{e}");
+        }
+        let clock = FakeClock::at(NOW);
+        let all: Vec<_> = (0..4).map(|c| (c, NOW + 5000)).collect();
+        let e = resume_with(ClockBackPolicy::Bits, all, &clock).map(|_| ()).unwrap_err();
+        assert!(e.message().ends_with("every clockBack value is reserved past the clock"), "{e}");
+    }
+
+    #[test]
+    fn a_new_holder_never_reissues_an_earlier_holders_ids() {
+        // Simulate holder A issuing ids with marks, then a restart with the clock 3 s behind: B's ids must all
+        // differ from A's, under 'bits' (waiting is impossible: maxWaitMs is 100).
+        let clock = FakeClock::ticking(NOW, 40);
+        let store_a = Arc::new(MemStore::default());
+        let s = Settings { max_wait_ms: 100, ..settings(Widths::default(), ClockBackPolicy::Bits) };
+        let a = Generator::new(
+            s,
+            Arc::new(Mutex::new(State::resume(&s, 0, Vec::new(), store_a.clone(), &clock).unwrap())),
+            clock.clone(),
+        )
+        .unwrap();
+        let ids_a: HashSet<u64> = (0..100_000).map(|_| a.next_id().unwrap()).collect();
+        let marks: Vec<(u32, u64)> = {
+            let w = store_a.writes.lock();
+            let mut best: Vec<(u32, u64)> = Vec::new();
+            for &(c, m) in w.iter() {
+                match best.iter_mut().find(|(bc, _)| *bc == c) {
+                    Some(e) => e.1 = e.1.max(m),
+                    None => best.push((c, m)),
+                }
+            }
+            best
+        };
+        clock.set(NOW - 3000);
+        let b = Generator::new(
+            s,
+            Arc::new(Mutex::new(State::resume(&s, 0, marks, Arc::new(MemStore::default()), &clock).unwrap())),
+            clock.clone(),
+        )
+        .unwrap();
+        for _ in 0..200_000 {
+            assert!(!ids_a.contains(&b.next_id().unwrap()));
+        }
     }
 }

@@ -5,5 +5,7 @@ pub mod error;
 pub mod generator;
 pub mod id;
 pub mod layout;
+pub mod lease;
 pub mod registry;
+pub mod start;
 pub mod time;

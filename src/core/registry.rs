@@ -20,27 +20,35 @@ fn registry() -> &'static Mutex<HashMap<Identity, SharedState>> {
     REGISTRY.get_or_init(Default::default)
 }
 
-/// The state of an identity, created with `clock_back` as its starting value on first use. A later generator of
-/// the same identity must start from the same clockBack: two starting values would let one generator's clock-back
-/// step land on values the other is using.
-pub fn shared_state(layout: &Layout, datacenter_id: u32, worker_id: u32, clock_back: u32) -> Result<SharedState> {
+/// The state of an identity, made by `make` on first use. A later generator of the same identity must be
+/// configured with the same clockBack: two starting values would let one generator's clock-back steps land on
+/// values the other is using.
+pub fn shared_state(
+    layout: &Layout,
+    datacenter_id: u32,
+    worker_id: u32,
+    clock_back: u32,
+    make: impl FnOnce() -> Result<State>,
+) -> Result<SharedState> {
     let mut map = registry().lock();
-    let state = map
-        .entry((*layout, datacenter_id, worker_id))
-        .or_insert_with(|| Arc::new(Mutex::new(State::new(clock_back))));
-    let start = state.lock().start_clock_back();
+    let key = (*layout, datacenter_id, worker_id);
+    let state = match map.get(&key) {
+        Some(s) => Arc::clone(s),
+        None => Arc::clone(map.entry(key).or_insert(Arc::new(Mutex::new(make()?)))),
+    };
+    let start = state.lock().configured_clock_back();
     if start != clock_back {
         return Err(Error::range_error(
             Code::InvalidConfig,
             "clockBack",
             &format!(
-                "{start}, the starting clockBack of the generator already running in this process with the same \
-                 layout, epoch, datacenterId {datacenter_id} and workerId {worker_id}"
+                "{start}, the clockBack of the generator already running in this process with the same layout, \
+                 epoch, datacenterId {datacenter_id} and workerId {worker_id}"
             ),
             &clock_back.to_string(),
         ));
     }
-    Ok(Arc::clone(state))
+    Ok(state)
 }
 
 #[cfg(test)]
@@ -51,13 +59,18 @@ mod tests {
     #[test]
     fn same_identity_shares_state_and_others_do_not() {
         let l = Layout::new(Widths { sequence: 11, ..Widths::default() }, DEFAULT_EPOCH, DEFAULT_EPOCH + 1).unwrap();
-        let a = shared_state(&l, 1, 2, 0).unwrap();
-        let b = shared_state(&l, 1, 2, 0).unwrap();
+        let a = shared_state(&l, 1, 2, 0, || Ok(State::new(0))).unwrap();
+        let b = shared_state(&l, 1, 2, 0, || panic!("made twice")).unwrap();
         assert!(Arc::ptr_eq(&a, &b));
-        let c = shared_state(&l, 1, 3, 0).unwrap();
+        let c = shared_state(&l, 1, 3, 0, || Ok(State::new(0))).unwrap();
         assert!(!Arc::ptr_eq(&a, &c));
-        let e = shared_state(&l, 1, 2, 1).unwrap_err();
+        let e = shared_state(&l, 1, 2, 1, || Ok(State::new(1))).map(|_| ()).unwrap_err();
         assert_eq!(e.code(), Code::InvalidConfig);
-        assert!(e.message().starts_with("clockBack: expected 0, the starting clockBack"), "{e}");
+        assert!(e.message().starts_with("clockBack: expected 0, the clockBack of the generator already running"), "{e}");
+        // A state that fails to be made is not registered.
+        let l2 = Layout::new(Widths { sequence: 10, ..Widths::default() }, DEFAULT_EPOCH, DEFAULT_EPOCH + 1).unwrap();
+        let boom = || Err(Error::new(Code::LeaseDir, crate::core::error::Class::Error, "x"));
+        assert!(shared_state(&l2, 0, 0, 0, boom).is_err());
+        assert!(shared_state(&l2, 0, 0, 0, || Ok(State::new(0))).is_ok());
     }
 }

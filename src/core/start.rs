@@ -1,0 +1,44 @@
+//! From a resolved configuration to the shared state a generator runs on: takes the host lease the
+//! configuration calls for, and resumes the slot past the marks its earlier holders left.
+
+use std::sync::Arc;
+
+use super::config::{Config, Source};
+use super::error::Result;
+use super::generator::{Clock, SharedState, State};
+use super::layout::max_value;
+use super::lease::{Lease, LeaseDir};
+use super::registry::shared_state;
+
+/// Takes the slot's lease when leases are on: this process's automatic slot when the worker id comes from the
+/// lease (filling it in), else the configured slot, which fails with `ERR_SNOWID_WORKER_ID_IN_USE` when another
+/// live process holds it.
+pub fn bind_worker(config: &mut Config) -> Result<Option<Arc<Lease>>> {
+    if !config.lease.value {
+        return Ok(None);
+    }
+    let dir = LeaseDir::open(&config.lease_dir.value)?;
+    let dc = config.datacenter_id.value;
+    let lease = if config.worker_id.source == Source::Lease {
+        let lease = dir.acquire_auto(dc, max_value(config.worker_bits.value) + 1)?;
+        config.worker_id.value = lease.worker_id();
+        lease
+    } else {
+        let what = format!("workerId (from {})", config.worker_id.source.as_str());
+        dir.acquire(dc, config.worker_id.value, &what)?
+    };
+    Ok(Some(lease))
+}
+
+/// The shared state for `config`'s identity, resumed from the lease's marks the first time it is made.
+pub fn open(config: &Config, lease: Option<Arc<Lease>>, clock: &dyn Clock) -> Result<SharedState> {
+    let s = config.settings();
+    let clock_back = config.clock_back.value;
+    shared_state(&s.layout, s.datacenter_id, s.worker_id, clock_back, || match lease {
+        Some(lease) => {
+            let earlier = lease.previous().marks.clone();
+            State::resume(&s, clock_back, earlier, lease, clock)
+        }
+        None => Ok(State::new(clock_back)),
+    })
+}
