@@ -119,6 +119,13 @@ export declare function nextIdString(): string
  */
 export type OnClockBack = 'bits' | 'wait' | 'throw'
 
+/** A slot whose lease file names a process. */
+export interface SlotRecord {
+  workerId: number
+  /** The pid that last wrote the slot's lease file. It may have exited since; the file does not say. */
+  pid: number
+}
+
 /**
  * Options of a generator. Each one left out is read from its environment variable, else takes its default.
  * Numbers must be integers in range: nothing is masked, clamped or truncated.
@@ -241,3 +248,22 @@ export interface SnowidStats {
 
 /** The default generator's current lead and counters (all 0 before its first id). */
 export declare function stats(): SnowidStats
+
+/**
+ * The worker-id slots that processes started with `env` (merged over this process's environment, as
+ * `cluster.fork(env)` does) would use: their datacenterId, how many worker ids there are, and which slots' lease
+ * files name a process. It takes no lock and starts nothing. `snowid/cluster` uses it to hand out slots.
+ * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the configuration is bad.
+ * @throws {Error} `ERR_SNOWID_LEASE_DIR` when the lease directory cannot be used.
+ */
+export declare function workerSlots(vars?: Record<string, string | undefined>): WorkerSlots
+
+/** The worker-id slots of a configuration on this host. */
+export interface WorkerSlots {
+  datacenterId: number
+  workerBits: number
+  /** Whether slots are leased (`SNOWID_LEASE`). */
+  lease: boolean
+  /** The slots whose lease file names a process, read without taking any lock (empty when leases are off). */
+  recorded: Array<SlotRecord>
+}

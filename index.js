@@ -844,3 +844,4 @@ module.exports.nextId = nativeBinding.nextId
 module.exports.nextIdString = nativeBinding.nextIdString
 module.exports.OnClockBack = nativeBinding.OnClockBack
 module.exports.stats = nativeBinding.stats
+module.exports.workerSlots = nativeBinding.workerSlots

@@ -39,6 +39,9 @@ test('4 worker_threads x 250k ids share the process generator with 0 duplicates'
     for (const id of ids) all.add(id)
   }
   assert.equal(all.size, 1_000_000, `duplicates: ${1_000_000 - all.size}`)
+  // Threads share their process's lease: one worker id for all of them.
+  const workerIds = new Set(results.map((ids) => snowid.decode(ids[0]).workerId))
+  assert.deepEqual([...workerIds], [snowid.config().workerId])
   // The main thread draws from the same state as the threads did.
   const mine = snowid.nextId()
   assert.ok(!all.has(mine))

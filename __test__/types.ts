@@ -1,6 +1,8 @@
 // Compiled by `npm run test:types` (tsc --noEmit, strict): a typing regression fails the tests.
-import { nextId, nextIdString, decode, config, configure, Snowflake } from 'snowid'
-import type { DecodedId, SnowflakeOptions, SnowidConfig, ConfigSource, OnClockBack } from 'snowid'
+import { nextId, nextIdString, decode, config, configure, stats, workerSlots, Snowflake } from 'snowid'
+import type { DecodedId, SnowflakeOptions, SnowidConfig, SnowidStats, ConfigSource, OnClockBack, WorkerSlots } from 'snowid'
+import { fork, workers } from 'snowid/cluster'
+import type { Worker } from 'node:cluster'
 
 const id: bigint = nextId()
 const text: string = nextIdString()
@@ -22,6 +24,9 @@ const options: SnowflakeOptions = {
   sequenceBits: 12,
   onClockBack: 'wait',
   maxWaitMs: 100,
+  maxLeadMs: 10,
+  lease: true,
+  leaseDir: '/tmp/snowid',
 }
 configure(options)
 configure()
@@ -36,7 +41,16 @@ const d: DecodedId = gen.decode(a)
 const c: SnowidConfig = config()
 const source: ConfigSource = c.sources.workerId
 const policy: OnClockBack = gen.config().onClockBack
-const numbers: number[] = [c.epoch, c.expiresAt, c.maxIdsPerMs, c.timestampBits, c.maxWaitMs]
+const numbers: number[] = [c.epoch, c.expiresAt, c.maxIdsPerMs, c.timestampBits, c.maxWaitMs, c.maxLeadMs]
+const leased: boolean = c.lease
+const dir: string = c.leaseDir
+const pm2: ConfigSource = 'pm2'
+const s: SnowidStats = stats()
+const counters: number[] = [s.leadMs, s.clockBack, s.clockBackEvents, s.waits, s.markWrites, gen.stats().markWrites]
+const slots: WorkerSlots = workerSlots({ SNOWID_DATACENTER_ID: '1' })
+const recorded: number[] = slots.recorded.map((r) => r.workerId + r.pid)
+const worker: Worker = fork({ PORT: '3000' })
+const held: Map<number, Worker> = workers()
 
 // @ts-expect-error ids are bigints, never numbers
 const wrong: number = nextId()
@@ -46,7 +60,11 @@ new Snowflake({ onClockBack: 'ignore' })
 new Snowflake({ workerID: 3 })
 // @ts-expect-error decode needs an id
 decode()
-// @ts-expect-error sources are 'option' | 'env' | 'default'
-const badSource: 'pm2' = c.sources.workerId
+// @ts-expect-error sources are 'option' | 'env' | 'pm2' | 'lease' | 'default'
+const badSource: 'cluster' = c.sources.workerId
+// @ts-expect-error lease is a boolean option ('on' / 'off' are for SNOWID_LEASE)
+new Snowflake({ lease: 'off' })
+// @ts-expect-error fork's env holds strings
+fork({ SNOWID_DATACENTER_ID: 1 })
 
-export { ts, idText, fields, b, d, source, policy, numbers, wrong, badSource }
+export { ts, idText, fields, b, d, source, policy, numbers, wrong, badSource, leased, dir, pm2, counters, recorded, worker, held }

@@ -11,7 +11,11 @@ use napi::{sys, Env, JsValue, Result, Status, Unknown};
 use napi_derive::napi;
 use parking_lot::Mutex;
 
-use crate::core::config::{Config, OptionValue, Options, ProcessEnv, Source, OPTION_NAMES};
+use std::collections::HashMap;
+use std::ffi::OsString;
+
+use crate::core::config::{Config, EnvSource, OptionValue, Options, ProcessEnv, Source, OPTION_NAMES};
+use crate::core::lease::LeaseDir;
 use crate::core::error::{Class, Code, Error as CoreError, Result as CoreResult};
 use crate::core::generator::{Clock, ClockBackPolicy, Generator, Snapshot, SystemClock};
 use crate::core::id::{self, Decimal, EXPECTED_ID};
@@ -537,6 +541,117 @@ pub fn decode(env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Un
 #[napi]
 pub fn config(env: Env) -> Result<SnowidConfig> {
     default_config(true).map(|c| report(&c)).map_err(|e| raise(env.raw(), &e))
+}
+
+/// A slot whose lease file names a process.
+#[napi(object)]
+pub struct SlotRecord {
+    pub worker_id: u32,
+    /// The pid that last wrote the slot's lease file. It may have exited since; the file does not say.
+    pub pid: u32,
+}
+
+/// The worker-id slots of a configuration on this host.
+#[napi(object)]
+pub struct WorkerSlots {
+    pub datacenter_id: u32,
+    pub worker_bits: u32,
+    /// Whether slots are leased (`SNOWID_LEASE`).
+    pub lease: bool,
+    /// The slots whose lease file names a process, read without taking any lock (empty when leases are off).
+    pub recorded: Vec<SlotRecord>,
+}
+
+/// Environment variables given in JS over the process environment, as `cluster.fork(env)` merges them.
+struct Overlay {
+    vars: HashMap<String, String>,
+}
+
+impl EnvSource for Overlay {
+    fn var(&self, name: &str) -> Option<OsString> {
+        match self.vars.get(name) {
+            Some(v) => Some(OsString::from(v)),
+            None => std::env::var_os(name),
+        }
+    }
+}
+
+fn read_env_object(env: sys::napi_env, value: sys::napi_value) -> Result<HashMap<String, String>> {
+    use sys::ValueType as T;
+    let mut vars = HashMap::new();
+    match type_of(env, value)? {
+        T::napi_undefined | T::napi_null => return Ok(vars),
+        T::napi_object => {}
+        _ => {
+            let e = CoreError::type_error(Code::InvalidConfig, "env", "an object", &describe(env, value)?);
+            return Err(raise(env, &e));
+        }
+    }
+    let mut keys = ptr::null_mut();
+    // SAFETY: `value` is an object of the current call; `keys` is a valid out-pointer.
+    check(unsafe {
+        sys::napi_get_all_property_names(
+            env,
+            value,
+            sys::KeyCollectionMode::own_only,
+            sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+            sys::KeyConversion::numbers_to_strings,
+            &mut keys,
+        )
+    })?;
+    let mut len = 0u32;
+    // SAFETY: `keys` is the array just created.
+    check(unsafe { sys::napi_get_array_length(env, keys, &mut len) })?;
+    for i in 0..len {
+        let mut key = ptr::null_mut();
+        let mut v = ptr::null_mut();
+        // SAFETY: `i` is below the array's length; its elements are strings; `key` is an own key of `value`.
+        check(unsafe { sys::napi_get_element(env, keys, i, &mut key) })?;
+        let name = unsafe { String::from_napi_value(env, key) }?;
+        check(unsafe { sys::napi_get_property(env, value, key, &mut v) })?;
+        match type_of(env, v)? {
+            T::napi_undefined => {}
+            // As `cluster.fork` does, every other value becomes its string form.
+            _ => {
+                let mut s = ptr::null_mut();
+                check(unsafe { sys::napi_coerce_to_string(env, v, &mut s) })?;
+                vars.insert(name, unsafe { String::from_napi_value(env, s) }?);
+            }
+        }
+    }
+    Ok(vars)
+}
+
+/// The worker-id slots that processes started with `env` (merged over this process's environment, as
+/// `cluster.fork(env)` does) would use: their datacenterId, how many worker ids there are, and which slots' lease
+/// files name a process. It takes no lock and starts nothing. `snowid/cluster` uses it to hand out slots.
+/// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the configuration is bad.
+/// @throws {Error} `ERR_SNOWID_LEASE_DIR` when the lease directory cannot be used.
+#[napi]
+pub fn worker_slots(
+    env: Env,
+    #[napi(ts_arg_type = "Record<string, string | undefined>")] vars: Option<Unknown>,
+) -> Result<WorkerSlots> {
+    let raw = env.raw();
+    let mut vars = match vars {
+        Some(v) => read_env_object(raw, v.raw())?,
+        None => HashMap::new(),
+    };
+    // The worker id is what the caller is about to choose, so any inherited one is ignored.
+    for name in ["SNOWID_WORKER_ID", "workerId", "NODE_APP_INSTANCE"] {
+        vars.insert(name.to_string(), "0".to_string());
+    }
+    let overlay = Overlay { vars };
+    let config = Config::resolve(&Options::default(), &overlay, SystemClock.now_ms()).map_err(|e| raise(raw, &e))?;
+    let dc = config.datacenter_id.value;
+    let mut recorded = Vec::new();
+    if config.lease.value {
+        let dir = LeaseDir::open(&config.lease_dir.value).map_err(|e| raise(raw, &e))?;
+        for (worker_id, pid) in dir.recorded(dc).map_err(|e| raise(raw, &e))? {
+            recorded.push(SlotRecord { worker_id, pid });
+        }
+    }
+    Ok(WorkerSlots { datacenter_id: dc, worker_bits: config.worker_bits.value, lease: config.lease.value, recorded })
 }
 
 /// The default generator's current lead and counters (all 0 before its first id).

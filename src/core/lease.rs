@@ -341,11 +341,29 @@ impl LeaseDir {
         ))
     }
 
-    /// The pid named by a slot's record, whether or not it still runs, without taking any lock.
-    pub fn recorded_pid(&self, datacenter_id: u32, worker_id: u32) -> Option<u32> {
-        let path = self.slot_path(datacenter_id, worker_id);
-        let bytes = std::fs::read(&path).ok()?;
-        read_file(&bytes, &path).ok().flatten().map(|r| r.pid)
+    /// The (workerId, pid) of every slot of `datacenter_id` whose file names a process, whether or not it still
+    /// runs, sorted by workerId, without taking any lock. Files that cannot be read are left out.
+    pub fn recorded(&self, datacenter_id: u32) -> Result<Vec<(u32, u32)>> {
+        let prefix = format!("dc{datacenter_id}-worker");
+        let entries = std::fs::read_dir(&self.path).map_err(|e| dir_error(&self.path, "listing it", &e))?;
+        let mut out = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(worker) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(&prefix))
+                .and_then(|n| n.strip_suffix(".lease"))
+                .and_then(|w| w.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let path = entry.path();
+            if let Some(r) = std::fs::read(&path).ok().and_then(|b| read_file(&b, &path).ok().flatten()) {
+                out.push((worker, r.pid));
+            }
+        }
+        out.sort_unstable();
+        Ok(out)
     }
 }
 
@@ -421,6 +439,9 @@ mod tests {
         let auto = dir.acquire_auto(0, 4).unwrap();
         assert_eq!((explicit.worker_id(), auto.worker_id()), (0, 1));
         assert_eq!(dir.acquire_auto(0, 4).unwrap().worker_id(), 1, "the process keeps its automatic slot");
+        let me = std::process::id();
+        assert_eq!(dir.recorded(0).unwrap(), vec![(0, me), (1, me)]);
+        assert_eq!(dir.recorded(1).unwrap(), vec![]);
         let dir2 = LeaseDir::open(&tmp("auto2")).unwrap();
         for w in 0..2 {
             dir2.acquire(5, w, "workerId").unwrap();

@@ -1,0 +1,292 @@
+'use strict'
+
+// Worker ids on one host: snowid/cluster, PM2, the host lease, and restarts behind the persisted mark.
+// Every scenario runs real processes.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const path = require('node:path')
+const { spawn, spawnSync } = require('node:child_process')
+
+const { ROOT, cleanEnv, freshLeaseDir, runNode } = require('./helpers.js')
+const snowid = require('..')
+
+// --- the lease file format (README, "The lease file"), written here independently of the Rust code ---
+
+const RECORD_SIZE = 1024
+
+function fnv1a(text) {
+  let h = 0xcbf29ce484222325n
+  for (const b of Buffer.from(text, 'latin1')) h = BigInt.asUintN(64, (h ^ BigInt(b)) * 0x100000001b3n)
+  return h.toString(16).padStart(16, '0')
+}
+
+function encodeRecord({ seq, pid, marks }) {
+  const body = `snowid-lease v1 seq=${seq} pid=${pid} marks=${marks.map(([c, m]) => `${c}:${m}`).join(',')}`
+  const line = `${body} sum=${fnv1a(body)}`
+  return Buffer.from(line.padEnd(RECORD_SIZE - 1, ' ') + '\n', 'latin1')
+}
+
+function readMarks(file) {
+  const bytes = fs.readFileSync(file)
+  let best = null
+  for (let off = 0; off + RECORD_SIZE <= bytes.length; off += RECORD_SIZE) {
+    const text = bytes.subarray(off, off + RECORD_SIZE).toString('latin1').trimEnd()
+    const m = /^(snowid-lease v1 seq=(\d+) pid=(\d+) marks=([\d:,]*)) sum=([0-9a-f]{16})$/.exec(text)
+    if (!m || fnv1a(m[1]) !== m[5]) continue
+    if (!best || Number(m[2]) > best.seq) {
+      const marks = m[4] ? m[4].split(',').map((p) => p.split(':').map(Number)) : []
+      best = { seq: Number(m[2]), pid: Number(m[3]), marks }
+    }
+  }
+  return best
+}
+
+// --- helpers ---
+
+const PROBE = `
+const snowid = require('.')
+const t0 = process.hrtime.bigint()
+try {
+  const id = snowid.nextId()
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6
+  console.log(JSON.stringify({ id: id.toString(), ms, decoded: snowid.decode(id), config: snowid.config(), stats: snowid.stats() }))
+} catch (e) {
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6
+  console.log(JSON.stringify({ ms, error: { name: e.constructor.name, code: e.code, message: e.message } }))
+}
+`
+
+function probe(env) {
+  const r = runNode(PROBE, env)
+  assert.equal(r.status, 0, r.stderr)
+  return JSON.parse(r.stdout)
+}
+
+/** Starts a process that takes an id, prints it, and holds its lease until its stdin closes. */
+function holder(env, code) {
+  const child = spawn(process.execPath, ['-e', code], { cwd: ROOT, env: cleanEnv(env), stdio: ['pipe', 'pipe', 'inherit'] })
+  return new Promise((resolve, reject) => {
+    let buf = ''
+    child.stdout.on('data', (d) => {
+      buf += d
+      const nl = buf.indexOf('\n')
+      if (nl >= 0) resolve({ child, info: JSON.parse(buf.slice(0, nl)) })
+    })
+    child.once('error', reject)
+    child.once('exit', (code) => reject(new Error(`holder exited (${code}) before printing`)))
+  })
+}
+
+const HOLD = `
+const s = require('.')
+const d = s.decode(s.nextId())
+console.log(JSON.stringify({ pid: process.pid, workerId: d.workerId, source: s.config().sources.workerId }))
+process.stdin.resume()
+process.stdin.on('end', () => process.exit(0))
+`
+
+function release(h) {
+  return new Promise((resolve) => {
+    h.child.once('exit', resolve)
+    h.child.stdin.end()
+  })
+}
+
+// --- scenarios ---
+
+test('a cluster of 8 under snowid/cluster, 24 workers SIGKILLed and 23 respawned: 0 duplicates, 8 slots', (t) => {
+  const app = path.join(__dirname, 'fixtures', 'cluster-churn.js')
+  const r = spawnSync(process.execPath, [app, '24'], { env: cleanEnv(), encoding: 'utf8', timeout: 120_000, maxBuffer: 256 << 20 })
+  assert.equal(r.status, 0, r.stderr)
+  const { kills, forks, ids } = JSON.parse(r.stdout)
+  assert.equal(kills, 24)
+  // Every kill but the last (whose exit comes once stopping has begun) is followed by a replacement.
+  assert.equal(forks, 8 + 23)
+  const unique = new Set(ids)
+  const workers = new Set(ids.map((id) => snowid.decode(id).workerId))
+  t.diagnostic(`churn: ${ids.length} ids, ${kills} kills, ${forks} forks`)
+  assert.equal(unique.size, ids.length, `duplicates: ${ids.length - unique.size}`)
+  assert.deepEqual([...workers].sort((a, b) => a - b), [0, 1, 2, 3, 4, 5, 6, 7])
+})
+
+test('snowid/cluster refuses a fork when every worker id is taken', () => {
+  const app = path.join(__dirname, 'fixtures', 'cluster-full.js')
+  const r = spawnSync(process.execPath, [app], { env: cleanEnv({ SNOWID_WORKER_BITS: '1' }), encoding: 'utf8', timeout: 60_000 })
+  assert.equal(r.status, 0, r.stderr)
+  const out = JSON.parse(r.stdout)
+  assert.deepEqual(out.slots.sort(), [0, 1])
+  assert.equal(out.error.code, 'ERR_SNOWID_NO_FREE_WORKER_ID')
+  assert.match(out.error.message, /among the 2 of workerBits 1/)
+})
+
+test('two unconfigured processes get different worker ids; a third given a held slot fails, naming the holder', async () => {
+  const dir = freshLeaseDir()
+  const a = await holder({ SNOWID_LEASE_DIR: dir }, HOLD)
+  const b = await holder({ SNOWID_LEASE_DIR: dir }, HOLD)
+  try {
+    assert.equal(a.info.source, 'lease')
+    assert.equal(b.info.source, 'lease')
+    assert.deepEqual([a.info.workerId, b.info.workerId].sort(), [0, 1])
+    const c = probe({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: String(a.info.workerId) })
+    assert.equal(c.id, undefined, 'no id under a held slot')
+    assert.equal(c.error.code, 'ERR_SNOWID_WORKER_ID_IN_USE')
+    assert.match(c.error.message, new RegExp(`held by pid ${a.info.pid} `))
+    // PM2's instance number is an explicit slot too.
+    const d = probe({ SNOWID_LEASE_DIR: dir, NODE_APP_INSTANCE: String(b.info.workerId) })
+    assert.equal(d.error.code, 'ERR_SNOWID_WORKER_ID_IN_USE')
+    const e = probe({ SNOWID_LEASE_DIR: dir, NODE_APP_INSTANCE: '5' })
+    assert.equal(e.decoded.workerId, 5)
+    assert.equal(e.config.sources.workerId, 'pm2')
+    // With leases off, nothing is checked: the worker id is the configured one (or 0).
+    const off = probe({ SNOWID_LEASE_DIR: dir, SNOWID_LEASE: 'off' })
+    assert.equal(off.decoded.workerId, 0)
+    assert.equal(off.config.sources.workerId, 'default')
+  } finally {
+    await release(a)
+    await release(b)
+  }
+  // Released: the slots are free again.
+  const again = probe({ SNOWID_LEASE_DIR: dir })
+  assert.equal(again.decoded.workerId, 0)
+})
+
+test('kill -9 a holder: a new process takes its slot and starts past its mark', async (t) => {
+  const dir = freshLeaseDir()
+  const code = `
+    const s = require('.')
+    const tick = () => {
+      let id
+      for (let i = 0; i < 20000; i++) id = s.nextId()
+      console.log(id.toString())
+      setImmediate(tick)
+    }
+    tick()
+  `
+  const child = spawn(process.execPath, ['-e', code], {
+    cwd: ROOT,
+    env: cleanEnv({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '7' }),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  let out = ''
+  await new Promise((resolve) => {
+    child.stdout.on('data', (d) => {
+      out += d
+      if (out.split('\n').length > 20) resolve()
+    })
+  })
+  child.kill('SIGKILL')
+  await new Promise((resolve) => child.once('exit', resolve))
+  const printed = out.trim().split('\n').filter((l) => /^\d+$/.test(l)).map(BigInt)
+  const lastPrinted = printed[printed.length - 1]
+  const record = readMarks(path.join(dir, 'dc0-worker7.lease'))
+  assert.equal(record.pid, child.pid)
+  const mark = Math.max(...record.marks.filter(([c]) => c === 0).map(([, m]) => m))
+  assert.ok(snowid.decode(lastPrinted).timestamp <= mark, 'the dead holder issued nothing past its mark')
+
+  const next = probe({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '7' })
+  assert.equal(next.error, undefined, JSON.stringify(next.error))
+  assert.ok(next.decoded.timestamp > mark, `new holder's first id at ${next.decoded.timestamp}, mark ${mark}`)
+  assert.equal(next.decoded.clockBack, 0, 'it waited out the mark rather than spending a clockBack value')
+  assert.ok(BigInt(next.id) > lastPrinted)
+  assert.ok(next.ms < 1000, `waited ${next.ms} ms, within maxWaitMs`)
+  assert.equal(next.stats.waits, 1)
+  t.diagnostic(`kill -9: mark was ${mark - snowid.decode(lastPrinted).timestamp} ms past the last id seen; new holder waited ${next.ms.toFixed(1)} ms`)
+})
+
+test('restart with the clock behind the mark: no timestamp reused, no wait past maxWaitMs, under each policy', () => {
+  const cases = [
+    // A mark 5 s ahead, maxWaitMs 200: waiting cannot help.
+    { ahead: 5000, policy: 'bits', expect: 'clockBack' },
+    { ahead: 5000, policy: 'wait', expect: 'error' },
+    { ahead: 5000, policy: 'throw', expect: 'error' },
+    // A mark 150 ms ahead, maxWaitMs 1000: every policy waits it out.
+    { ahead: 150, policy: 'bits', expect: 'waited', maxWait: 1000 },
+    { ahead: 150, policy: 'wait', expect: 'waited', maxWait: 1000 },
+    { ahead: 150, policy: 'throw', expect: 'waited', maxWait: 1000 },
+  ]
+  for (const { ahead, policy, expect, maxWait = 200 } of cases) {
+    const dir = freshLeaseDir()
+    const mark = Date.now() + ahead
+    fs.writeFileSync(path.join(dir, 'dc0-worker3.lease'), encodeRecord({ seq: 1, pid: 1, marks: [[0, mark]] }))
+    const out = probe({
+      SNOWID_LEASE_DIR: dir,
+      SNOWID_WORKER_ID: '3',
+      SNOWID_ON_CLOCK_BACK: policy,
+      SNOWID_MAX_WAIT_MS: String(maxWait),
+    })
+    const label = `${policy}, mark ${ahead} ms ahead`
+    assert.ok(out.ms < maxWait + 500, `${label}: took ${out.ms} ms`)
+    if (expect === 'error') {
+      assert.equal(out.error.code, 'ERR_SNOWID_CLOCK_BACKWARDS', label)
+      assert.match(out.error.message, /mark an earlier holder of this slot left for clockBack 0/)
+      continue
+    }
+    assert.equal(out.error, undefined, `${label}: ${JSON.stringify(out.error)}`)
+    if (expect === 'clockBack') {
+      assert.equal(out.decoded.clockBack, 1, label)
+      assert.ok(out.decoded.timestamp <= mark, 'it did not wait')
+      assert.equal(out.stats.clockBackEvents, 1)
+    } else {
+      assert.equal(out.decoded.clockBack, 0, label)
+      assert.ok(out.decoded.timestamp > mark, `${label}: ${out.decoded.timestamp} > ${mark}`)
+    }
+    // The earlier holder's mark is kept for clockBack 0 next to the new holder's own.
+    const after = readMarks(path.join(dir, 'dc0-worker3.lease'))
+    assert.ok(after.marks.some(([c, m]) => c === 0 && m >= mark), label)
+  }
+})
+
+test('a garbage slot file and an unusable lease directory give coded errors, and no id', () => {
+  const dir = freshLeaseDir()
+  fs.writeFileSync(path.join(dir, 'dc0-worker0.lease'), 'this is not a lease\n')
+  for (const env of [{ SNOWID_WORKER_ID: '0' }, {}]) {
+    const out = probe({ SNOWID_LEASE_DIR: dir, ...env })
+    assert.equal(out.id, undefined)
+    assert.equal(out.error.code, 'ERR_SNOWID_LEASE_CORRUPT')
+    assert.match(out.error.message, /dc0-worker0\.lease: expected a snowid lease record \(version 1\)/)
+  }
+  assert.equal(fs.readFileSync(path.join(dir, 'dc0-worker0.lease'), 'utf8'), 'this is not a lease\n', 'left as found')
+
+  const notADir = path.join(freshLeaseDir(), 'file')
+  fs.writeFileSync(notADir, '')
+  for (const leaseDir of [notADir, path.join(notADir, 'sub')]) {
+    const out = probe({ SNOWID_LEASE_DIR: leaseDir })
+    assert.equal(out.id, undefined)
+    assert.equal(out.error.code, 'ERR_SNOWID_LEASE_DIR', leaseDir)
+    assert.match(out.error.message, /^lease directory .*: expected a directory this process can create and lock files in/)
+  }
+})
+
+test('a new lease directory is private to its owner', () => {
+  const parent = freshLeaseDir()
+  const dir = path.join(parent, 'leases')
+  const out = probe({ SNOWID_LEASE_DIR: dir })
+  assert.equal(out.error, undefined)
+  assert.equal(fs.statSync(dir).mode & 0o777, 0o700)
+  assert.equal(fs.statSync(path.join(dir, 'dc0-worker0.lease')).mode & 0o777, 0o600)
+})
+
+test('stats() reports the lead, clock-back events, waits and mark writes', () => {
+  const dir = freshLeaseDir()
+  const out = runNode(
+    `
+    const { Snowflake, stats } = require('.')
+    const before = stats()
+    const g = new Snowflake({ workerId: 2, maxLeadMs: 1000 })
+    for (let i = 0; i < 200000; i++) g.nextId()
+    console.log(JSON.stringify({ before, after: g.stats(), config: g.config() }))
+    `,
+    { SNOWID_LEASE_DIR: dir },
+  )
+  assert.equal(out.status, 0, out.stderr)
+  const { before, after, config } = JSON.parse(out.stdout)
+  assert.deepEqual(before, { leadMs: 0, clockBack: 0, clockBackEvents: 0, waits: 0, markWrites: 0 })
+  assert.equal(config.maxLeadMs, 1000)
+  assert.ok(after.markWrites >= 1)
+  assert.ok(after.leadMs >= 0 && after.leadMs <= 1000, `lead ${after.leadMs}`)
+  assert.equal(after.clockBackEvents, 0)
+  const marks = readMarks(path.join(dir, 'dc0-worker2.lease'))
+  assert.ok(marks.marks[0][1] >= Date.now() - 1000)
+})
