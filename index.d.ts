@@ -24,6 +24,18 @@ export declare class Snowflake {
   /** The next id, as a decimal string. Throws as the module's `nextId()` does. */
   nextIdString(): string
   /**
+   * The next `count` ids in a new `BigInt64Array`, or, given a `BigInt64Array`, that array filled and returned.
+   * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for a `count` that is not an integer from 1 to
+   * 1048576 or such an array.
+   */
+  nextIds(count: number | BigInt64Array): BigInt64Array
+  /**
+   * The next `count` ids as decimal strings, in order.
+   * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for a `count` that is not an integer from 1 to
+   * 1048576.
+   */
+  nextIdStrings(count: number): string[]
+  /**
    * The fields of an id, read with this generator's layout and epoch.
    * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
    */
@@ -109,8 +121,25 @@ export interface DecodedId {
  */
 export declare function nextId(): bigint
 
+/**
+ * The next `count` ids of the default generator in a new `BigInt64Array`, or, given a `BigInt64Array`, that array
+ * filled with the next ids and returned. Ids come out in order, as `count` calls of `nextId()` would make them.
+ * @param count - an integer from 1 to 1048576, or a `BigInt64Array` of that length.
+ * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for any other `count`.
+ * @throws {Error} as `nextId()` does.
+ */
+export declare function nextIds(count: number | BigInt64Array): BigInt64Array
+
 /** The next id of the process-wide default generator, as a decimal string. Throws as `nextId()` does. */
 export declare function nextIdString(): string
+
+/**
+ * The next `count` ids of the default generator as decimal strings, in order.
+ * @param count - an integer from 1 to 1048576.
+ * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for any other `count`.
+ * @throws {Error} as `nextId()` does.
+ */
+export declare function nextIdStrings(count: number): string[]
 
 /**
  * What the generator does when the clock reads earlier than the last id's timestamp.

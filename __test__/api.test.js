@@ -270,3 +270,54 @@ test('errors carry stable codes and the documented classes', () => {
     assert.equal(err.code, 'ERR_SNOWID_INVALID_ID')
   }
 })
+
+test('nextIds and nextIdStrings: unique, increasing, interleaved correctly with single calls', () => {
+  for (const gen of [snowid, new Snowflake({ workerId: 6 }), new Snowflake({ workerId: 7, maxLeadMs: 1000 })]) {
+    const before = gen.nextId()
+    const batch = gen.nextIds(10_000)
+    assert.ok(batch instanceof BigInt64Array)
+    assert.equal(batch.length, 10_000)
+    const middle = BigInt(gen.nextIdString())
+    const strings = gen.nextIdStrings(5000)
+    assert.ok(Array.isArray(strings) && strings.every((s) => typeof s === 'string' && /^\d+$/.test(s)))
+    const into = new BigInt64Array(4096)
+    assert.equal(gen.nextIds(into), into, 'fills and returns the caller\'s array')
+    const after = gen.nextId()
+    const all = [before, ...batch, middle, ...strings.map(BigInt), ...into, after]
+    for (let i = 1; i < all.length; i++) assert.ok(all[i] > all[i - 1], `position ${i}`)
+    assert.equal(new Set(all).size, all.length)
+    assert.equal(gen.decode(batch[0]).workerId, gen.decode(before).workerId)
+  }
+})
+
+test('a bad batch count is a coded RangeError or TypeError', () => {
+  const ranges = [0, -1, 1.5, NaN, Infinity, 2 ** 20 + 1, new BigInt64Array(0)]
+  const types = ['3', null, undefined, 3n, {}, [], new BigUint64Array(2), new Float64Array(2)]
+  for (const gen of [snowid, new Snowflake()]) {
+    for (const bad of ranges) expectError(() => gen.nextIds(bad), { name: 'RangeError', code: 'ERR_SNOWID_INVALID_ARGUMENT', message: /^count: expected an integer from 1 to 1048576 or a BigInt64Array/ })
+    for (const bad of types) expectError(() => gen.nextIds(bad), { name: 'TypeError', code: 'ERR_SNOWID_INVALID_ARGUMENT', message: /^count: / })
+    for (const bad of [0, -1, 1.5, 2 ** 20 + 1]) expectError(() => gen.nextIdStrings(bad), { name: 'RangeError', code: 'ERR_SNOWID_INVALID_ARGUMENT', message: /^count: expected an integer from 1 to 1048576, found/ })
+    expectError(() => gen.nextIdStrings(new BigInt64Array(2)), { name: 'TypeError', code: 'ERR_SNOWID_INVALID_ARGUMENT' })
+  }
+  assert.equal(snowid.nextIds(2 ** 20).length, 2 ** 20, 'the largest batch is allowed')
+})
+
+test("a Snowflake's fast methods are its own, hidden, and work detached; the prototype's agree", () => {
+  const gen = new Snowflake({ workerId: 8 })
+  assert.deepEqual(Object.keys(gen), [])
+  for (const name of ['nextId', 'nextIdString', 'nextIds', 'nextIdStrings']) {
+    assert.ok(Object.prototype.hasOwnProperty.call(gen, name), name)
+    assert.equal(typeof Snowflake.prototype[name], 'function', name)
+  }
+  const detached = gen.nextId
+  const a = detached()
+  const b = Snowflake.prototype.nextId.call(gen)
+  const c = Snowflake.prototype.nextIds.call(gen, 3)
+  const d = BigInt(Snowflake.prototype.nextIdString.call(gen))
+  assert.ok(a < b && b < c[0] && c[2] < d)
+  assert.equal(gen.decode(d).workerId, 8)
+  // Many short-lived generators: their methods are collected without harm.
+  for (let i = 0; i < 20_000; i++) new Snowflake({ workerId: 9 }).nextId()
+  global.gc?.()
+  assert.equal(new Snowflake({ workerId: 9 }).decode(new Snowflake({ workerId: 9 }).nextId()).workerId, 9)
+})

@@ -1,5 +1,5 @@
 // Compiled by `npm run test:types` (tsc --noEmit, strict): a typing regression fails the tests.
-import { nextId, nextIdString, decode, config, configure, stats, workerSlots, Snowflake } from 'snowid'
+import { nextId, nextIdString, nextIds, nextIdStrings, decode, config, configure, stats, workerSlots, Snowflake } from 'snowid'
 import type { DecodedId, SnowflakeOptions, SnowidConfig, SnowidStats, ConfigSource, OnClockBack, WorkerSlots } from 'snowid'
 import { fork, workers } from 'snowid/cluster'
 import type { Worker } from 'node:cluster'
@@ -34,6 +34,13 @@ const gen = new Snowflake(options)
 new Snowflake()
 new Snowflake({ epoch: new Date() })
 new Snowflake({ epoch: 1580486400000 })
+const many: BigInt64Array = gen.nextIds(4096)
+const filled: BigInt64Array = gen.nextIds(new BigInt64Array(8))
+const texts: string[] = gen.nextIdStrings(10)
+const modMany: BigInt64Array = nextIds(2)
+const modTexts: string[] = nextIdStrings(2)
+// @ts-expect-error nextIdStrings takes a count only
+gen.nextIdStrings(new BigInt64Array(2))
 const a: bigint = gen.nextId()
 const b: string = gen.nextIdString()
 const d: DecodedId = gen.decode(a)
@@ -67,4 +74,4 @@ new Snowflake({ lease: 'off' })
 // @ts-expect-error fork's env holds strings
 fork({ SNOWID_DATACENTER_ID: 1 })
 
-export { ts, idText, fields, b, d, source, policy, numbers, wrong, badSource, leased, dir, pm2, counters, recorded, worker, held }
+export { many, filled, texts, modMany, modTexts, ts, idText, fields, b, d, source, policy, numbers, wrong, badSource, leased, dir, pm2, counters, recorded, worker, held }

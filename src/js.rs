@@ -7,7 +7,10 @@ use std::ptr;
 use std::sync::OnceLock;
 
 use napi::bindgen_prelude::{FromNapiValue, ToNapiValue};
+use napi::bindgen_prelude::This;
+use napi::bindgen_prelude::Object;
 use napi::{sys, Env, JsValue, Result, Status, Unknown};
+use std::sync::Arc;
 use napi_derive::napi;
 use parking_lot::Mutex;
 
@@ -519,6 +522,25 @@ pub fn next_id_string() -> IdString {
     IdString(default_generator().and_then(|g| g.next_id()))
 }
 
+/// The next `count` ids of the default generator in a new `BigInt64Array`, or, given a `BigInt64Array`, that array
+/// filled with the next ids and returned. Ids come out in order, as `count` calls of `nextId()` would make them.
+/// @param count - an integer from 1 to 1048576, or a `BigInt64Array` of that length.
+/// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for any other `count`.
+/// @throws {Error} as `nextId()` does.
+#[napi(ts_return_type = "BigInt64Array")]
+pub fn next_ids(env: Env, #[napi(ts_arg_type = "number | BigInt64Array")] count: Unknown) -> Result<Raw> {
+    next_ids_impl(env.raw(), default_generator(), count.raw()).map(Raw)
+}
+
+/// The next `count` ids of the default generator as decimal strings, in order.
+/// @param count - an integer from 1 to 1048576.
+/// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for any other `count`.
+/// @throws {Error} as `nextId()` does.
+#[napi(ts_return_type = "string[]")]
+pub fn next_id_strings(env: Env, #[napi(ts_arg_type = "number")] count: Unknown) -> Result<Raw> {
+    next_id_strings_impl(env.raw(), default_generator(), count.raw()).map(Raw)
+}
+
 /// The fields of an id, read with the default generator's layout and epoch. It does not start the generator.
 ///
 /// @param id - a `bigint`, a decimal string, or a safe integer `number` (ids above 2^53 have already lost digits
@@ -693,7 +715,7 @@ pub fn configure(env: Env, #[napi(ts_arg_type = "SnowflakeOptions")] options: Op
 /// in one process share one state, so making one per request can never duplicate ids.
 #[napi]
 pub struct Snowflake {
-    generator: Generator<SystemClock>,
+    generator: Arc<Generator<SystemClock>>,
     config: Config,
 }
 
@@ -702,14 +724,15 @@ impl Snowflake {
     /// Options left out are read from the environment, else take their defaults, as for the default generator.
     /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` for a bad option or environment value.
     #[napi(constructor)]
-    pub fn new(env: Env, #[napi(ts_arg_type = "SnowflakeOptions")] options: Option<Unknown>) -> Result<Self> {
+    pub fn new(env: Env, this: This, #[napi(ts_arg_type = "SnowflakeOptions")] options: Option<Unknown>) -> Result<Self> {
         let raw = env.raw();
         let opts = match options {
             Some(o) => read_options(raw, o.raw())?,
             None => Options::default(),
         };
         let mut config = resolve(&opts).map_err(|e| raise(raw, &e))?;
-        let generator = build(&mut config).map_err(|e| raise(raw, &e))?;
+        let generator = Arc::new(build(&mut config).map_err(|e| raise(raw, &e))?);
+        install_instance(raw, this.raw(), &generator)?;
         Ok(Snowflake { generator, config })
     }
 
@@ -723,6 +746,22 @@ impl Snowflake {
     #[napi(ts_return_type = "string")]
     pub fn next_id_string(&self) -> IdString {
         IdString(self.generator.next_id())
+    }
+
+    /// The next `count` ids in a new `BigInt64Array`, or, given a `BigInt64Array`, that array filled and returned.
+    /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for a `count` that is not an integer from 1 to
+    /// 1048576 or such an array.
+    #[napi(ts_return_type = "BigInt64Array")]
+    pub fn next_ids(&self, env: Env, #[napi(ts_arg_type = "number | BigInt64Array")] count: Unknown) -> Result<Raw> {
+        next_ids_impl(env.raw(), Ok(&self.generator), count.raw()).map(Raw)
+    }
+
+    /// The next `count` ids as decimal strings, in order.
+    /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for a `count` that is not an integer from 1 to
+    /// 1048576.
+    #[napi(ts_return_type = "string[]")]
+    pub fn next_id_strings(&self, env: Env, #[napi(ts_arg_type = "number")] count: Unknown) -> Result<Raw> {
+        next_id_strings_impl(env.raw(), Ok(&self.generator), count.raw()).map(Raw)
     }
 
     /// The fields of an id, read with this generator's layout and epoch.
@@ -744,4 +783,282 @@ impl Snowflake {
     pub fn stats(&self) -> SnowidStats {
         stats_of(self.generator.snapshot())
     }
+}
+
+// Fast paths. napi-rs's wrapper around an exported function or method costs more than the generator itself, so the
+// hot calls are plain N-API callbacks: the module's read the default generator, and each `Snowflake` instance gets
+// its own, whose callback data is its generator (no `this` to unwrap). The `#[napi]` items above still declare the
+// typings and remain as correct, slower fallbacks.
+
+type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
+
+/// The largest batch `nextIds` and `nextIdStrings` make in one call.
+pub const MAX_BATCH: u64 = 1 << 20;
+
+/// The value to return from a raw callback: `v` converted, or null with the exception pending.
+unsafe fn finish<T: ToNapiValue>(env: sys::napi_env, v: Result<T>) -> sys::napi_value {
+    // SAFETY: `env` is the live env of the current call.
+    match v.and_then(|v| unsafe { T::to_napi_value(env, v) }) {
+        Ok(out) => out,
+        Err(e) => {
+            unsafe { napi::JsError::from(e).throw_into(env) };
+            ptr::null_mut()
+        }
+    }
+}
+
+/// The first argument and the callback data of a call.
+unsafe fn call_info(env: sys::napi_env, info: sys::napi_callback_info) -> Result<(sys::napi_value, *mut std::ffi::c_void)> {
+    let mut argc = 1usize;
+    let mut argv = [ptr::null_mut(); 1];
+    let mut data = ptr::null_mut();
+    // SAFETY: `argv` has room for `argc` values.
+    check(unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), &mut data) })?;
+    let [arg] = argv;
+    if argc == 0 || arg.is_null() {
+        let mut undefined = ptr::null_mut();
+        check(unsafe { sys::napi_get_undefined(env, &mut undefined) })?;
+        return Ok((undefined, data));
+    }
+    Ok((arg, data))
+}
+
+/// The generator behind an instance callback's data.
+///
+/// # Safety
+/// `data` is the pointer `install_instance` gave the function, which its finalizer frees only once the function
+/// is unreachable, so it is alive while the function runs.
+unsafe fn instance_generator<'a>(data: *mut std::ffi::c_void) -> &'a Generator<SystemClock> {
+    unsafe { &*(data as *const Generator<SystemClock>) }
+}
+
+/// What a batch call was asked for: a count, or a caller's `BigInt64Array` to fill.
+enum Batch {
+    Count(usize),
+    Fill { array: sys::napi_value, data: *mut u64, len: usize },
+}
+
+fn read_batch(env: sys::napi_env, value: sys::napi_value, allow_array: bool) -> Result<Batch> {
+    use sys::ValueType as T;
+    let expected = format!("an integer from 1 to {MAX_BATCH}{}", if allow_array { " or a BigInt64Array" } else { "" });
+    let bad_range = |found: String| raise(env, &CoreError::range_error(Code::InvalidArgument, "count", &expected, &found));
+    match type_of(env, value)? {
+        T::napi_number => {
+            // SAFETY: `value` is a number.
+            let n = unsafe { f64::from_napi_value(env, value) }?;
+            if n.is_finite() && n.fract() == 0.0 && n >= 1.0 && n <= MAX_BATCH as f64 {
+                Ok(Batch::Count(n as usize))
+            } else {
+                Err(bad_range(crate::core::config::js_number(n)))
+            }
+        }
+        T::napi_object if allow_array => {
+            let mut is_typed = false;
+            check(unsafe { sys::napi_is_typedarray(env, value, &mut is_typed) })?;
+            let (mut kind, mut len, mut data, mut buffer, mut offset) = (0, 0usize, ptr::null_mut(), ptr::null_mut(), 0usize);
+            if is_typed {
+                // SAFETY: `value` is a typed array; every out-pointer is valid.
+                check(unsafe {
+                    sys::napi_get_typedarray_info(env, value, &mut kind, &mut len, &mut data, &mut buffer, &mut offset)
+                })?;
+            }
+            if !is_typed || kind != sys::TypedarrayType::bigint64_array {
+                let e = CoreError::type_error(Code::InvalidArgument, "count", &expected, "an object that is not a BigInt64Array");
+                return Err(raise(env, &e));
+            }
+            if len == 0 || len as u64 > MAX_BATCH {
+                return Err(bad_range(format!("a BigInt64Array of length {len}")));
+            }
+            Ok(Batch::Fill { array: value, data: data.cast(), len })
+        }
+        _ => {
+            let e = CoreError::type_error(Code::InvalidArgument, "count", &expected, &describe(env, value)?);
+            Err(raise(env, &e))
+        }
+    }
+}
+
+/// `nextIds(count | array)`: a new `BigInt64Array` of `count` ids, or the caller's array filled.
+fn next_ids_impl(env: sys::napi_env, generator: CoreResult<&Generator<SystemClock>>, arg: sys::napi_value) -> Result<sys::napi_value> {
+    let batch = read_batch(env, arg, true)?;
+    let generator = generator.map_err(|e| raise(env, &e))?;
+    let (array, data, len) = match batch {
+        Batch::Fill { array, data, len } => (array, data, len),
+        Batch::Count(len) => {
+            let (mut data, mut buffer, mut array) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+            // SAFETY: the buffer is created with room for `len` 8-byte ids and is 8-byte aligned.
+            check(unsafe { sys::napi_create_arraybuffer(env, len * 8, &mut data, &mut buffer) })?;
+            check(unsafe {
+                sys::napi_create_typedarray(env, sys::TypedarrayType::bigint64_array, len, buffer, 0, &mut array)
+            })?;
+            (array, data.cast::<u64>(), len)
+        }
+    };
+    // SAFETY: `data` points at `len` elements of a BigInt64Array that this call keeps alive; a BigInt64Array's
+    // elements are 8-byte aligned, and ids below 2^63 have the same bits as i64 and u64.
+    let ids = unsafe { std::slice::from_raw_parts_mut(data, len) };
+    generator.fill(ids).map_err(|e| raise(env, &e))?;
+    Ok(array)
+}
+
+/// `nextIdStrings(count)`: an array of `count` decimal ids.
+fn next_id_strings_impl(
+    env: sys::napi_env,
+    generator: CoreResult<&Generator<SystemClock>>,
+    arg: sys::napi_value,
+) -> Result<sys::napi_value> {
+    let Batch::Count(len) = read_batch(env, arg, false)? else {
+        return Err(napi::Error::from_status(Status::InvalidArg));
+    };
+    let generator = generator.map_err(|e| raise(env, &e))?;
+    let mut ids = vec![0u64; len];
+    generator.fill(&mut ids).map_err(|e| raise(env, &e))?;
+    let mut array = ptr::null_mut();
+    // SAFETY: plain N-API calls on values of this call.
+    check(unsafe { sys::napi_create_array_with_length(env, len, &mut array) })?;
+    for (i, id) in ids.into_iter().enumerate() {
+        let digits = Decimal::new(id);
+        let bytes = digits.as_bytes();
+        let mut s = ptr::null_mut();
+        check(unsafe { sys::napi_create_string_latin1(env, bytes.as_ptr().cast(), bytes.len() as isize, &mut s) })?;
+        check(unsafe { sys::napi_set_element(env, array, i as u32, s) })?;
+    }
+    Ok(array)
+}
+
+unsafe extern "C" fn module_next_id(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {
+    unsafe { finish(env, Ok(IdBigInt(default_generator().and_then(|g| g.next_id())))) }
+}
+
+unsafe extern "C" fn module_next_id_string(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {
+    unsafe { finish(env, Ok(IdString(default_generator().and_then(|g| g.next_id())))) }
+}
+
+unsafe extern "C" fn module_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| next_ids_impl(env, default_generator(), arg));
+    unsafe { finish(env, out.map(Raw)) }
+}
+
+unsafe extern "C" fn module_next_id_strings(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| next_id_strings_impl(env, default_generator(), arg));
+    unsafe { finish(env, out.map(Raw)) }
+}
+
+unsafe extern "C" fn instance_next_id(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let mut data = ptr::null_mut();
+    // SAFETY: only the callback data is asked for.
+    let status = unsafe { sys::napi_get_cb_info(env, info, ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), &mut data) };
+    let out = check(status).map(|()| IdBigInt(unsafe { instance_generator(data) }.next_id()));
+    unsafe { finish(env, out) }
+}
+
+unsafe extern "C" fn instance_next_id_string(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let mut data = ptr::null_mut();
+    // SAFETY: only the callback data is asked for.
+    let status = unsafe { sys::napi_get_cb_info(env, info, ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), &mut data) };
+    let out = check(status).map(|()| IdString(unsafe { instance_generator(data) }.next_id()));
+    unsafe { finish(env, out) }
+}
+
+unsafe extern "C" fn instance_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let out = unsafe { call_info(env, info) }
+        .and_then(|(arg, data)| next_ids_impl(env, Ok(unsafe { instance_generator(data) }), arg));
+    unsafe { finish(env, out.map(Raw)) }
+}
+
+unsafe extern "C" fn instance_next_id_strings(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let out = unsafe { call_info(env, info) }
+        .and_then(|(arg, data)| next_id_strings_impl(env, Ok(unsafe { instance_generator(data) }), arg));
+    unsafe { finish(env, out.map(Raw)) }
+}
+
+/// A value already made in JS.
+pub struct Raw(sys::napi_value);
+
+impl ToNapiValue for Raw {
+    unsafe fn to_napi_value(_env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
+        Ok(val.0)
+    }
+}
+
+unsafe extern "C" fn drop_generator(_env: sys::napi_env, data: *mut std::ffi::c_void, _hint: *mut std::ffi::c_void) {
+    // SAFETY: `data` came from `Arc::into_raw` in `install_instance`, and this finalizer runs once.
+    drop(unsafe { Arc::from_raw(data as *const Generator<SystemClock>) });
+}
+
+/// A JS function named `name` that runs `cb` with `data`.
+fn make_function(env: sys::napi_env, name: &std::ffi::CStr, cb: Callback, data: *mut std::ffi::c_void) -> Result<sys::napi_value> {
+    let mut f = ptr::null_mut();
+    let len = name.to_bytes().len() as isize;
+    // SAFETY: `name` is NUL-terminated and `len` long; `cb` is a valid N-API callback.
+    check(unsafe { sys::napi_create_function(env, name.as_ptr(), len, Some(cb), data, &mut f) })?;
+    Ok(f)
+}
+
+/// Defines `name` on `target` as a non-enumerable, read-only function running `cb` with `data`.
+fn define_function(
+    env: sys::napi_env,
+    target: sys::napi_value,
+    name: &std::ffi::CStr,
+    cb: Callback,
+    data: *mut std::ffi::c_void,
+) -> Result<sys::napi_value> {
+    let f = make_function(env, name, cb, data)?;
+    let descriptor = sys::napi_property_descriptor {
+        utf8name: name.as_ptr(),
+        name: ptr::null_mut(),
+        method: None,
+        getter: None,
+        setter: None,
+        value: f,
+        attributes: sys::PropertyAttributes::default,
+        data: ptr::null_mut(),
+    };
+    check(unsafe { sys::napi_define_properties(env, target, 1, &descriptor) })?;
+    Ok(f)
+}
+
+const INSTANCE_METHODS: [(&std::ffi::CStr, Callback); 4] = [
+    (c"nextId", instance_next_id),
+    (c"nextIdString", instance_next_id_string),
+    (c"nextIds", instance_next_ids),
+    (c"nextIdStrings", instance_next_id_strings),
+];
+
+/// Gives a `Snowflake` its own fast methods, each holding a reference to its generator until it is collected.
+fn install_instance(env: sys::napi_env, this: sys::napi_value, generator: &Arc<Generator<SystemClock>>) -> Result<()> {
+    for (name, cb) in INSTANCE_METHODS {
+        let data = Arc::into_raw(Arc::clone(generator)) as *mut std::ffi::c_void;
+        match define_function(env, this, name, cb, data) {
+            // SAFETY: `f` is the function just made; the finalizer frees `data` when it is collected.
+            Ok(f) => check(unsafe {
+                sys::napi_add_finalizer(env, f, data, Some(drop_generator), ptr::null_mut(), ptr::null_mut())
+            })?,
+            Err(e) => {
+                // SAFETY: the function was not made, so nothing else owns `data`.
+                unsafe { drop_generator(env, data, ptr::null_mut()) };
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Replaces the module's hot exports with their raw callbacks once napi-rs has registered everything.
+#[napi(module_exports)]
+pub fn install_fast_paths(env: Env, exports: Object) -> Result<()> {
+    let (env, value) = (env.raw(), exports.raw());
+    let module: [(&std::ffi::CStr, Callback); 4] = [
+        (c"nextId", module_next_id),
+        (c"nextIdString", module_next_id_string),
+        (c"nextIds", module_next_ids),
+        (c"nextIdStrings", module_next_id_strings),
+    ];
+    for (name, cb) in module {
+        let f = make_function(env, name, cb, ptr::null_mut())?;
+        // A plain property, as napi-rs's own exports are.
+        // SAFETY: `value` is the exports object and `name` is NUL-terminated.
+        check(unsafe { sys::napi_set_named_property(env, value, name.as_ptr(), f) })?;
+    }
+    Ok(())
 }

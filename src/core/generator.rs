@@ -325,10 +325,32 @@ impl<C: Clock> Generator<C> {
     #[inline]
     pub fn next_id(&self) -> Result<u64> {
         let mut st = self.state.lock();
-        self.step(&mut st)
+        let (ts, seq, _) = self.run(&mut st, 1)?;
+        Ok(self.compose(ts, st.clock_back, seq))
     }
 
-    fn step(&self, st: &mut State) -> Result<u64> {
+    /// Fills `out` with the next ids, in order, under one lock. The clock is read once per run of sequence values
+    /// rather than once per id. On an error, the ids already placed are not issued to anyone else, and the error
+    /// is returned.
+    pub fn fill(&self, out: &mut [u64]) -> Result<()> {
+        let mut st = self.state.lock();
+        let mut rest = out;
+        while !rest.is_empty() {
+            let (ts, seq, n) = self.run(&mut st, rest.len() as u64)?;
+            let base = self.compose(ts, st.clock_back, seq);
+            let (chunk, tail) = rest.split_at_mut(n as usize);
+            for (k, slot) in chunk.iter_mut().enumerate() {
+                *slot = base + k as u64;
+            }
+            rest = tail;
+        }
+        Ok(())
+    }
+
+    /// Takes up to `want` (at least 1) consecutive sequence values in one ms: returns the timestamp, the first
+    /// sequence value and how many were taken.
+    #[inline]
+    fn run(&self, st: &mut State, want: u64) -> Result<(u64, u64, u64)> {
         let mut waited = 0u64;
         let mut spun = false;
         loop {
@@ -398,9 +420,10 @@ impl<C: Clock> Generator<C> {
             if unix > st.reserved_until {
                 self.persist(st, unix, now)?;
             }
+            let n = want.min(self.max_sequence + 1 - seq);
             st.last = ts;
-            st.next_seq = seq + 1;
-            return Ok(self.compose(ts, st.clock_back, seq));
+            st.next_seq = seq + n;
+            return Ok((ts, seq, n));
         }
     }
 
@@ -1001,5 +1024,42 @@ pub(crate) mod tests {
         for _ in 0..200_000 {
             assert!(!ids_a.contains(&b.next_id().unwrap()));
         }
+    }
+
+    #[test]
+    fn fill_gives_the_same_ids_as_single_calls_would() {
+        let clock = FakeClock::ticking(NOW, 3);
+        let a = leading(0, &clock);
+        let mut batch = vec![0u64; 10_000];
+        a.fill(&mut batch).unwrap();
+        assert!(batch.windows(2).all(|w| w[0] < w[1]), "increasing");
+        // Runs never cross a ms: sequence values restart at 0 in each new ms.
+        for w in batch.windows(2) {
+            let (f0, f1) = (fields(&a, w[0]), fields(&a, w[1]));
+            assert!(f1.timestamp > f0.timestamp && f1.sequence == 0 || f1.timestamp == f0.timestamp && f1.sequence == f0.sequence + 1);
+        }
+        // Interleaved with single ids, still strictly increasing.
+        let single = a.next_id().unwrap();
+        assert!(single > batch[batch.len() - 1]);
+        a.fill(&mut batch[..5]).unwrap();
+        assert!(batch[0] > single);
+        let mut empty: [u64; 0] = [];
+        a.fill(&mut empty).unwrap();
+    }
+
+    #[test]
+    fn fill_borrows_within_the_lead_and_writes_marks() {
+        let clock = FakeClock::at(NOW);
+        let store = Arc::new(MemStore::default());
+        let s = Settings { max_lead_ms: 100, ..settings(Widths::default(), ClockBackPolicy::Bits) };
+        let st = State::resume(&s, 0, Vec::new(), store.clone(), &clock).unwrap();
+        let g = Generator::new(s, Arc::new(Mutex::new(st)), clock.clone()).unwrap();
+        let mut batch = vec![0u64; 50 * 4096];
+        let reads = clock.reads();
+        g.fill(&mut batch).unwrap();
+        assert_eq!(fields(&g, batch[batch.len() - 1]).timestamp + DEFAULT_EPOCH, NOW + 49);
+        assert_eq!(clock.reads() - reads, 50, "one clock read per run");
+        let marked = store.writes.lock().iter().map(|w| w.1).max().unwrap();
+        assert!(marked >= NOW + 49);
     }
 }
