@@ -926,11 +926,68 @@ fn next_id_strings_impl(
     Ok(array)
 }
 
+/// An id as a JS bigint, or null when N-API fails (the caller then takes its slow path).
+#[inline]
+unsafe fn bigint(env: sys::napi_env, id: u64) -> sys::napi_value {
+    let mut out = ptr::null_mut();
+    // SAFETY: `env` is the live env of this call and `out` a valid out-pointer.
+    if unsafe { sys::napi_create_bigint_uint64(env, id, &mut out) } == sys::Status::napi_ok {
+        out
+    } else {
+        ptr::null_mut()
+    }
+}
+
+/// An id as a decimal JS string, or null when N-API fails.
+#[inline]
+unsafe fn decimal(env: sys::napi_env, id: u64) -> sys::napi_value {
+    let digits = Decimal::new(id);
+    let bytes = digits.as_bytes();
+    let mut out = ptr::null_mut();
+    // SAFETY: `bytes` is ASCII (so latin1) and its length is passed explicitly.
+    if unsafe { sys::napi_create_string_latin1(env, bytes.as_ptr().cast(), bytes.len() as isize, &mut out) }
+        == sys::Status::napi_ok
+    {
+        out
+    } else {
+        ptr::null_mut()
+    }
+}
+
+// Each hot callback runs the common case in a straight line (a started generator, an id, a value) and leaves the
+// first call and every failure to a cold path that starts the generator or throws the coded error.
+
 unsafe extern "C" fn module_next_id(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {
+    if let Some((g, _)) = DEFAULT.get() {
+        if let Ok(id) = g.next_id() {
+            let out = unsafe { bigint(env, id) };
+            if !out.is_null() {
+                return out;
+            }
+        }
+    }
+    unsafe { module_next_id_slow(env) }
+}
+
+#[cold]
+unsafe fn module_next_id_slow(env: sys::napi_env) -> sys::napi_value {
     unsafe { finish(env, Ok(IdBigInt(default_generator().and_then(|g| g.next_id())))) }
 }
 
 unsafe extern "C" fn module_next_id_string(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {
+    if let Some((g, _)) = DEFAULT.get() {
+        if let Ok(id) = g.next_id() {
+            let out = unsafe { decimal(env, id) };
+            if !out.is_null() {
+                return out;
+            }
+        }
+    }
+    unsafe { module_next_id_string_slow(env) }
+}
+
+#[cold]
+unsafe fn module_next_id_string_slow(env: sys::napi_env) -> sys::napi_value {
     unsafe { finish(env, Ok(IdString(default_generator().and_then(|g| g.next_id())))) }
 }
 
@@ -944,20 +1001,37 @@ unsafe extern "C" fn module_next_id_strings(env: sys::napi_env, info: sys::napi_
     unsafe { finish(env, out.map(Raw)) }
 }
 
-unsafe extern "C" fn instance_next_id(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+/// The generator of an instance callback, from its callback data.
+#[inline]
+unsafe fn callback_generator<'a>(env: sys::napi_env, info: sys::napi_callback_info) -> Result<&'a Generator<SystemClock>> {
     let mut data = ptr::null_mut();
     // SAFETY: only the callback data is asked for.
-    let status = unsafe { sys::napi_get_cb_info(env, info, ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), &mut data) };
-    let out = check(status).map(|()| IdBigInt(unsafe { instance_generator(data) }.next_id()));
-    unsafe { finish(env, out) }
+    check(unsafe { sys::napi_get_cb_info(env, info, ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), &mut data) })?;
+    Ok(unsafe { instance_generator(data) })
+}
+
+unsafe extern "C" fn instance_next_id(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let generator = unsafe { callback_generator(env, info) };
+    let id = generator.map(|g| g.next_id());
+    if let Ok(Ok(id)) = id {
+        let out = unsafe { bigint(env, id) };
+        if !out.is_null() {
+            return out;
+        }
+    }
+    unsafe { finish(env, id.map(IdBigInt)) }
 }
 
 unsafe extern "C" fn instance_next_id_string(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let mut data = ptr::null_mut();
-    // SAFETY: only the callback data is asked for.
-    let status = unsafe { sys::napi_get_cb_info(env, info, ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), &mut data) };
-    let out = check(status).map(|()| IdString(unsafe { instance_generator(data) }.next_id()));
-    unsafe { finish(env, out) }
+    let generator = unsafe { callback_generator(env, info) };
+    let id = generator.map(|g| g.next_id());
+    if let Ok(Ok(id)) = id {
+        let out = unsafe { decimal(env, id) };
+        if !out.is_null() {
+            return out;
+        }
+    }
+    unsafe { finish(env, id.map(IdString)) }
 }
 
 unsafe extern "C" fn instance_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
