@@ -1,0 +1,80 @@
+'use strict'
+
+// The benchmark's cases. Each `make()` returns a function producing the next id (or, for batches, the next batch)
+// and is called once per process. `kind` says how to read an id for the correctness checks; `batch` is the number
+// of ids one call produces.
+
+const crypto = require('node:crypto')
+
+// Below the cap: a layout whose 22-bit sequence (4.2M ids per ms) never makes a generator wait, so the figure is
+// the cost of a call. Same 41-bit timestamp and epoch as the default layout.
+const WIDE = { datacenterBits: 0, workerBits: 0, clockBackBits: 0, sequenceBits: 22 }
+const WIDE_ARTICLE = { datacenterIdBits: 0, workerIdBits: 0, tsBackBits: 0, sequenceBits: 22 }
+
+function snowid() {
+  return require('..')
+}
+
+/** The process-wide generator with the wide layout (configured once; threads of the process share it). */
+function wideModule() {
+  const s = snowid()
+  if (s.config().sequenceBits !== WIDE.sequenceBits) s.configure(WIDE)
+  return s
+}
+
+function article(opts) {
+  const { ArticleSnowflake } = require('./article.js')
+  return new ArticleSnowflake({ datacenterId: 0, workerId: 0, ...opts })
+}
+
+const cases = [
+  // At the cap: the default layout, 4,096 ids per ms per generator.
+  { name: 'snowid nextId()', regime: 'cap', kind: 'bigint', make: () => { const s = snowid(); return () => s.nextId() } },
+  { name: 'snowid nextIdString()', regime: 'cap', kind: 'string', make: () => { const s = snowid(); return () => s.nextIdString() } },
+  { name: 'snowid gen.nextId()', regime: 'cap', kind: 'bigint', make: () => { const g = new (snowid().Snowflake)(); return () => g.nextId() } },
+  { name: 'article nextId() (BigInt, pure JS)', regime: 'cap', kind: 'bigint', make: () => { const a = article(); return () => a.nextId() } },
+  { name: 'article nextId().toString()', regime: 'cap', kind: 'string', make: () => { const a = article(); return () => a.nextId().toString() } },
+  { name: '@sapphire/snowflake generate()', regime: 'cap', kind: 'bigint', make: () => { const { Snowflake } = require('@sapphire/snowflake'); const s = new Snowflake(1580486400000n); return () => s.generate() } },
+  {
+    name: 'flake-idgen next() (retried when it throws)',
+    regime: 'cap',
+    kind: 'buffer',
+    make: () => {
+      const FlakeId = require('flake-idgen')
+      const f = new FlakeId({ datacenter: 0, worker: 0 })
+      return () => {
+        for (;;) {
+          try {
+            return f.next()
+          } catch {
+            // It throws past 4,096 ids per ms instead of waiting; a caller has to retry.
+          }
+        }
+      }
+    },
+  },
+  { name: 'nodejs-snowflake getUniqueID()', regime: 'cap', kind: 'bigint', make: () => { const { Snowflake } = require('nodejs-snowflake'); const s = new Snowflake({ custom_epoch: 1580486400000, instance_id: 0 }); return () => s.getUniqueID() } },
+  { name: 'snowflakify nextId()', regime: 'cap', kind: 'bigint', make: () => { const S = require('snowflakify').default; const s = new S(); return () => s.nextId() } },
+  { name: 'simpleflakes simpleflake()', regime: 'cap', kind: 'bigint', make: () => { const s = require('simpleflakes'); return () => s.simpleflake() } },
+  { name: 'uuid v7() (128-bit, not a snowflake)', regime: 'ref', kind: 'uuid', make: () => { const u = require('uuid'); return () => u.v7() } },
+  { name: 'hyperid() (not time-sorted)', regime: 'ref', kind: 'opaque', make: () => require('hyperid')() },
+  { name: 'crypto.randomUUID() (random)', regime: 'ref', kind: 'opaque', make: () => () => crypto.randomUUID() },
+
+  // Below the cap: per-call cost.
+  { name: 'snowid nextId()', regime: 'below', kind: 'bigint', make: () => { const s = wideModule(); return () => s.nextId() } },
+  { name: 'snowid nextIdString()', regime: 'below', kind: 'string', make: () => { const s = wideModule(); return () => s.nextIdString() } },
+  { name: 'snowid gen.nextId()', regime: 'below', kind: 'bigint', make: () => { const g = new (snowid().Snowflake)(WIDE); return () => g.nextId() } },
+  { name: 'snowid gen.nextIdString()', regime: 'below', kind: 'string', make: () => { const g = new (snowid().Snowflake)(WIDE); return () => g.nextIdString() } },
+  { name: 'article nextId() (BigInt, pure JS)', regime: 'below', kind: 'bigint', make: () => { const a = article(WIDE_ARTICLE); return () => a.nextId() } },
+  { name: 'article nextId().toString()', regime: 'below', kind: 'string', make: () => { const a = article(WIDE_ARTICLE); return () => a.nextId().toString() } },
+
+  // Bulk: batches of 4,096 with a lead large enough not to wait.
+  { name: 'snowid nextIds(4096)', regime: 'bulk', kind: 'bigint', batch: 4096, make: () => { const g = new (snowid().Snowflake)({ maxLeadMs: 60000 }); return () => g.nextIds(4096) } },
+  { name: 'snowid nextIdStrings(4096)', regime: 'bulk', kind: 'string', batch: 4096, make: () => { const g = new (snowid().Snowflake)({ maxLeadMs: 60000 }); return () => g.nextIdStrings(4096) } },
+]
+
+cases.forEach((c, i) => {
+  c.id = i
+})
+
+module.exports = { cases }

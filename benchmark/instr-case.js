@@ -1,0 +1,55 @@
+'use strict'
+
+// Runs one hot call `n` times, for `npm run bench:instr` (under callgrind). Below the cap (22-bit sequence), so no
+// call waits. node benchmark/instr-case.js <case> <n>
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+
+process.env.SNOWID_LEASE_DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-instr-'))
+const WIDE = { datacenterBits: 0, workerBits: 0, clockBackBits: 0, sequenceBits: 22 }
+
+// Each call is written as users write it (\`snowid.nextId()\`): calling an extracted function with no receiver
+// takes a slower path in V8.
+const makers = {
+  'nextId()': () => {
+    const s = require('..')
+    s.configure(WIDE)
+    return () => s.nextId()
+  },
+  'nextIdString()': () => {
+    const s = require('..')
+    s.configure(WIDE)
+    return () => s.nextIdString()
+  },
+  'gen.nextId()': () => {
+    const g = new (require('..').Snowflake)(WIDE)
+    return () => g.nextId()
+  },
+  'article nextId()': () => {
+    const { ArticleSnowflake } = require('./article.js')
+    const a = new ArticleSnowflake({ datacenterId: 0, workerId: 0, datacenterIdBits: 0, workerIdBits: 0, tsBackBits: 0, sequenceBits: 22 })
+    return () => a.nextId()
+  },
+  'article nextId().toString()': () => {
+    const { ArticleSnowflake } = require('./article.js')
+    const a = new ArticleSnowflake({ datacenterId: 0, workerId: 0, datacenterIdBits: 0, workerIdBits: 0, tsBackBits: 0, sequenceBits: 22 })
+    return () => a.nextId().toString()
+  },
+}
+
+const [name, n] = process.argv.slice(2)
+const next = makers[name]()
+
+// The loop lives in a function run in bursts, so V8 optimizes it normally (a top-level loop would wait for
+// on-stack replacement, and JIT work would land in the measured calls). The same warm-up runs for every n, so the
+// difference between two values of n is the calls alone.
+function burst(k) {
+  let sink = 0
+  for (let i = 0; i < k; i++) sink ^= typeof next() === 'bigint' ? 1 : 0
+  return sink
+}
+let sink = 0
+for (let i = 0; i < 2000; i++) sink ^= burst(1000)
+for (let i = 0; i < Number(n) / 1000; i++) sink ^= burst(1000)
+if (sink === 2) console.log(sink)

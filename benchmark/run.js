@@ -1,0 +1,151 @@
+'use strict'
+
+// npm run bench [-- --rounds N] [--json FILE] [--filter TEXT]
+//
+// Checks every generator's output first (duplicates in 1M ids, increasing, duplicates between 2 worker_threads with
+// the same configuration), then times each case in its own process for several rounds, rotating the order of the
+// cases every round, and prints markdown tables of medians with min and max.
+
+const { execFileSync } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+
+const { cases } = require('./cases.js')
+
+const CAP = 4_096_000
+
+function parseArgs(argv) {
+  const args = { rounds: 5, json: null, filter: null }
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]
+    if (a === '--rounds') args.rounds = Number(argv[++i])
+    else if (a === '--json') args.json = argv[i + 1] && !argv[i + 1].startsWith('--') ? argv[++i] : 'benchmark/results.json'
+    else if (a === '--filter') args.filter = argv[++i]
+    else throw new Error(`unknown argument ${a}`)
+  }
+  if (!Number.isInteger(args.rounds) || args.rounds < 1) throw new Error('--rounds: expected a positive integer')
+  return args
+}
+
+function runCase(mode, id) {
+  const args = [path.join(__dirname, 'case.js'), mode]
+  if (id !== undefined) args.push(String(id))
+  const out = execFileSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 300_000 })
+  return JSON.parse(out.trim().split('\n').pop())
+}
+
+function stats(values) {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  const median = sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+  return { median, min: sorted[0], max: sorted[sorted.length - 1] }
+}
+
+function fmtRate(v) {
+  return v >= 1e8 ? `${(v / 1e6).toFixed(0)}M` : `${(v / 1e6).toFixed(2)}M`
+}
+
+function machine() {
+  const cpus = os.cpus()
+  return {
+    cpu: cpus[0]?.model ?? 'unknown',
+    cores: cpus.length,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    napi: process.versions.napi,
+    date: new Date().toISOString(),
+  }
+}
+
+function main() {
+  const args = parseArgs(process.argv.slice(2))
+  const selected = cases.filter((c) => !args.filter || `${c.regime} ${c.name}`.includes(args.filter))
+  const m = machine()
+  process.stderr.write(`checking ${selected.length} cases...\n`)
+  const results = selected.map((c) => ({ case: c, check: runCase('check', c.id), rounds: [] }))
+  let threads = null
+  const includeThreads = !args.filter || 'cap snowid nextId() in 2 worker_threads'.includes(args.filter)
+  const threadRounds = []
+  for (let r = 0; r < args.rounds; r++) {
+    process.stderr.write(`round ${r + 1}/${args.rounds}\n`)
+    const order = results.map((_, i) => results[(i + r) % results.length])
+    for (const res of order) res.rounds.push(runCase('time', res.case.id))
+    if (includeThreads) threadRounds.push(runCase('threads'))
+  }
+  if (includeThreads) {
+    threads = {
+      rate: stats(threadRounds.map((t) => t.idsPerSec)),
+      duplicates: threadRounds.reduce((n, t) => n + t.duplicates, 0),
+      ids: threadRounds.reduce((n, t) => n + t.ids, 0),
+    }
+  }
+
+  const rows = results.map((res) => {
+    const rate = stats(res.rounds.map((x) => x.idsPerSec))
+    return { ...res, rate, nsPerId: 1e9 / rate.median }
+  })
+
+  const out = []
+  out.push(`Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB; ${m.os}; Node ${m.node} (N-API ${m.napi}); ${m.date}`)
+  out.push(`Command: npm run bench -- --rounds ${args.rounds}. Each figure: median of ${args.rounds} rounds, each in its own process (min–max in brackets).`)
+  const table = (title, regime, note) => {
+    const mine = rows.filter((r) => r.case.regime === regime)
+    if (mine.length === 0) return
+    out.push('', `### ${title}`, '')
+    if (note) out.push(note, '')
+    out.push('| generator | ids/s | ns/id | dups in 1M | increasing | dups across 2 threads |')
+    out.push('|---|---|---|---|---|---|')
+    for (const r of mine) {
+      const inc = r.check.increasing === null ? 'n/a' : r.check.increasing ? 'yes' : '**no**'
+      const dup = (n) => (n === 0 ? '0' : `**${n.toLocaleString('en-US')}**`)
+      out.push(
+        `| ${r.case.name} | ${fmtRate(r.rate.median)} (${fmtRate(r.rate.min)}–${fmtRate(r.rate.max)}) | ${r.nsPerId.toFixed(1)} | ${dup(r.check.duplicates)} | ${inc} | ${dup(r.check.threadDuplicates)} |`,
+      )
+    }
+    if (regime === 'cap' && threads) {
+      out.push(
+        `| snowid nextId() in 2 worker_threads, together | ${fmtRate(threads.rate.median)} (${fmtRate(threads.rate.min)}–${fmtRate(threads.rate.max)}) | ${(1e9 / threads.rate.median).toFixed(1)} | ${threads.duplicates} in ${threads.ids.toLocaleString('en-US')} | – | – |`,
+      )
+    }
+  }
+  table('At the cap: default layout (4,096 ids per ms per generator, 4.096M ids/s)', 'cap', 'A correct generator cannot pass 4.096M ids/s here. A faster figure comes with duplicates.')
+  table('Reference: not snowflakes', 'ref', 'uuid v7 is 128-bit; hyperid and randomUUID are not time-sorted. Listed for their cost, not as peers.')
+  table('Below the cap: the cost of a call (22-bit sequence, so no generator waits)', 'below')
+  table('Bulk: batches of 4,096 ids (maxLeadMs 60000, so no batch waits)', 'bulk')
+
+  const find = (regime, name) => rows.find((r) => r.case.regime === regime && r.case.name === name)
+  const ratio = (a, b) => (a && b ? a.rate.median / b.rate.median : null)
+  const targets = []
+  const pct = (r) => (r ? `${((r.rate.median / CAP) * 100).toFixed(1)}% of 4.096M` : 'not run')
+  const x = (v) => (v === null ? 'not run' : `${v.toFixed(2)}×`)
+  targets.push(['at the cap: nextId() ≥ 99% of 4.096M ids/s', pct(find('cap', 'snowid nextId()'))])
+  targets.push(['at the cap: nextIdString() ≥ 99% of 4.096M ids/s', pct(find('cap', 'snowid nextIdString()'))])
+  targets.push(['below the cap: nextId() ≥ 2× the article (BigInt)', x(ratio(find('below', 'snowid nextId()'), find('below', 'article nextId() (BigInt, pure JS)')))])
+  targets.push(['below the cap: nextIdString() ≥ 1.8× the article with .toString()', x(ratio(find('below', 'snowid nextIdString()'), find('below', 'article nextId().toString()')))])
+  const inst = find('below', 'snowid gen.nextId()')
+  const mod = find('below', 'snowid nextId()')
+  targets.push(['below the cap: gen.nextId() within 1.3× of nextId() (time per call)', inst && mod ? `${(mod.rate.median / inst.rate.median).toFixed(2)}×` : 'not run'])
+  const bulk = find('bulk', 'snowid nextIds(4096)')
+  targets.push(['bulk: nextIds(4096) ≥ 100M ids/s', bulk ? `${fmtRate(bulk.rate.median)} ids/s` : 'not run'])
+  const bulkS = find('bulk', 'snowid nextIdStrings(4096)')
+  targets.push(['bulk: nextIdStrings(4096) ≥ 10M ids/s', bulkS ? `${fmtRate(bulkS.rate.median)} ids/s` : 'not run'])
+  targets.push(['2 worker_threads at the cap ≥ 95% of 4.096M, 0 duplicates', threads ? `${((threads.rate.median / CAP) * 100).toFixed(1)}%, ${threads.duplicates} duplicates` : 'not run'])
+  out.push('', '### Targets', '', '| target | measured |', '|---|---|')
+  for (const [t, v] of targets) out.push(`| ${t} | ${v} |`)
+  process.stdout.write(out.join('\n') + '\n')
+
+  if (args.json) {
+    const raw = {
+      machine: m,
+      rounds: args.rounds,
+      cases: rows.map((r) => ({ name: r.case.name, regime: r.case.regime, check: r.check, rounds: r.rounds, idsPerSec: r.rate })),
+      threads: threadRounds,
+    }
+    fs.writeFileSync(args.json, JSON.stringify(raw, null, 2) + '\n')
+    process.stderr.write(`raw figures written to ${args.json}\n`)
+  }
+}
+
+main()
