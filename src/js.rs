@@ -150,15 +150,15 @@ fn option_value(env: sys::napi_env, value: sys::napi_value) -> Result<Option<Opt
     }))
 }
 
-/// Reads an options object: own enumerable string keys, each a known option. `undefined` and `null` are no options.
-fn read_options(env: sys::napi_env, value: sys::napi_value) -> Result<Options> {
+/// The own enumerable string-keyed properties of an object argument named `what`, as (key, value) pairs.
+/// `undefined` and `null` have none; any other non-object is a coded `TypeError`.
+fn own_entries(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<Vec<(String, sys::napi_value)>> {
     use sys::ValueType as T;
-    let mut opts = Options::default();
     match type_of(env, value)? {
-        T::napi_undefined | T::napi_null => return Ok(opts),
+        T::napi_undefined | T::napi_null => return Ok(Vec::new()),
         T::napi_object => {}
         _ => {
-            let e = CoreError::type_error(Code::InvalidConfig, "options", "an object", &describe(env, value)?);
+            let e = CoreError::type_error(Code::InvalidConfig, what, "an object", &describe(env, value)?);
             return Err(raise(env, &e));
         }
     }
@@ -177,11 +177,23 @@ fn read_options(env: sys::napi_env, value: sys::napi_value) -> Result<Options> {
     let mut len = 0u32;
     // SAFETY: `keys` is the array just created.
     check(unsafe { sys::napi_get_array_length(env, keys, &mut len) })?;
+    let mut entries = Vec::with_capacity(len as usize);
     for i in 0..len {
-        let mut key = ptr::null_mut();
-        // SAFETY: `i` is below the array's length; the element is a string (numbers were converted).
+        let (mut key, mut v) = (ptr::null_mut(), ptr::null_mut());
+        // SAFETY: `i` is below the array's length; its elements are strings (numbers were converted), each an own
+        // key of `value`.
         check(unsafe { sys::napi_get_element(env, keys, i, &mut key) })?;
         let name = unsafe { String::from_napi_value(env, key) }?;
+        check(unsafe { sys::napi_get_property(env, value, key, &mut v) })?;
+        entries.push((name, v));
+    }
+    Ok(entries)
+}
+
+/// Reads an options object: each own key a known option. `undefined` and `null` are no options.
+fn read_options(env: sys::napi_env, value: sys::napi_value) -> Result<Options> {
+    let mut opts = Options::default();
+    for (name, v) in own_entries(env, value, "options")? {
         let Some(slot) = opts.slot(&name) else {
             let e = CoreError::type_error(
                 Code::InvalidConfig,
@@ -191,9 +203,6 @@ fn read_options(env: sys::napi_env, value: sys::napi_value) -> Result<Options> {
             );
             return Err(raise(env, &e));
         };
-        let mut v = ptr::null_mut();
-        // SAFETY: `key` is one of the object's own keys.
-        check(unsafe { sys::napi_get_property(env, value, key, &mut v) })?;
         *slot = option_value(env, v)?;
     }
     Ok(opts)
@@ -598,48 +607,18 @@ impl EnvSource for Overlay {
     }
 }
 
+/// Reads an environment object as `cluster.fork(env)` does: `undefined` values are left out, every other value
+/// becomes its string form.
 fn read_env_object(env: sys::napi_env, value: sys::napi_value) -> Result<HashMap<String, String>> {
-    use sys::ValueType as T;
     let mut vars = HashMap::new();
-    match type_of(env, value)? {
-        T::napi_undefined | T::napi_null => return Ok(vars),
-        T::napi_object => {}
-        _ => {
-            let e = CoreError::type_error(Code::InvalidConfig, "env", "an object", &describe(env, value)?);
-            return Err(raise(env, &e));
+    for (name, v) in own_entries(env, value, "env")? {
+        if type_of(env, v)? == sys::ValueType::napi_undefined {
+            continue;
         }
-    }
-    let mut keys = ptr::null_mut();
-    // SAFETY: `value` is an object of the current call; `keys` is a valid out-pointer.
-    check(unsafe {
-        sys::napi_get_all_property_names(
-            env,
-            value,
-            sys::KeyCollectionMode::own_only,
-            sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
-            sys::KeyConversion::numbers_to_strings,
-            &mut keys,
-        )
-    })?;
-    let mut len = 0u32;
-    // SAFETY: `keys` is the array just created.
-    check(unsafe { sys::napi_get_array_length(env, keys, &mut len) })?;
-    for i in 0..len {
-        let mut key = ptr::null_mut();
-        let mut v = ptr::null_mut();
-        // SAFETY: `i` is below the array's length; its elements are strings; `key` is an own key of `value`.
-        check(unsafe { sys::napi_get_element(env, keys, i, &mut key) })?;
-        let name = unsafe { String::from_napi_value(env, key) }?;
-        check(unsafe { sys::napi_get_property(env, value, key, &mut v) })?;
-        match type_of(env, v)? {
-            T::napi_undefined => {}
-            // As `cluster.fork` does, every other value becomes its string form.
-            _ => {
-                let mut s = ptr::null_mut();
-                check(unsafe { sys::napi_coerce_to_string(env, v, &mut s) })?;
-                vars.insert(name, unsafe { String::from_napi_value(env, s) }?);
-            }
-        }
+        let mut s = ptr::null_mut();
+        // SAFETY: `v` is a value of the current call.
+        check(unsafe { sys::napi_coerce_to_string(env, v, &mut s) })?;
+        vars.insert(name, unsafe { String::from_napi_value(env, s) }?);
     }
     Ok(vars)
 }
@@ -954,41 +933,30 @@ unsafe fn decimal(env: sys::napi_env, id: u64) -> sys::napi_value {
     }
 }
 
-// Each hot callback runs the common case in a straight line (a started generator, an id, a value) and leaves the
-// first call and every failure to a cold path that starts the generator or throws the coded error.
-
-unsafe extern "C" fn module_next_id(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {
-    if let Some((g, _)) = DEFAULT.get() {
-        if let Ok(id) = g.next_id() {
-            let out = unsafe { bigint(env, id) };
-            if !out.is_null() {
-                return out;
-            }
+/// A hot callback's return value: `make(id)` in a straight line for a generated id, else (a failed generator, a
+/// failed conversion) the coded error thrown through `wrap`'s conversion.
+#[inline(always)]
+unsafe fn id_value<T: ToNapiValue>(
+    env: sys::napi_env,
+    id: Result<CoreResult<u64>>,
+    make: unsafe fn(sys::napi_env, u64) -> sys::napi_value,
+    wrap: fn(CoreResult<u64>) -> T,
+) -> sys::napi_value {
+    if let Ok(Ok(id)) = id {
+        let out = unsafe { make(env, id) };
+        if !out.is_null() {
+            return out;
         }
     }
-    unsafe { module_next_id_slow(env) }
+    unsafe { finish(env, id.map(wrap)) }
 }
 
-#[cold]
-unsafe fn module_next_id_slow(env: sys::napi_env) -> sys::napi_value {
-    unsafe { finish(env, Ok(IdBigInt(default_generator().and_then(|g| g.next_id())))) }
+unsafe extern "C" fn module_next_id(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {
+    unsafe { id_value(env, Ok(default_generator().and_then(|g| g.next_id())), bigint, IdBigInt) }
 }
 
 unsafe extern "C" fn module_next_id_string(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {
-    if let Some((g, _)) = DEFAULT.get() {
-        if let Ok(id) = g.next_id() {
-            let out = unsafe { decimal(env, id) };
-            if !out.is_null() {
-                return out;
-            }
-        }
-    }
-    unsafe { module_next_id_string_slow(env) }
-}
-
-#[cold]
-unsafe fn module_next_id_string_slow(env: sys::napi_env) -> sys::napi_value {
-    unsafe { finish(env, Ok(IdString(default_generator().and_then(|g| g.next_id())))) }
+    unsafe { id_value(env, Ok(default_generator().and_then(|g| g.next_id())), decimal, IdString) }
 }
 
 unsafe extern "C" fn module_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
@@ -1011,27 +979,13 @@ unsafe fn callback_generator<'a>(env: sys::napi_env, info: sys::napi_callback_in
 }
 
 unsafe extern "C" fn instance_next_id(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let generator = unsafe { callback_generator(env, info) };
-    let id = generator.map(|g| g.next_id());
-    if let Ok(Ok(id)) = id {
-        let out = unsafe { bigint(env, id) };
-        if !out.is_null() {
-            return out;
-        }
-    }
-    unsafe { finish(env, id.map(IdBigInt)) }
+    let id = unsafe { callback_generator(env, info) }.map(|g| g.next_id());
+    unsafe { id_value(env, id, bigint, IdBigInt) }
 }
 
 unsafe extern "C" fn instance_next_id_string(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let generator = unsafe { callback_generator(env, info) };
-    let id = generator.map(|g| g.next_id());
-    if let Ok(Ok(id)) = id {
-        let out = unsafe { decimal(env, id) };
-        if !out.is_null() {
-            return out;
-        }
-    }
-    unsafe { finish(env, id.map(IdString)) }
+    let id = unsafe { callback_generator(env, info) }.map(|g| g.next_id());
+    unsafe { id_value(env, id, decimal, IdString) }
 }
 
 unsafe extern "C" fn instance_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
