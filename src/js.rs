@@ -62,12 +62,7 @@ pub struct IdBigInt(CoreResult<u64>);
 impl ToNapiValue for IdBigInt {
     unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
         match val.0 {
-            Ok(id) => {
-                let mut out = ptr::null_mut();
-                // SAFETY: `env` is the live env of this call and `out` is a valid out-pointer.
-                check(unsafe { sys::napi_create_bigint_uint64(env, id, &mut out) })?;
-                Ok(out)
-            }
+            Ok(id) => unsafe { bigint(env, id) },
             Err(e) => Err(raise(env, &e)),
         }
     }
@@ -79,16 +74,7 @@ pub struct IdString(CoreResult<u64>);
 impl ToNapiValue for IdString {
     unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
         match val.0 {
-            Ok(id) => {
-                let digits = Decimal::new(id);
-                let bytes = digits.as_bytes();
-                let mut out = ptr::null_mut();
-                // SAFETY: `bytes` is ASCII (so latin1) and its length is passed explicitly.
-                check(unsafe {
-                    sys::napi_create_string_latin1(env, bytes.as_ptr().cast(), bytes.len() as isize, &mut out)
-                })?;
-                Ok(out)
-            }
+            Ok(id) => unsafe { decimal(env, id) },
             Err(e) => Err(raise(env, &e)),
         }
     }
@@ -896,67 +882,58 @@ fn next_id_strings_impl(
     // SAFETY: plain N-API calls on values of this call.
     check(unsafe { sys::napi_create_array_with_length(env, len, &mut array) })?;
     for (i, id) in ids.into_iter().enumerate() {
-        let digits = Decimal::new(id);
-        let bytes = digits.as_bytes();
-        let mut s = ptr::null_mut();
-        check(unsafe { sys::napi_create_string_latin1(env, bytes.as_ptr().cast(), bytes.len() as isize, &mut s) })?;
+        let s = unsafe { decimal(env, id) }?;
         check(unsafe { sys::napi_set_element(env, array, i as u32, s) })?;
     }
     Ok(array)
 }
 
-/// An id as a JS bigint, or null when N-API fails (the caller then takes its slow path).
+/// An id as a JS bigint.
 #[inline]
-unsafe fn bigint(env: sys::napi_env, id: u64) -> sys::napi_value {
+unsafe fn bigint(env: sys::napi_env, id: u64) -> Result<sys::napi_value> {
     let mut out = ptr::null_mut();
     // SAFETY: `env` is the live env of this call and `out` a valid out-pointer.
-    if unsafe { sys::napi_create_bigint_uint64(env, id, &mut out) } == sys::Status::napi_ok {
-        out
-    } else {
-        ptr::null_mut()
-    }
+    check(unsafe { sys::napi_create_bigint_uint64(env, id, &mut out) })?;
+    Ok(out)
 }
 
-/// An id as a decimal JS string, or null when N-API fails.
+/// An id as a decimal JS string, written from a stack buffer.
 #[inline]
-unsafe fn decimal(env: sys::napi_env, id: u64) -> sys::napi_value {
+unsafe fn decimal(env: sys::napi_env, id: u64) -> Result<sys::napi_value> {
     let digits = Decimal::new(id);
     let bytes = digits.as_bytes();
     let mut out = ptr::null_mut();
     // SAFETY: `bytes` is ASCII (so latin1) and its length is passed explicitly.
-    if unsafe { sys::napi_create_string_latin1(env, bytes.as_ptr().cast(), bytes.len() as isize, &mut out) }
-        == sys::Status::napi_ok
-    {
-        out
-    } else {
-        ptr::null_mut()
-    }
+    check(unsafe { sys::napi_create_string_latin1(env, bytes.as_ptr().cast(), bytes.len() as isize, &mut out) })?;
+    Ok(out)
 }
 
-/// A hot callback's return value: `make(id)` in a straight line for a generated id, else (a failed generator, a
-/// failed conversion) the coded error thrown through `wrap`'s conversion.
+/// A hot callback's return value: `make(id)` for a generated id, else null with the coded error thrown.
 #[inline(always)]
-unsafe fn id_value<T: ToNapiValue>(
+unsafe fn id_value(
     env: sys::napi_env,
     id: Result<CoreResult<u64>>,
-    make: unsafe fn(sys::napi_env, u64) -> sys::napi_value,
-    wrap: fn(CoreResult<u64>) -> T,
+    make: unsafe fn(sys::napi_env, u64) -> Result<sys::napi_value>,
 ) -> sys::napi_value {
-    if let Ok(Ok(id)) = id {
-        let out = unsafe { make(env, id) };
-        if !out.is_null() {
-            return out;
+    match id {
+        Ok(Ok(id)) => match unsafe { make(env, id) } {
+            Ok(out) => out,
+            Err(e) => unsafe { finish::<Raw>(env, Err(e)) },
+        },
+        Ok(Err(e)) => {
+            throw(env, &e);
+            ptr::null_mut()
         }
+        Err(e) => unsafe { finish::<Raw>(env, Err(e)) },
     }
-    unsafe { finish(env, id.map(wrap)) }
 }
 
 unsafe extern "C" fn module_next_id(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {
-    unsafe { id_value(env, Ok(default_generator().and_then(|g| g.next_id())), bigint, IdBigInt) }
+    unsafe { id_value(env, Ok(default_generator().and_then(|g| g.next_id())), bigint) }
 }
 
 unsafe extern "C" fn module_next_id_string(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {
-    unsafe { id_value(env, Ok(default_generator().and_then(|g| g.next_id())), decimal, IdString) }
+    unsafe { id_value(env, Ok(default_generator().and_then(|g| g.next_id())), decimal) }
 }
 
 unsafe extern "C" fn module_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
@@ -980,12 +957,12 @@ unsafe fn callback_generator<'a>(env: sys::napi_env, info: sys::napi_callback_in
 
 unsafe extern "C" fn instance_next_id(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     let id = unsafe { callback_generator(env, info) }.map(|g| g.next_id());
-    unsafe { id_value(env, id, bigint, IdBigInt) }
+    unsafe { id_value(env, id, bigint) }
 }
 
 unsafe extern "C" fn instance_next_id_string(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     let id = unsafe { callback_generator(env, info) }.map(|g| g.next_id());
-    unsafe { id_value(env, id, decimal, IdString) }
+    unsafe { id_value(env, id, decimal) }
 }
 
 unsafe extern "C" fn instance_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {

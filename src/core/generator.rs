@@ -219,10 +219,6 @@ impl State {
         self.configured_clock_back
     }
 
-    pub fn clock_back(&self) -> u32 {
-        self.clock_back
-    }
-
     pub fn stats(&self) -> Stats {
         self.stats
     }
@@ -306,10 +302,6 @@ impl<C: Clock> Generator<C> {
             state,
             clock,
         })
-    }
-
-    pub fn settings(&self) -> &Settings {
-        &self.settings
     }
 
     pub fn layout(&self) -> &Layout {
@@ -413,7 +405,8 @@ impl<C: Clock> Generator<C> {
                         // The new clockBack value has issued nothing at or after this time, here or (per the
                         // earlier holders' marks) before this process took the slot.
                         st.clock_back = c;
-                        st.reserved_until = if st.store.is_some() { 0 } else { u64::MAX };
+                        // No mark covers the new value yet; `persist` writes one (or, with no store, none).
+                        st.reserved_until = 0;
                         st.stats.clock_back_events += 1;
                         (t, 0)
                     }

@@ -142,7 +142,6 @@ fn dir_error(dir: &Path, what: &str, e: &std::io::Error) -> Error {
 pub struct Lease {
     file: File,
     path: PathBuf,
-    datacenter_id: u32,
     worker_id: u32,
     /// The record as found when the slot was taken: the earlier holders' marks.
     previous: Record,
@@ -150,10 +149,6 @@ pub struct Lease {
 }
 
 impl Lease {
-    pub fn datacenter_id(&self) -> u32 {
-        self.datacenter_id
-    }
-
     pub fn worker_id(&self) -> u32 {
         self.worker_id
     }
@@ -170,13 +165,21 @@ impl Lease {
     /// Records that ids under `clock_back` may be issued up to Unix ms `until`, dropping marks before `now`, and
     /// writes the record before returning. The caller issues no id past the old mark unless this succeeded.
     pub fn reserve(&self, clock_back: u32, until: u64, now: u64) -> Result<()> {
+        self.advance(|next| {
+            let kept = until.max(next.mark(clock_back));
+            next.marks.retain(|(c, m)| *m >= now && *c != clock_back);
+            next.marks.push((clock_back, kept));
+            next.marks.sort_unstable();
+        })
+    }
+
+    /// Writes the next version of the record: the current one changed by `edit`, naming this process as holder.
+    fn advance(&self, edit: impl FnOnce(&mut Record)) -> Result<()> {
         let mut rec = self.record.lock();
         let mut next = rec.clone();
         next.seq += 1;
         next.pid = std::process::id();
-        next.marks.retain(|(c, m)| *m >= now && *c != clock_back);
-        next.marks.push((clock_back, until.max(rec.mark(clock_back))));
-        next.marks.sort_unstable();
+        edit(&mut next);
         self.write(&next)?;
         *rec = next;
         Ok(())
@@ -271,20 +274,9 @@ impl LeaseDir {
         file.read_to_end(&mut bytes)
             .map_err(|e| dir_error(&self.path, &format!("reading {}", path.display()), &e))?;
         let previous = read_file(&bytes, &path)?.unwrap_or_default();
-        let lease = Lease {
-            file,
-            path,
-            datacenter_id,
-            worker_id,
-            record: Mutex::new(previous.clone()),
-            previous,
-        };
+        let lease = Lease { file, path, worker_id, record: Mutex::new(previous.clone()), previous };
         // Name this process as the holder at once, keeping the earlier marks.
-        let mut now_held = lease.previous.clone();
-        now_held.seq += 1;
-        now_held.pid = std::process::id();
-        lease.write(&now_held)?;
-        *lease.record.lock() = now_held;
+        lease.advance(|_| {})?;
         Ok(Attempt::Taken(lease))
     }
 
