@@ -40,6 +40,21 @@ export declare class Snowflake {
    * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
    */
   decode(id: bigint | string | number): DecodedId
+  /**
+   * The Unix ms of an id's timestamp, read with this generator's layout and epoch.
+   * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
+   */
+  timestampOf(id: bigint | string | number): number
+  /**
+   * The smallest id any generator with this layout and epoch can make in the ms `time`.
+   * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as the module's `minIdAt()` does.
+   */
+  minIdAt(time: Date | number | string): bigint
+  /**
+   * The largest id any generator with this layout and epoch can make in the ms `time`.
+   * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as the module's `minIdAt()` does.
+   */
+  maxIdAt(time: Date | number | string): bigint
   /** This generator's effective configuration and where each value came from. */
   config(): SnowidConfig
   /** The current lead and counters of this generator's state (shared with every generator of its identity). */
@@ -111,6 +126,35 @@ export interface DecodedId {
 }
 
 /**
+ * An id as fixed-width text: `'base62'` (11 characters of `0-9A-Za-z`), `'base36'` (13 of `0-9a-z`) or `'hex'`
+ * (16 of `0-9a-f`). Shorter values are padded with `0`, so texts in one encoding compare (byte by byte, as JS `<`
+ * does) in the same order as their ids.
+ * @param id - a `bigint`, a decimal string, or a safe integer `number`.
+ * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
+ * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` for an unknown encoding.
+ */
+export declare function encode(id: bigint | string | number, encoding: 'base62' | 'base36' | 'hex'): string
+
+/**
+ * The largest id any generator with the default layout and epoch can make in the ms `time`: the upper bound of
+ * `WHERE id BETWEEN minIdAt(a) AND maxIdAt(b)`. It does not start the generator.
+ * @param time - a `Date`, Unix ms, or an ISO-8601 date (`YYYY-MM-DD`, or a date-time with `Z` or an offset).
+ * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as `minIdAt()` does.
+ */
+export declare function maxIdAt(time: Date | number | string): bigint
+
+/**
+ * The smallest id any generator with the default layout and epoch can make in the ms `time`, whatever its
+ * datacenterId, workerId, clockBack and sequence: the lower bound of `WHERE id BETWEEN minIdAt(a) AND maxIdAt(b)`.
+ * It does not start the generator.
+ * @param time - a `Date`, Unix ms, or an ISO-8601 date (`YYYY-MM-DD`, or a date-time with `Z` or an offset).
+ * @throws {TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for a value of another kind.
+ * @throws {RangeError} `ERR_SNOWID_INVALID_ARGUMENT` for a time before the epoch or past `expiresAt`, or not a
+ * whole ms.
+ */
+export declare function minIdAt(time: Date | number | string): bigint
+
+/**
  * The next id of the process-wide default generator, as a `bigint`.
  *
  * The default generator is configured from the environment (`SNOWID_*`) on its first use, or by `configure()`
@@ -147,6 +191,16 @@ export declare function nextIdStrings(count: number): string[]
  * value; `'wait'` blocks until the clock catches up, for at most `maxWaitMs`; `'throw'` throws at once.
  */
 export type OnClockBack = 'bits' | 'wait' | 'throw'
+
+/**
+ * Reads text made by `encode()` back into the id, as a `bigint`. The text must have exactly the encoding's width
+ * (11, 13 or 16 characters): shorter or longer text is refused, never padded or cut. `'hex'` and `'base36'` also
+ * take capital letters.
+ * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for text of another length, a character outside the
+ * alphabet, or a value above 2^63 - 1.
+ * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` for an unknown encoding.
+ */
+export declare function parse(text: string, encoding: 'base62' | 'base36' | 'hex'): bigint
 
 /** A slot whose lease file names a process. */
 export interface SlotRecord {
@@ -277,6 +331,14 @@ export interface SnowidStats {
 
 /** The default generator's current lead and counters (all 0 before its first id). */
 export declare function stats(): SnowidStats
+
+/**
+ * The Unix ms of an id's timestamp, read with the default generator's layout and epoch: `decode(id).timestamp`
+ * without the other fields. It does not start the generator.
+ * @param id - a `bigint`, a decimal string, or a safe integer `number`.
+ * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
+ */
+export declare function timestampOf(id: bigint | string | number): number
 
 /**
  * The worker-id slots that processes started with `env` (merged over this process's environment, as

@@ -17,7 +17,8 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ffi::OsString;
 
-use crate::core::config::{Config, EnvSource, OptionValue, Options, ProcessEnv, Source, OPTION_NAMES};
+use crate::core::config::{time_arg, Config, EnvSource, OptionValue, Options, ProcessEnv, Source, OPTION_NAMES};
+use crate::core::encoding::{self, Encoding, Text, EXPECTED_ENCODING};
 use crate::core::lease::LeaseDir;
 use crate::core::error::{Class, Code, Error as CoreError, Result as CoreResult};
 use crate::core::generator::{Clock, ClockBackPolicy, Generator, Snapshot, SystemClock};
@@ -217,6 +218,31 @@ fn read_id(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<u64
         _ => Err(CoreError::type_error(Code::InvalidId, what, EXPECTED_ID, &describe(env, value)?)),
     };
     parsed.map_err(|e| raise(env, &e))
+}
+
+/// Reads a time argument: a `Date`, Unix ms, or ISO-8601 text.
+fn read_time(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<u64> {
+    let v = match option_value(env, value)? {
+        Some(v) => v,
+        None => OptionValue::Other("undefined".into()),
+    };
+    time_arg(&v, what).map_err(|e| raise(env, &e))
+}
+
+/// Reads an encoding name.
+fn read_encoding(env: sys::napi_env, value: sys::napi_value) -> Result<Encoding> {
+    let e = match type_of(env, value)? {
+        sys::ValueType::napi_string => {
+            // SAFETY: `value` is a string.
+            let name = unsafe { String::from_napi_value(env, value) }?;
+            match Encoding::parse(&name) {
+                Some(e) => return Ok(e),
+                None => CoreError::range_error(Code::InvalidArgument, "encoding", EXPECTED_ENCODING, &crate::core::error::quote(&name)),
+            }
+        }
+        _ => CoreError::type_error(Code::InvalidArgument, "encoding", EXPECTED_ENCODING, &describe(env, value)?),
+    };
+    Err(raise(env, &e))
 }
 
 /// The fields of an id. Every value is a plain number or string, so the object is safe for `JSON.stringify`.
@@ -463,8 +489,25 @@ fn stats_of(s: Snapshot) -> SnowidStats {
 
 /// The process-wide default generator, once it has issued its first id.
 static DEFAULT: OnceLock<(Generator<SystemClock>, Config)> = OnceLock::new();
-/// Options given to `configure()` before the default generator started.
-static DEFAULT_OPTIONS: Mutex<Option<Options>> = Mutex::new(None);
+/// The default generator's configuration before it starts.
+static PENDING: Mutex<Pending> = Mutex::new(Pending { options: None, config: None });
+
+/// What `configure()` gave, and the configuration resolved from it and the environment on first need. Every call
+/// before the first id (`decode`, `config`, `minIdAt`, ...) and the generator itself then use that one resolution.
+struct Pending {
+    options: Option<Options>,
+    config: Option<Config>,
+}
+
+impl Pending {
+    fn config(&mut self) -> CoreResult<&Config> {
+        let config = match self.config.take() {
+            Some(c) => c,
+            None => resolve(&self.options.clone().unwrap_or_default())?,
+        };
+        Ok(self.config.insert(config))
+    }
+}
 
 #[inline]
 fn default_generator() -> CoreResult<&'static Generator<SystemClock>> {
@@ -476,11 +519,11 @@ fn default_generator() -> CoreResult<&'static Generator<SystemClock>> {
 
 #[cold]
 fn start_default() -> CoreResult<&'static Generator<SystemClock>> {
-    let options = DEFAULT_OPTIONS.lock();
+    let mut pending = PENDING.lock();
     if let Some((g, _)) = DEFAULT.get() {
         return Ok(g);
     }
-    let mut config = resolve(&options.clone().unwrap_or_default())?;
+    let mut config = pending.config()?.clone();
     let generator = build(&mut config)?;
     Ok(&DEFAULT.get_or_init(|| (generator, config)).0)
 }
@@ -488,15 +531,24 @@ fn start_default() -> CoreResult<&'static Generator<SystemClock>> {
 /// The default generator's configuration, without starting it. With `bind`, an automatic worker id is leased so
 /// that it can be reported (the process keeps that slot, and the generator will use it).
 fn default_config(bind: bool) -> CoreResult<Config> {
-    let options = DEFAULT_OPTIONS.lock();
+    let mut pending = PENDING.lock();
     if let Some((_, c)) = DEFAULT.get() {
         return Ok(c.clone());
     }
-    let mut config = resolve(&options.clone().unwrap_or_default())?;
+    let mut config = pending.config()?.clone();
     if bind && config.worker_id.source == Source::Lease {
         bind_worker(&mut config)?;
     }
     Ok(config)
+}
+
+/// The default generator's layout, without starting it.
+#[inline]
+fn default_layout() -> CoreResult<Layout> {
+    match DEFAULT.get() {
+        Some((g, _)) => Ok(*g.layout()),
+        None => PENDING.lock().config().map(|c| c.layout),
+    }
 }
 
 /// The next id of the process-wide default generator, as a `bigint`.
@@ -546,8 +598,89 @@ pub fn next_id_strings(env: Env, #[napi(ts_arg_type = "number")] count: Unknown)
 pub fn decode(env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<DecodedId> {
     let raw = env.raw();
     let id = read_id(raw, id.raw(), "id")?;
-    let config = default_config(false).map_err(|e| raise(raw, &e))?;
-    Ok(decode_with(&config.layout, id))
+    let layout = default_layout().map_err(|e| raise(raw, &e))?;
+    Ok(decode_with(&layout, id))
+}
+
+/// The Unix ms of an id's timestamp, read with the default generator's layout and epoch: `decode(id).timestamp`
+/// without the other fields. It does not start the generator.
+/// @param id - a `bigint`, a decimal string, or a safe integer `number`.
+/// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
+#[napi]
+pub fn timestamp_of(env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<f64> {
+    let raw = env.raw();
+    let id = read_id(raw, id.raw(), "id")?;
+    let layout = default_layout().map_err(|e| raise(raw, &e))?;
+    Ok(layout.unix_ms_of(id) as f64)
+}
+
+/// The smallest id any generator with the default layout and epoch can make in the ms `time`, whatever its
+/// datacenterId, workerId, clockBack and sequence: the lower bound of `WHERE id BETWEEN minIdAt(a) AND maxIdAt(b)`.
+/// It does not start the generator.
+/// @param time - a `Date`, Unix ms, or an ISO-8601 date (`YYYY-MM-DD`, or a date-time with `Z` or an offset).
+/// @throws {TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for a value of another kind.
+/// @throws {RangeError} `ERR_SNOWID_INVALID_ARGUMENT` for a time before the epoch or past `expiresAt`, or not a
+/// whole ms.
+#[napi(ts_return_type = "bigint")]
+pub fn min_id_at(env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
+    let raw = env.raw();
+    let at = read_time(raw, time.raw(), "time")?;
+    Ok(IdBigInt(default_layout().and_then(|l| l.min_id_at(at, "time"))))
+}
+
+/// The largest id any generator with the default layout and epoch can make in the ms `time`: the upper bound of
+/// `WHERE id BETWEEN minIdAt(a) AND maxIdAt(b)`. It does not start the generator.
+/// @param time - a `Date`, Unix ms, or an ISO-8601 date (`YYYY-MM-DD`, or a date-time with `Z` or an offset).
+/// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as `minIdAt()` does.
+#[napi(ts_return_type = "bigint")]
+pub fn max_id_at(env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
+    let raw = env.raw();
+    let at = read_time(raw, time.raw(), "time")?;
+    Ok(IdBigInt(default_layout().and_then(|l| l.max_id_at(at, "time"))))
+}
+
+/// An id as fixed-width text: `'base62'` (11 characters of `0-9A-Za-z`), `'base36'` (13 of `0-9a-z`) or `'hex'`
+/// (16 of `0-9a-f`). Shorter values are padded with `0`, so texts in one encoding compare (byte by byte, as JS `<`
+/// does) in the same order as their ids.
+/// @param id - a `bigint`, a decimal string, or a safe integer `number`.
+/// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
+/// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` for an unknown encoding.
+#[napi]
+pub fn encode(
+    env: Env,
+    #[napi(ts_arg_type = "bigint | string | number")] id: Unknown,
+    #[napi(ts_arg_type = "'base62' | 'base36' | 'hex'")] encoding: Unknown,
+) -> Result<String> {
+    let raw = env.raw();
+    let id = read_id(raw, id.raw(), "id")?;
+    let encoding = read_encoding(raw, encoding.raw())?;
+    Ok(Text::new(id, encoding).as_str().to_string())
+}
+
+/// Reads text made by `encode()` back into the id, as a `bigint`. The text must have exactly the encoding's width
+/// (11, 13 or 16 characters): shorter or longer text is refused, never padded or cut. `'hex'` and `'base36'` also
+/// take capital letters.
+/// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for text of another length, a character outside the
+/// alphabet, or a value above 2^63 - 1.
+/// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` for an unknown encoding.
+#[napi(ts_return_type = "bigint")]
+pub fn parse(
+    env: Env,
+    #[napi(ts_arg_type = "string")] text: Unknown,
+    #[napi(ts_arg_type = "'base62' | 'base36' | 'hex'")] encoding: Unknown,
+) -> Result<IdBigInt> {
+    let raw = env.raw();
+    let encoding = read_encoding(raw, encoding.raw())?;
+    let text = match type_of(raw, text.raw())? {
+        // SAFETY: `text` is a string.
+        sys::ValueType::napi_string => unsafe { String::from_napi_value(raw, text.raw()) }?,
+        _ => {
+            let expected = format!("a string of {} {} characters", encoding.width(), encoding.name());
+            let e = CoreError::type_error(Code::InvalidId, "text", &expected, &describe(raw, text.raw())?);
+            return Err(raise(raw, &e));
+        }
+    };
+    Ok(IdBigInt(encoding::parse(&text, encoding, "text")))
 }
 
 /// The effective configuration of the default generator and where each value came from. It does not start the
@@ -661,7 +794,7 @@ pub fn configure(env: Env, #[napi(ts_arg_type = "SnowflakeOptions")] options: Op
         Some(o) => read_options(raw, o.raw())?,
         None => Options::default(),
     };
-    let mut slot = DEFAULT_OPTIONS.lock();
+    let mut pending = PENDING.lock();
     if DEFAULT.get().is_some() {
         let e = CoreError::new(
             Code::AlreadyConfigured,
@@ -671,8 +804,8 @@ pub fn configure(env: Env, #[napi(ts_arg_type = "SnowflakeOptions")] options: Op
         );
         return Err(raise(raw, &e));
     }
-    resolve(&opts).map_err(|e| raise(raw, &e))?;
-    *slot = Some(opts);
+    let config = resolve(&opts).map_err(|e| raise(raw, &e))?;
+    *pending = Pending { options: Some(opts), config: Some(config) };
     Ok(())
 }
 
@@ -735,6 +868,30 @@ impl Snowflake {
     pub fn decode(&self, env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<DecodedId> {
         let id = read_id(env.raw(), id.raw(), "id")?;
         Ok(decode_with(self.generator.layout(), id))
+    }
+
+    /// The Unix ms of an id's timestamp, read with this generator's layout and epoch.
+    /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
+    #[napi]
+    pub fn timestamp_of(&self, env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<f64> {
+        let id = read_id(env.raw(), id.raw(), "id")?;
+        Ok(self.generator.layout().unix_ms_of(id) as f64)
+    }
+
+    /// The smallest id any generator with this layout and epoch can make in the ms `time`.
+    /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as the module's `minIdAt()` does.
+    #[napi(ts_return_type = "bigint")]
+    pub fn min_id_at(&self, env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
+        let at = read_time(env.raw(), time.raw(), "time")?;
+        Ok(IdBigInt(self.generator.layout().min_id_at(at, "time")))
+    }
+
+    /// The largest id any generator with this layout and epoch can make in the ms `time`.
+    /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as the module's `minIdAt()` does.
+    #[napi(ts_return_type = "bigint")]
+    pub fn max_id_at(&self, env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
+        let at = read_time(env.raw(), time.raw(), "time")?;
+        Ok(IdBigInt(self.generator.layout().max_id_at(at, "time")))
     }
 
     /// This generator's effective configuration and where each value came from.
@@ -977,6 +1134,27 @@ unsafe extern "C" fn instance_next_id_strings(env: sys::napi_env, info: sys::nap
     unsafe { finish(env, out.map(Raw)) }
 }
 
+/// `timestampOf(id)` with `layout`: the id's Unix ms as a JS number.
+fn timestamp_impl(env: sys::napi_env, layout: CoreResult<Layout>, arg: sys::napi_value) -> Result<sys::napi_value> {
+    let id = read_id(env, arg, "id")?;
+    let layout = layout.map_err(|e| raise(env, &e))?;
+    let mut out = ptr::null_mut();
+    // SAFETY: `env` is the live env of this call; every Unix ms a layout encodes is below 2^53, so exact as f64.
+    check(unsafe { sys::napi_create_double(env, layout.unix_ms_of(id) as f64, &mut out) })?;
+    Ok(out)
+}
+
+unsafe extern "C" fn module_timestamp_of(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| timestamp_impl(env, default_layout(), arg));
+    unsafe { finish(env, out.map(Raw)) }
+}
+
+unsafe extern "C" fn instance_timestamp_of(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let out = unsafe { call_info(env, info) }
+        .and_then(|(arg, data)| timestamp_impl(env, Ok(*unsafe { instance_generator(data) }.layout()), arg));
+    unsafe { finish(env, out.map(Raw)) }
+}
+
 /// A value already made in JS.
 pub struct Raw(sys::napi_value);
 
@@ -1023,11 +1201,12 @@ fn define_function(
     Ok(f)
 }
 
-const INSTANCE_METHODS: [(&std::ffi::CStr, Callback); 4] = [
+const INSTANCE_METHODS: [(&std::ffi::CStr, Callback); 5] = [
     (c"nextId", instance_next_id),
     (c"nextIdString", instance_next_id_string),
     (c"nextIds", instance_next_ids),
     (c"nextIdStrings", instance_next_id_strings),
+    (c"timestampOf", instance_timestamp_of),
 ];
 
 /// Gives a `Snowflake` its own fast methods, each holding a reference to its generator until it is collected.
@@ -1053,11 +1232,12 @@ fn install_instance(env: sys::napi_env, this: sys::napi_value, generator: &Arc<G
 #[napi(module_exports)]
 pub fn install_fast_paths(env: Env, exports: Object) -> Result<()> {
     let (env, value) = (env.raw(), exports.raw());
-    let module: [(&std::ffi::CStr, Callback); 4] = [
+    let module: [(&std::ffi::CStr, Callback); 5] = [
         (c"nextId", module_next_id),
         (c"nextIdString", module_next_id_string),
         (c"nextIds", module_next_ids),
         (c"nextIdStrings", module_next_id_strings),
+        (c"timestampOf", module_timestamp_of),
     ];
     for (name, cb) in module {
         let f = make_function(env, name, cb, ptr::null_mut())?;

@@ -365,6 +365,35 @@ fn epoch_text(text: &str, name: &str, expected: &str) -> Result<u64> {
     parse_iso(text).ok_or_else(|| Error::type_error(Code::InvalidConfig, name, expected, &quote(text)))
 }
 
+/// What a time argument must be, for messages.
+pub const EXPECTED_TIME: &str =
+    "a Date, Unix ms, or an ISO-8601 date (YYYY-MM-DD, or a date-time with Z or an offset)";
+
+/// Reads a point in time given to a call (not an option): a `Date`, a whole number of Unix ms, or text written as
+/// an epoch may be. The caller checks it against a layout.
+pub fn time_arg(v: &OptionValue, what: &str) -> Result<u64> {
+    let ms = |n: f64| {
+        if n.is_finite() && n.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&n) {
+            Ok(n as u64)
+        } else {
+            Err(Error::range_error(Code::InvalidArgument, what, EXPECTED_TIME, &js_number(n)))
+        }
+    };
+    match v {
+        OptionValue::Number(n) => ms(*n),
+        OptionValue::Date(t) if t.is_nan() => {
+            Err(Error::range_error(Code::InvalidArgument, what, EXPECTED_TIME, "an invalid Date"))
+        }
+        OptionValue::Date(t) => ms(*t),
+        OptionValue::Text(text) => epoch_text(text, what, EXPECTED_TIME).map_err(|e| {
+            Error::new(Code::InvalidArgument, e.class(), e.message().to_string())
+        }),
+        other @ (OptionValue::Bool(_) | OptionValue::Other(_)) => {
+            Err(Error::type_error(Code::InvalidArgument, what, EXPECTED_TIME, &describe(other)))
+        }
+    }
+}
+
 fn to_u32(s: Sourced<u64>) -> Sourced<u32> {
     // Every u32 field is range-checked below 2^32 by its caller.
     Sourced { value: s.value as u32, source: s.source }
@@ -667,6 +696,31 @@ mod tests {
             let e = Config::resolve(&opts, &env(&[]), NOW).unwrap_err();
             assert_eq!((e.code(), e.class()), (Code::InvalidConfig, class), "{e}");
             assert!(e.message().contains(needle), "{needle:?} not in {e}");
+        }
+    }
+
+    #[test]
+    fn time_arguments() {
+        let ok = |v: OptionValue| time_arg(&v, "time").unwrap();
+        assert_eq!(ok(OptionValue::Number(1_600_000_000_000.0)), 1_600_000_000_000);
+        assert_eq!(ok(OptionValue::Date(0.0)), 0);
+        assert_eq!(ok(OptionValue::Text("1600000000000".into())), 1_600_000_000_000);
+        assert_eq!(ok(OptionValue::Text("2024-01-01".into())), 1_704_067_200_000);
+        assert_eq!(ok(OptionValue::Text("2024-01-01T08:00:00.001+08:00".into())), 1_704_067_200_001);
+        for (v, class) in [
+            (OptionValue::Number(-1.0), Class::RangeError),
+            (OptionValue::Number(0.5), Class::RangeError),
+            (OptionValue::Number(f64::NAN), Class::RangeError),
+            (OptionValue::Date(f64::NAN), Class::RangeError),
+            (OptionValue::Text("2024-01-01T00:00:00".into()), Class::TypeError),
+            (OptionValue::Text("".into()), Class::TypeError),
+            (OptionValue::Text("99999999999999999999999".into()), Class::RangeError),
+            (OptionValue::Bool(true), Class::TypeError),
+            (OptionValue::Other("null".into()), Class::TypeError),
+        ] {
+            let e = time_arg(&v, "time").unwrap_err();
+            assert_eq!((e.code(), e.class()), (Code::InvalidArgument, class), "{v:?}: {e}");
+            assert!(e.message().starts_with("time: expected a Date, Unix ms"), "{e}");
         }
     }
 

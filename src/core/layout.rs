@@ -170,6 +170,41 @@ impl Layout {
         )
     }
 
+    /// The Unix ms of an id's timestamp field.
+    #[inline]
+    pub fn unix_ms_of(&self, id: u64) -> u64 {
+        self.epoch + ((id & MAX_ID) >> self.timestamp_shift())
+    }
+
+    /// The smallest id any generator with this layout can make in the Unix ms `at`: its timestamp and zeros below.
+    pub fn min_id_at(&self, at: u64, what: &str) -> Result<u64> {
+        Ok(self.offset_of(at, what)? << self.timestamp_shift())
+    }
+
+    /// The largest id any generator with this layout can make in the Unix ms `at`: its timestamp and ones below.
+    pub fn max_id_at(&self, at: u64, what: &str) -> Result<u64> {
+        Ok((self.offset_of(at, what)? << self.timestamp_shift()) | max_value(self.timestamp_shift()))
+    }
+
+    /// `at` as ms since the epoch, when the layout can encode it.
+    fn offset_of(&self, at: u64, what: &str) -> Result<u64> {
+        if at < self.epoch || at > self.expires_at() {
+            return Err(Error::range_error(
+                Code::InvalidArgument,
+                what,
+                &format!(
+                    "a time from the epoch {} ({}) to expiresAt {} ({})",
+                    self.epoch,
+                    format_iso(self.epoch),
+                    self.expires_at(),
+                    format_iso(self.expires_at())
+                ),
+                &format!("{at} ({})", format_iso(at)),
+            ));
+        }
+        Ok(at - self.epoch)
+    }
+
     /// Splits an id (at most [`MAX_ID`]) into its fields.
     pub fn unpack(&self, id: u64) -> Fields {
         let w = self.widths;
@@ -187,6 +222,7 @@ impl Layout {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::testing::Rng;
 
     const NOW: u64 = 1_795_000_000_000; // 2026-11-18
 
@@ -251,6 +287,57 @@ mod tests {
             if w.worker < 32 {
                 let f = Fields { worker_id: (maxes[2] + 1) as u32, ..too_big };
                 assert_eq!(l.pack(&Fields { timestamp: 0, ..f }), None);
+            }
+        }
+    }
+
+    /// Layouts at the extremes: the widest timestamp, the narrowest, no low fields, no sequence, wide fields.
+    fn extreme_layouts() -> Vec<Layout> {
+        let young = NOW - 1000;
+        [
+            (Widths::default(), DEFAULT_EPOCH),
+            (widths(0, 0, 0, 11), DEFAULT_EPOCH),
+            (widths(0, 0, 0, 11), 0),
+            (widths(8, 8, 8, 0), DEFAULT_EPOCH),
+            (widths(3, 10, 3, 8), young),
+            (widths(0, 0, 0, 24), young),
+            (widths(0, 11, 0, 0), DEFAULT_EPOCH),
+        ]
+        .into_iter()
+        .filter_map(|(w, epoch)| Layout::new(w, epoch, NOW).ok())
+        .collect()
+    }
+
+    #[test]
+    fn id_ranges_bracket_every_id_of_their_ms() {
+        let layouts = extreme_layouts();
+        assert_eq!(layouts.len(), 7, "one of the layouts above no longer validates");
+        let mut rng = Rng::new(42);
+        for l in layouts {
+            let (first, last) = (l.epoch(), l.expires_at());
+            assert_eq!(l.min_id_at(first, "t"), Ok(0), "{l:?}");
+            assert_eq!(l.max_id_at(last, "t"), Ok(MAX_ID), "{l:?}");
+            assert_eq!(l.max_id_at(first, "t"), Ok(max_value(l.timestamp_shift())), "{l:?}");
+            assert_eq!(l.min_id_at(last, "t"), Ok(MAX_ID - max_value(l.timestamp_shift())), "{l:?}");
+            for bad in [first.wrapping_sub(1), last + 1, 0, u64::MAX].into_iter().filter(|&t| t < first || t > last) {
+                for e in [l.min_id_at(bad, "t").unwrap_err(), l.max_id_at(bad, "t").unwrap_err()] {
+                    assert_eq!((e.code(), e.class()), (Code::InvalidArgument, super::super::error::Class::RangeError));
+                    assert!(e.message().starts_with("t: expected a time from the epoch"), "{e}");
+                }
+            }
+            for _ in 0..20_000 {
+                let id = rng.id();
+                let at = l.unix_ms_of(id);
+                assert_eq!(at, l.epoch() + l.unpack(id).timestamp);
+                let (lo, hi) = (l.min_id_at(at, "t").unwrap(), l.max_id_at(at, "t").unwrap());
+                assert!(lo <= id && id <= hi, "{l:?} {id}");
+                assert_eq!((l.unix_ms_of(lo), l.unix_ms_of(hi)), (at, at));
+                if at < last {
+                    assert_eq!(l.min_id_at(at + 1, "t"), Ok(hi + 1), "ranges of adjacent ms touch");
+                }
+                if at > first {
+                    assert_eq!(l.max_id_at(at - 1, "t"), Ok(lo - 1), "ranges of adjacent ms touch");
+                }
             }
         }
     }
