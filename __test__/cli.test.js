@@ -75,3 +75,39 @@ test('usage errors exit 2; --help exits 0', () => {
   assert.equal(r.status, 0)
   assert.match(r.stdout, /^Usage:\n {2}snowid \[count\]/)
 })
+
+test('snowid --encoding prints fixed-width text, and decode --encoding reads it back', () => {
+  const widths = { base62: 11, base36: 13, hex: 16 }
+  for (const [encoding, width] of Object.entries(widths)) {
+    let r = runCli(['4', '--encoding', encoding])
+    assert.equal(r.status, 0, r.stderr)
+    const texts = r.stdout.trim().split('\n')
+    assert.equal(texts.length, 4)
+    assert.ok(texts.every((t) => t.length === width), texts.join(' '))
+    assert.deepEqual([...texts].sort(), texts, 'texts come out in id order')
+    r = runCli(['decode', `--encoding=${encoding}`, '--json', ...texts])
+    assert.equal(r.status, 0, r.stderr)
+    const decoded = JSON.parse(r.stdout)
+    assert.equal(decoded.length, 4)
+    const ids = decoded.map((d) => BigInt(d.id))
+    assert.ok(ids.every((id, i) => i === 0 || ids[i - 1] < id))
+    assert.ok(decoded.every((d) => Math.abs(d.timestamp - Date.now()) < 60_000))
+  }
+  const r = runCli(['decode', '--encoding', 'base62', 'AzL8n0Y58m7'])
+  assert.equal(JSON.parse(r.stdout).id, '9223372036854775807')
+})
+
+test('a bad --encoding is a usage error, and text that is not an id exits 1', () => {
+  for (const args of [['--encoding'], ['--encoding', 'base64'], ['--encoding=HEX', '2'], ['config', '--encoding', 'hex']]) {
+    const r = runCli(args)
+    assert.equal(r.status, 2, args.join(' '))
+    assert.equal(r.stdout, '')
+    assert.match(r.stderr, /--encoding/)
+  }
+  for (const bad of ['AzL8n0Y58m8', '1234', 'AzL8n0Y58m7x']) {
+    const r = runCli(['decode', '--encoding', 'base62', bad])
+    assert.equal(r.status, 1, bad)
+    assert.equal(r.stdout, '')
+    assert.match(r.stderr, /ERR_SNOWID_INVALID_ID/)
+  }
+})

@@ -1,5 +1,6 @@
 // Compiled by `npm run test:types` (tsc --noEmit, strict): a typing regression fails the tests.
 import { nextId, nextIdString, nextIds, nextIdStrings, decode, config, configure, stats, workerSlots, Snowflake } from 'snowid'
+import { timestampOf, minIdAt, maxIdAt, encode, parse } from 'snowid'
 import type { DecodedId, SnowflakeOptions, SnowidConfig, SnowidStats, ConfigSource, OnClockBack, WorkerSlots } from 'snowid'
 import { fork, workers } from 'snowid/cluster'
 import type { Worker } from 'node:cluster'
@@ -75,3 +76,15 @@ new Snowflake({ lease: 'off' })
 fork({ SNOWID_DATACENTER_ID: 1 })
 
 export { many, filled, texts, modMany, modTexts, ts, idText, fields, b, d, source, policy, numbers, wrong, badSource, leased, dir, pm2, counters, recorded, worker, held }
+
+const at: number = timestampOf(id)
+const low: bigint = minIdAt(new Date())
+const high: bigint = maxIdAt('2026-01-01')
+minIdAt(Date.now())
+const b62: string = encode(id, 'base62')
+encode('123', 'hex')
+const back: bigint = parse(b62, 'base62')
+// @ts-expect-error: not an encoding
+encode(id, 'base64')
+const genAt: number = gen.timestampOf(id)
+const genRange: bigint[] = [gen.minIdAt(at), gen.maxIdAt(new Date(at))]

@@ -9,6 +9,8 @@ const USAGE = `Usage:
   snowid config           print the effective configuration and where each value came from
 
 Options:
+  --encoding <base62|base36|hex>
+           print ids in that fixed-width text (with count), or read the ids given in it (with decode)
   --json   print one JSON value: an array of id strings, an array of decoded ids, or the config object
   --help   print this help
 
@@ -19,15 +21,29 @@ const MAX_COUNT = 1_000_000
 
 class UsageError extends Error {}
 
+const ENCODINGS = ['base62', 'base36', 'hex']
+
+function parseEncoding(text) {
+  if (text === undefined) throw new UsageError(`--encoding: expected one of ${ENCODINGS.join(', ')}, found nothing`)
+  if (!ENCODINGS.includes(text)) {
+    throw new UsageError(`--encoding: expected one of ${ENCODINGS.join(', ')}, found ${JSON.stringify(text)}`)
+  }
+  return text
+}
+
 function parseArgs(argv) {
   const flags = new Set()
   const words = []
-  for (const arg of argv) {
+  let encoding
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]
     if (arg === '--json' || arg === '--help' || arg === '-h') flags.add(arg === '-h' ? '--help' : arg)
+    else if (arg === '--encoding') encoding = parseEncoding(argv[++i])
+    else if (arg.startsWith('--encoding=')) encoding = parseEncoding(arg.slice('--encoding='.length))
     else if (arg.startsWith('-') && !/^-\d/.test(arg)) throw new UsageError(`unknown option ${JSON.stringify(arg)}`)
     else words.push(arg)
   }
-  return { json: flags.has('--json'), help: flags.has('--help'), words }
+  return { json: flags.has('--json'), help: flags.has('--help'), encoding, words }
 }
 
 function parseCount(text) {
@@ -38,15 +54,15 @@ function parseCount(text) {
   return Number(text)
 }
 
-function printIds(count, json) {
+function printIds(count, json, encoding) {
   const ids = []
-  for (let i = 0; i < count; i++) ids.push(snowid.nextIdString())
+  for (let i = 0; i < count; i++) ids.push(encoding ? snowid.encode(snowid.nextId(), encoding) : snowid.nextIdString())
   process.stdout.write(json ? JSON.stringify(ids) + '\n' : ids.join('\n') + '\n')
 }
 
-function printDecoded(ids, json) {
+function printDecoded(ids, json, encoding) {
   if (ids.length === 0) throw new UsageError('decode: expected at least one id')
-  const decoded = ids.map((id) => snowid.decode(id))
+  const decoded = ids.map((id) => snowid.decode(encoding ? snowid.parse(id, encoding) : id))
   const text = json ? JSON.stringify(decoded) : decoded.map((d) => JSON.stringify(d)).join('\n')
   process.stdout.write(text + '\n')
 }
@@ -67,19 +83,20 @@ function printConfig(json) {
 }
 
 function main(argv) {
-  const { json, help, words } = parseArgs(argv)
+  const { json, help, encoding, words } = parseArgs(argv)
   if (help) {
     process.stdout.write(USAGE + '\n')
     return
   }
   const [command, ...rest] = words
-  if (command === 'decode') return printDecoded(rest, json)
+  if (command === 'decode') return printDecoded(rest, json, encoding)
   if (command === 'config') {
     if (rest.length > 0) throw new UsageError(`config: expected no arguments, found ${JSON.stringify(rest[0])}`)
+    if (encoding) throw new UsageError('config: --encoding applies to ids only')
     return printConfig(json)
   }
   if (rest.length > 0) throw new UsageError(`expected at most one count, found ${JSON.stringify(rest[0])}`)
-  return printIds(parseCount(command), json)
+  return printIds(parseCount(command), json, encoding)
 }
 
 try {

@@ -80,8 +80,8 @@ impl Encoding {
     fn expected(self) -> String {
         let chars = match self {
             Encoding::Base62 => "0-9, A-Z, a-z",
-            Encoding::Base36 => "0-9, a-z (or A-Z)",
-            Encoding::Hex => "0-9, a-f (or A-F)",
+            Encoding::Base36 => "0-9 and a-z, capitals allowed",
+            Encoding::Hex => "0-9 and a-f, capitals allowed",
         };
         format!(
             "{} {} characters ({chars}) from {} to {}",
