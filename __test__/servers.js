@@ -1,0 +1,130 @@
+'use strict'
+
+// Real servers for the integration tests: each test file starts its own on a free loopback port, in a temporary
+// directory, and stops it when done. Where the server is not installed, the tests are skipped loudly, except under
+// CI, where a skip is a failure.
+
+const { spawnSync } = require('node:child_process')
+const fs = require('node:fs')
+const net = require('node:net')
+const os = require('node:os')
+const path = require('node:path')
+
+/** A TCP port on 127.0.0.1 that was free a moment ago. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.unref()
+    server.on('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address()
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+/** The first of `candidates` that is an executable file, or `undefined`. */
+function findExecutable(candidates) {
+  return candidates.find((file) => {
+    try {
+      fs.accessSync(file, fs.constants.X_OK)
+      return fs.statSync(file).isFile()
+    } catch {
+      return false
+    }
+  })
+}
+
+/** `name` on the PATH, as a full path, or `undefined`. */
+function onPath(name) {
+  const dirs = (process.env.PATH || '').split(path.delimiter).filter(Boolean)
+  return findExecutable(dirs.map((d) => path.join(d, name)))
+}
+
+/**
+ * How a missing server is reported: a skipped test with a loud message, or, when `CI` is set, a failing one.
+ * `test` is node:test's `test`.
+ */
+function reportMissing(test, what, install) {
+  const message = `${what} is not installed, so its integration tests cannot run (install it with: ${install})`
+  process.stderr.write(`\n*** SKIPPED: ${message} ***\n\n`)
+  if (process.env.CI) {
+    test(`${what} is installed (required when CI is set)`, () => {
+      throw new Error(message)
+    })
+  } else {
+    test(`${what} integration tests`, { skip: message }, () => {})
+  }
+}
+
+/** Runs `file args` as `user` when this process is root (PostgreSQL refuses to run as root), else as is. */
+function runAs(user, file, args, options = {}) {
+  const [cmd, argv] = process.getuid && process.getuid() === 0 ? ['runuser', ['-u', user, '--', file, ...args]] : [file, args]
+  const r = spawnSync(cmd, argv, { encoding: 'utf8', timeout: 120_000, ...options })
+  if (r.status !== 0) {
+    throw new Error(`${file} ${args.join(' ')} exited ${r.status ?? r.signal}: ${r.error ?? ''}${r.stdout}${r.stderr}`)
+  }
+  return r
+}
+
+/** PostgreSQL's server binaries: the newest Debian version's, else those on the PATH. */
+function postgresBinDir() {
+  const base = '/usr/lib/postgresql'
+  let versions = []
+  try {
+    versions = fs.readdirSync(base).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a))
+  } catch {
+    // Not Debian's layout.
+  }
+  for (const v of versions) {
+    const dir = path.join(base, v, 'bin')
+    if (findExecutable([path.join(dir, 'initdb')]) && findExecutable([path.join(dir, 'pg_ctl')])) return dir
+  }
+  const initdb = onPath('initdb')
+  return initdb && onPath('pg_ctl') ? path.dirname(initdb) : undefined
+}
+
+/**
+ * Starts a throwaway PostgreSQL cluster on a free loopback port: trust auth for the user `snowid`, no fsync.
+ * Returns `{ port, host, user, database, stop() }`, or `undefined` when PostgreSQL is not installed.
+ */
+async function startPostgres() {
+  const bin = postgresBinDir()
+  if (!bin) return undefined
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-pg-'))
+  const data = path.join(root, 'data')
+  const asRoot = process.getuid && process.getuid() === 0
+  if (asRoot) {
+    const ids = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' })
+    if (ids.status !== 0) throw new Error('running as root, but there is no postgres user to run PostgreSQL as')
+    const uid = Number(ids.stdout.trim())
+    const gid = Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim())
+    fs.chownSync(root, uid, gid)
+  }
+  runAs('postgres', path.join(bin, 'initdb'), ['-D', data, '-U', 'snowid', '--auth=trust', '-E', 'UTF8', '--no-sync'])
+  const port = await freePort()
+  const options = [
+    `-p ${port}`,
+    '-c listen_addresses=127.0.0.1',
+    `-c unix_socket_directories=${root}`,
+    '-c fsync=off',
+    '-c synchronous_commit=off',
+    '-c full_page_writes=off',
+  ].join(' ')
+  runAs('postgres', path.join(bin, 'pg_ctl'), ['-D', data, '-l', path.join(root, 'log'), '-o', options, '-w', '-t', '60', 'start'])
+  return {
+    host: '127.0.0.1',
+    port,
+    user: 'snowid',
+    database: 'postgres',
+    stop() {
+      try {
+        runAs('postgres', path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop'])
+      } finally {
+        fs.rmSync(root, { recursive: true, force: true })
+      }
+    },
+  }
+}
+
+module.exports = { freePort, findExecutable, onPath, reportMissing, runAs, startPostgres }
