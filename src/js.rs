@@ -894,6 +894,26 @@ impl Snowflake {
         Ok(IdBigInt(self.generator.layout().max_id_at(at, "time")))
     }
 
+    /// For `snowid/redis`: sets the lease deadline (Unix ms; no id from then on, 0 stops at once) and takes in the
+    /// mark an earlier holder left (Unix ms; ids at or before it are never issued). Not part of the typed API.
+    #[napi(js_name = "_fence", skip_typescript)]
+    pub fn fence(&self, env: Env, deadline: f64, mark: Option<f64>) -> Result<()> {
+        let ms = |n: f64, what: &str| {
+            if n.is_finite() && n.fract() == 0.0 && (0.0..9_007_199_254_740_992.0).contains(&n) {
+                Ok(n as u64)
+            } else {
+                let e = CoreError::range_error(Code::InvalidArgument, what, "whole Unix ms", &crate::core::config::js_number(n));
+                Err(raise(env.raw(), &e))
+            }
+        };
+        let deadline = ms(deadline, "deadline")?;
+        if let Some(mark) = mark {
+            self.generator.absorb_mark(ms(mark, "mark")?);
+        }
+        self.generator.set_deadline(deadline);
+        Ok(())
+    }
+
     /// This generator's effective configuration and where each value came from.
     #[napi]
     pub fn config(&self) -> SnowidConfig {

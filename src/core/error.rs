@@ -16,6 +16,7 @@ pub enum Code {
     NoFreeWorkerId,
     LeaseDir,
     LeaseCorrupt,
+    LeaseLost,
 }
 
 impl Code {
@@ -31,6 +32,7 @@ impl Code {
             Code::NoFreeWorkerId => "ERR_SNOWID_NO_FREE_WORKER_ID",
             Code::LeaseDir => "ERR_SNOWID_LEASE_DIR",
             Code::LeaseCorrupt => "ERR_SNOWID_LEASE_CORRUPT",
+            Code::LeaseLost => "ERR_SNOWID_LEASE_LOST",
         }
     }
 }

@@ -130,6 +130,9 @@ pub struct State {
     /// Unix ms up to which ids under the current clockBack are covered by a stored mark.
     reserved_until: u64,
     store: Option<Arc<dyn MarkStore>>,
+    /// Unix ms from which no id may be issued: the deadline of a lease held elsewhere (Redis), renewed from
+    /// outside. `u64::MAX` when there is none.
+    deadline: u64,
     stats: Stats,
 }
 
@@ -146,6 +149,7 @@ impl State {
             earlier: Vec::new(),
             reserved_until: u64::MAX,
             store: None,
+            deadline: u64::MAX,
             stats: Stats::default(),
         }
     }
@@ -325,9 +329,9 @@ impl<C: Clock> Generator<C> {
         let mut st = self.state.lock();
         let now = self.clock.now_ms();
         // The two common cases, straight from `run`'s rules: a later ms that the stored mark already covers, or the
-        // same ms with sequence values left. Everything else (waits, borrowing, steps back, marks, errors) is
-        // `run`'s.
-        if let Some(t) = now.checked_sub(self.epoch) {
+        // same ms with sequence values left, both before any lease deadline. Everything else (waits, borrowing,
+        // steps back, marks, deadlines, errors) is `run`'s.
+        if let (Some(t), true) = (now.checked_sub(self.epoch), now < st.deadline) {
             if t > st.last && t <= self.max_timestamp && now <= st.reserved_until {
                 st.last = t;
                 st.next_seq = 1;
@@ -369,6 +373,9 @@ impl<C: Clock> Generator<C> {
         let mut spun = false;
         loop {
             let now = self.clock.now_ms();
+            if now >= st.deadline {
+                return Err(self.lease_lost(st, now));
+            }
             let Some(t) = now.checked_sub(self.epoch) else {
                 return Err(self.before_epoch(now));
             };
@@ -490,6 +497,51 @@ impl<C: Clock> Generator<C> {
         )
     }
 
+    #[cold]
+    fn lease_lost(&self, st: &State, now: u64) -> Error {
+        let d = st.deadline;
+        let found = if d == 0 {
+            "a lease that was released or lost".to_string()
+        } else {
+            format!("its deadline {d} ({}) passed {} ms ago, so another process may hold the slot now", format_iso(d), now - d)
+        };
+        Error::new(
+            Code::LeaseLost,
+            Class::Error,
+            format!(
+                "lease: expected a confirmed lease on datacenterId {} workerId {}, found {found}",
+                self.settings.datacenter_id, self.settings.worker_id
+            ),
+        )
+    }
+
+    /// Sets the lease deadline: no id is issued once the clock reads `deadline` (Unix ms) or later. `0` stops the
+    /// generator at once.
+    pub fn set_deadline(&self, deadline: u64) {
+        self.state.lock().deadline = deadline;
+    }
+
+    /// Takes in the mark another holder of the slot left: it may have issued ids at any clockBack up to Unix ms
+    /// `until`. No id at or before `until` is issued from here on, under any clockBack value.
+    pub fn absorb_mark(&self, until: u64) {
+        let mut st = self.state.lock();
+        let Some(t) = until.checked_sub(self.epoch) else {
+            return;
+        };
+        if t >= st.last {
+            // As if this state had used up the ms `until`: the next id is in a later ms, and a clock behind it is a
+            // step back, which the clock-back policy handles.
+            st.last = t;
+            st.next_seq = self.max_sequence + 1;
+        }
+        for c in 0..=self.clock_back_mask {
+            match st.earlier.iter_mut().find(|(ec, _)| *ec == c) {
+                Some((_, m)) => *m = (*m).max(until),
+                None => st.earlier.push((c, until)),
+            }
+        }
+    }
+
     fn before_epoch(&self, now: u64) -> Error {
         Error::new(
             Code::ClockBackwards,
@@ -595,6 +647,55 @@ pub(crate) mod tests {
 
     fn fields(g: &Generator<FakeClock>, id: u64) -> Fields {
         g.layout().unpack(id)
+    }
+
+    #[test]
+    fn no_id_at_or_past_the_lease_deadline_on_any_path() {
+        let clock = FakeClock::at(NOW);
+        let g = generator(ClockBackPolicy::Bits, &clock);
+        g.set_deadline(NOW + 2);
+        g.next_id().unwrap();
+        g.next_id().unwrap(); // same ms
+        clock.set(NOW + 1);
+        g.next_id().unwrap(); // later ms
+        let mut batch = [0u64; 3];
+        g.fill(&mut batch).unwrap();
+        // The deadline reached: the same-ms path, the later-ms path, batches and clock steps back all refuse.
+        clock.set(NOW + 2);
+        let e = g.next_id().unwrap_err();
+        assert_eq!((e.code(), e.class()), (Code::LeaseLost, Class::Error));
+        assert!(e.message().starts_with("lease: expected a confirmed lease on datacenterId 1 workerId 3, found its deadline"), "{e}");
+        assert!(e.message().contains("passed 0 ms ago"), "{e}");
+        assert_eq!(g.fill(&mut batch).unwrap_err().code(), Code::LeaseLost);
+        clock.set(NOW + 5000);
+        assert!(g.next_id().unwrap_err().message().contains("passed 4998 ms ago"));
+        // A renewal moves the deadline on; 0 stops at once.
+        clock.set(NOW + 5000);
+        g.set_deadline(NOW + 6000);
+        g.next_id().unwrap();
+        g.set_deadline(0);
+        assert!(g.next_id().unwrap_err().message().contains("released or lost"));
+    }
+
+    #[test]
+    fn an_absorbed_mark_is_never_issued_under_again() {
+        let clock = FakeClock::at(NOW);
+        let g = generator(ClockBackPolicy::Bits, &clock);
+        let before = g.next_id().unwrap();
+        // Another holder issued up to NOW + 10 (its clock ran ahead of ours).
+        g.absorb_mark(NOW + 10);
+        // Our clock, 10 ms behind the mark, is a step back with every clockBack value reserved: refused.
+        let e = g.next_id().unwrap_err();
+        assert_eq!(e.code(), Code::ClockBackwards, "{e}");
+        // (At the mark's own ms it would wait for the next ms, as for any full ms.)
+        clock.set(NOW + 11);
+        let f = fields(&g, g.next_id().unwrap());
+        assert_eq!((f.timestamp, f.clock_back, f.sequence), (NOW + 11 - DEFAULT_EPOCH, 0, 0));
+        // An older mark changes nothing.
+        g.absorb_mark(NOW - 1000);
+        let next = g.next_id().unwrap();
+        assert!(next > before);
+        assert_eq!(fields(&g, next).sequence, 1);
     }
 
     #[test]
