@@ -4,7 +4,7 @@
 // directory, and stops it when done. Where the server is not installed, the tests are skipped loudly, except under
 // CI, where a skip is a failure.
 
-const { spawnSync } = require('node:child_process')
+const { spawn, spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const net = require('node:net')
 const os = require('node:os')
@@ -127,4 +127,57 @@ async function startPostgres() {
   }
 }
 
-module.exports = { freePort, findExecutable, onPath, reportMissing, runAs, startPostgres }
+/** Waits until something accepts TCP connections on 127.0.0.1:`port`. */
+async function waitForPort(port, timeoutMs = 10_000) {
+  const until = Date.now() + timeoutMs
+  for (;;) {
+    const ok = await new Promise((resolve) => {
+      const socket = net.connect(port, '127.0.0.1')
+      socket.once('connect', () => {
+        socket.destroy()
+        resolve(true)
+      })
+      socket.once('error', () => resolve(false))
+    })
+    if (ok) return
+    if (Date.now() > until) throw new Error(`nothing listens on 127.0.0.1:${port} after ${timeoutMs} ms`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+/**
+ * Starts a redis-server on a free loopback port with persistence off, so that a restart loses every key.
+ * Returns `{ port, url, stop(), restart() }`, or `undefined` when redis-server is not installed.
+ */
+async function startRedis() {
+  const bin = onPath('redis-server') || findExecutable(['/usr/bin/redis-server', '/usr/local/bin/redis-server'])
+  if (!bin) return undefined
+  const port = await freePort()
+  let child
+  const launch = async () => {
+    child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
+      stdio: 'ignore',
+    })
+    await waitForPort(port)
+  }
+  const kill = () =>
+    new Promise((resolve) => {
+      if (!child || child.exitCode !== null || child.signalCode !== null) return resolve()
+      child.once('exit', () => resolve())
+      child.kill('SIGKILL')
+    })
+  await launch()
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    stop: kill,
+    /** Kills the server (its data is gone), waits `downMs`, and starts an empty one on the same port. */
+    async restart(downMs = 0) {
+      await kill()
+      await new Promise((r) => setTimeout(r, downMs))
+      await launch()
+    },
+  }
+}
+
+module.exports = { freePort, findExecutable, onPath, reportMissing, runAs, startPostgres, startRedis, waitForPort }

@@ -88,3 +88,21 @@ const back: bigint = parse(b62, 'base62')
 encode(id, 'base64')
 const genAt: number = gen.timestampOf(id)
 const genRange: bigint[] = [gen.minIdAt(at), gen.maxIdAt(new Date(at))]
+
+import { acquireWorkerId, configureWorkerId, RedisLease } from 'snowid/redis'
+import type { AcquireOptions, SnowidRedisError } from 'snowid/redis'
+declare const ioredisLike: { call(command: string, ...args: Array<string | number>): Promise<unknown> }
+const redisOptions: AcquireOptions = { client: ioredisLike, datacenterId: 1, keyPrefix: 'app', ttlMs: 10000, waitMs: 5000, snowflake: { maxLeadMs: 5 } }
+async function useLease(): Promise<bigint> {
+  const lease: RedisLease = await acquireWorkerId(redisOptions)
+  lease.on('lost', (err: SnowidRedisError) => err.code)
+  lease.on('renewed', ({ deadline }) => deadline + 1)
+  const wid: number = lease.workerId
+  const next: bigint = lease.snowflake.nextId()
+  await lease.release()
+  await configureWorkerId({ client: ioredisLike })
+  // @ts-expect-error: the lease decides the worker id
+  await acquireWorkerId({ client: ioredisLike, snowflake: { workerId: 3 } })
+  return next + BigInt(wid)
+}
+useLease()

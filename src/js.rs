@@ -895,9 +895,10 @@ impl Snowflake {
     }
 
     /// For `snowid/redis`: sets the lease deadline (Unix ms; no id from then on, 0 stops at once) and takes in the
-    /// mark an earlier holder left (Unix ms; ids at or before it are never issued). Not part of the typed API.
+    /// mark an earlier holder left (Unix ms; ids at or before it are never issued). Returns the Unix ms of the last
+    /// id issued. Not part of the typed API.
     #[napi(js_name = "_fence", skip_typescript)]
-    pub fn fence(&self, env: Env, deadline: f64, mark: Option<f64>) -> Result<()> {
+    pub fn fence(&self, env: Env, deadline: f64, mark: Option<f64>) -> Result<f64> {
         let ms = |n: f64, what: &str| {
             if n.is_finite() && n.fract() == 0.0 && (0.0..9_007_199_254_740_992.0).contains(&n) {
                 Ok(n as u64)
@@ -911,7 +912,7 @@ impl Snowflake {
             self.generator.absorb_mark(ms(mark, "mark")?);
         }
         self.generator.set_deadline(deadline);
-        Ok(())
+        Ok(self.generator.last_ms() as f64)
     }
 
     /// This generator's effective configuration and where each value came from.

@@ -521,6 +521,11 @@ impl<C: Clock> Generator<C> {
         self.state.lock().deadline = deadline;
     }
 
+    /// The Unix ms of the last id issued (or of the last mark taken in): no id of this state is stamped later.
+    pub fn last_ms(&self) -> u64 {
+        self.state.lock().last + self.epoch
+    }
+
     /// Takes in the mark another holder of the slot left: it may have issued ids at any clockBack up to Unix ms
     /// `until`. No id at or before `until` is issued from here on, under any clockBack value.
     pub fn absorb_mark(&self, until: u64) {
