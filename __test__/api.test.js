@@ -12,14 +12,7 @@ const { ArticleSnowflake, articleFormula } = require('../benchmark/article.js')
 
 const MAX_ID = 2n ** 63n - 1n
 
-function expectError(fn, { name, code, message }) {
-  assert.throws(fn, (err) => {
-    assert.equal(err.constructor.name, name, err.message)
-    assert.equal(err.code, code)
-    if (message) assert.match(err.message, message)
-    return true
-  })
-}
+const { expectError } = require('./helpers.js')
 
 test('nextId returns a positive 63-bit bigint and nextIdString its decimal form', () => {
   const a = snowid.nextId()

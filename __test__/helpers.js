@@ -1,5 +1,6 @@
 'use strict'
 
+const assert = require('node:assert/strict')
 const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
@@ -48,4 +49,14 @@ function runCli(args, extraEnv = {}) {
   return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr }
 }
 
-module.exports = { ROOT, cleanEnv, freshLeaseDir, runNode, runCli }
+/** Asserts that `fn` throws an error of the class named `name`, with `code`, and a message matching `message`. */
+function expectError(fn, { name, code, message }) {
+  assert.throws(fn, (err) => {
+    assert.equal(err.constructor.name, name, err.message)
+    assert.equal(err.code, code)
+    if (message) assert.match(err.message, message)
+    return true
+  })
+}
+
+module.exports = { ROOT, cleanEnv, freshLeaseDir, runNode, runCli, expectError }

@@ -9,20 +9,12 @@ process.env.SNOWID_LEASE_DIR = require('./helpers.js').freshLeaseDir()
 
 const snowid = require('..')
 const { Snowflake } = snowid
-const { runNode } = require('./helpers.js')
+const { runNode, expectError } = require('./helpers.js')
 
 const MAX_ID = 2n ** 63n - 1n
 const ENCODINGS = { base62: 11, base36: 13, hex: 16 }
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 
-function expectError(fn, { name, code, message }) {
-  assert.throws(fn, (err) => {
-    assert.equal(err.constructor.name, name, err.message)
-    assert.equal(err.code, code)
-    if (message) assert.match(err.message, message)
-    return true
-  })
-}
 
 /** Deterministic random ids of every magnitude (xorshift64). */
 function* randomIds(count, seed = 0x9e3779b97f4a7c15n) {
