@@ -101,6 +101,12 @@ function withTimeout(promise, ms, what) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** The lease key and the marks key of a slot. */
+function slotKeys(o, workerId) {
+  const base = `{${o.keyPrefix}}:${o.datacenterId}:${workerId}`
+  return [`${base}:lease`, `${base}:marks`]
+}
+
 function integerOption(options, name, min, max, fallback) {
   const v = options[name]
   if (v === undefined) return fallback
@@ -206,8 +212,12 @@ class RedisLease extends EventEmitter {
   }
 
   get #keys() {
-    const base = `{${this.#o.keyPrefix}}:${this.datacenterId}:${this.workerId}`
-    return [`${base}:lease`, `${base}:marks`]
+    return slotKeys(this.#o, this.workerId)
+  }
+
+  /** Internal: holds the slot, renewing it without a mark, until it may be used (see `holdUntilUsable`). */
+  _hold(mark) {
+    return holdUntilUsable(this.#o, mark, () => this.#renew({ withMark: false }))
   }
 
   /** Renews the lease once: raises the mark past the new deadline, extends the key, then moves the deadline. */
@@ -298,7 +308,7 @@ class RedisLease extends EventEmitter {
           if (workerId !== this.workerId) this.snowflake = null
           this.workerId = workerId
           this.#token = token
-          await holdUntilUsable(this.#o, mark, () => this.#renew({ withMark: false }))
+          await this._hold(mark)
           await this.start(mark)
           this.emit('reacquired', this)
           return
@@ -365,10 +375,10 @@ async function takeSlot(o, preferred = -1, only = false) {
   if (!reply) return null
   const [workerId, until, clockBack] = reply
   const w = Number(workerId)
-  const base = `{${o.keyPrefix}}:${o.datacenterId}:${w}`
+  const keys = slotKeys(o, w)
   const bad = (found) => {
-    o.run(RELEASE, [`${base}:lease`, `${base}:marks`], [token, '']).catch(() => {})
-    return codedError(Error, 'ERR_SNOWID_LEASE_CORRUPT', `lease: expected ${base}:marks to be a hash with a whole number of ms in until, found ${found}; the key is left as found`)
+    o.run(RELEASE, keys, [token, '']).catch(() => {})
+    return codedError(Error, 'ERR_SNOWID_LEASE_CORRUPT', `lease: expected ${keys[1]} to be a hash with a whole number of ms in until, found ${found}; the key is left as found`)
   }
   if (until === 'corrupt') throw bad(`a key Redis cannot read as a hash (${clockBack})`)
   if (until === null || until === undefined || until === false) {
@@ -390,11 +400,8 @@ async function acquire(options, onDefault) {
     const taken = await takeSlot(o)
     if (taken) {
       const lease = new RedisLease(o, taken.workerId, taken.token, null, onDefault)
-      const keys = [`{${o.keyPrefix}}:${o.datacenterId}:${taken.workerId}:lease`, `{${o.keyPrefix}}:${o.datacenterId}:${taken.workerId}:marks`]
-      const renewBare = () =>
-        withTimeout(o.run(RENEW, keys, [taken.token, o.ttlMs, '', 0]), Math.max(o.ttlMs / 3, 50), 'renew').then((r) => Number(r) === 1)
       try {
-        await holdUntilUsable(o, taken.mark, renewBare)
+        await lease._hold(taken.mark)
         if (onDefault) onDefault(lease)
         return await lease.start(taken.mark)
       } catch (err) {

@@ -899,14 +899,7 @@ impl Snowflake {
     /// id issued. Not part of the typed API.
     #[napi(js_name = "_fence", skip_typescript)]
     pub fn fence(&self, env: Env, deadline: f64, mark: Option<f64>) -> Result<f64> {
-        let ms = |n: f64, what: &str| {
-            if n.is_finite() && n.fract() == 0.0 && (0.0..9_007_199_254_740_992.0).contains(&n) {
-                Ok(n as u64)
-            } else {
-                let e = CoreError::range_error(Code::InvalidArgument, what, "whole Unix ms", &crate::core::config::js_number(n));
-                Err(raise(env.raw(), &e))
-            }
-        };
+        let ms = |n: f64, what: &str| time_arg(&OptionValue::Number(n), what).map_err(|e| raise(env.raw(), &e));
         let deadline = ms(deadline, "deadline")?;
         if let Some(mark) = mark {
             self.generator.absorb_mark(ms(mark, "mark")?);
