@@ -155,10 +155,12 @@ async function startRedis() {
   const port = await freePort()
   let child
   const launch = async () => {
+    const spawnedAt = Date.now()
     child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
       stdio: 'ignore',
     })
     await waitForPort(port)
+    return spawnedAt
   }
   const kill = () =>
     new Promise((resolve) => {
@@ -171,11 +173,14 @@ async function startRedis() {
     port,
     url: `redis://127.0.0.1:${port}`,
     stop: kill,
-    /** Kills the server (its data is gone), waits `downMs`, and starts an empty one on the same port. */
+    /**
+     * Kills the server (its data is gone), waits `downMs`, and starts an empty one on the same port. Resolves to the
+     * `Date.now()` just before the new server was spawned: no client can have reached it earlier.
+     */
     async restart(downMs = 0) {
       await kill()
       await new Promise((r) => setTimeout(r, downMs))
-      await launch()
+      return launch()
     },
   }
 }
