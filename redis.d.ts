@@ -49,10 +49,11 @@ export interface SnowidRedisError extends Error {
 /** A (datacenterId, workerId) slot leased from Redis, renewed in the background. */
 export declare class RedisLease extends EventEmitter {
   readonly datacenterId: number
-  /** The worker id held. It changes only when the lease is lost and another slot is taken (`reacquired`). */
+  /** The worker id in use. It changes only when the lease is lost and another slot is taken, and then together
+   * with `snowflake`, at `reacquired`. */
   readonly workerId: number
-  /** A generator bound to the slot. Past the lease's deadline it throws `ERR_SNOWID_LEASE_LOST`. After a loss that
-   * ends in another slot, this is a new generator. */
+  /** A generator bound to the slot. Past the lease's deadline it throws `ERR_SNOWID_LEASE_LOST`, and goes on doing
+   * so after a loss until the slot is taken again. After a loss that ends in another slot, this is a new generator. */
   readonly snowflake: Snowflake
   /** Unix ms until which ids may be issued: the last confirmed expiry less `marginMs`. 0 once lost or released. */
   readonly deadline: number
@@ -60,6 +61,9 @@ export declare class RedisLease extends EventEmitter {
   release(): Promise<void>
 
   on(event: 'renewed', listener: (info: { deadline: number }) => void): this
+  /** 'renewFailed': a renewal Redis did not answer (the lease keeps trying until its deadline), or, after a loss,
+   * a failed attempt to take a slot again (`ERR_SNOWID_CLOCK_BACKWARDS` for a slot whose mark is further ahead than
+   * a TTL; the attempts go on, except after `ERR_SNOWID_LEASE_CORRUPT`). */
   on(event: 'renewFailed', listener: (err: SnowidRedisError) => void): this
   on(event: 'lost', listener: (err: SnowidRedisError) => void): this
   on(event: 'reacquired', listener: (lease: RedisLease) => void): this

@@ -181,8 +181,9 @@ function readOptions(options) {
 }
 
 /**
- * A worker-id slot leased from Redis. Emits 'renewed' ({ deadline }), 'renewFailed' (error: Redis did not answer;
- * the lease keeps trying until its deadline), 'lost' (error) and 'reacquired' (lease).
+ * A worker-id slot leased from Redis. Emits 'renewed' ({ deadline }), 'renewFailed' (error: a renewal Redis did not
+ * answer, the lease keeps trying until its deadline; or, after a loss, a failed attempt to take a slot again),
+ * 'lost' (error) and 'reacquired' (lease).
  */
 class RedisLease extends EventEmitter {
   #o
@@ -192,12 +193,16 @@ class RedisLease extends EventEmitter {
   #released = false
   #renewing = false
   #onDefault
+  // The worker id whose lease key #token holds. It differs from `workerId` only while a lost lease is taking
+  // another slot: `workerId` and `snowflake` move to it together, once it may be used.
+  #slot
 
   constructor(o, workerId, token, snowflake, onDefault) {
     super()
     this.#o = o
     this.#token = token
     this.#onDefault = onDefault
+    this.#slot = workerId
     /** The datacenter id of the slot. */
     this.datacenterId = o.datacenterId
     /** The worker id of the slot. */
@@ -212,7 +217,7 @@ class RedisLease extends EventEmitter {
   }
 
   get #keys() {
-    return slotKeys(this.#o, this.workerId)
+    return slotKeys(this.#o, this.#slot)
   }
 
   /** Internal: holds the slot, renewing it without a mark, until it may be used (see `holdUntilUsable`). */
@@ -227,7 +232,7 @@ class RedisLease extends EventEmitter {
     const deadline = sent + ttlMs - marginMs
     // The generator issues ids stamped at most maxLeadMs past the clock, and only before the deadline.
     const until = withMark ? String(deadline + maxLeadMs) : ''
-    const clockBack = this.snowflake ? this.snowflake.stats().clockBack : 0
+    const clockBack = this.snowflake && this.workerId === this.#slot ? this.snowflake.stats().clockBack : 0
     const reply = Number(await withTimeout(run(RENEW, this.#keys, [this.#token, ttlMs, until, clockBack]), Math.max(ttlMs / 3, 50), 'renew'))
     if (reply === 1) return deadline
     if (reply === -1) {
@@ -240,10 +245,15 @@ class RedisLease extends EventEmitter {
   async start(mark) {
     const deadline = await this.#renew()
     if (!deadline) throw codedError(Error, 'ERR_SNOWID_LEASE_LOST', `lease: the slot ${this.#keys[0]} was lost before it was used`)
-    if (!this.snowflake) {
-      this.snowflake = new snowid.Snowflake({ ...this.#o.snowflake, datacenterId: this.datacenterId, workerId: this.workerId, lease: false })
+    // release() may have run while the renewal was out: the slot is given back, so no generator may be opened on it.
+    if (this.#released) throw codedError(Error, 'ERR_SNOWID_LEASE_LOST', `lease: released before the slot ${this.#keys[0]} was used`)
+    let snowflake = this.snowflake
+    if (!snowflake || this.workerId !== this.#slot) {
+      snowflake = new snowid.Snowflake({ ...this.#o.snowflake, datacenterId: this.datacenterId, workerId: this.#slot, lease: false })
     }
-    this.snowflake._fence(deadline, mark)
+    snowflake._fence(deadline, mark)
+    this.workerId = this.#slot
+    this.snowflake = snowflake
     this.#deadline = deadline
     this.#schedule()
     return this
@@ -297,27 +307,32 @@ class RedisLease extends EventEmitter {
     if (this.#o.reacquire && !this.#released) this.#reacquire()
   }
 
-  /** Takes a slot again after a loss: this one when it is free, else (unless bound to the default generator) another. */
+  /**
+   * Takes a slot again after a loss: this one when it is free, else (unless bound to the default generator) another.
+   * Until then `snowflake` stays the fenced generator of the lost slot, so it throws ERR_SNOWID_LEASE_LOST. Each
+   * failed attempt is reported as 'renewFailed', and a slot taken but not brought into use is given back at once.
+   */
   async #reacquire() {
     const delay = Math.max(Math.floor(this.#o.ttlMs / 10), 20)
     while (!this.#released) {
+      let taken = null
       try {
-        const taken = await takeSlot(this.#o, this.workerId, Boolean(this.#onDefault))
+        taken = await takeSlot(this.#o, this.workerId, Boolean(this.#onDefault))
         if (taken) {
-          const { workerId, mark, token } = taken
-          if (workerId !== this.workerId) this.snowflake = null
-          this.workerId = workerId
-          this.#token = token
-          await this._hold(mark)
-          await this.start(mark)
+          this.#slot = taken.workerId
+          this.#token = taken.token
+          if (this.#released) return await this.#o.run(RELEASE, this.#keys, [taken.token, '']).catch(() => {})
+          await this._hold(taken.mark)
+          await this.start(taken.mark)
           this.emit('reacquired', this)
           return
         }
       } catch (err) {
-        if (err && err.code === 'ERR_SNOWID_LEASE_CORRUPT') {
-          this.emit('renewFailed', err)
-          return
-        }
+        if (taken) await this.#o.run(RELEASE, this.#keys, [taken.token, '']).catch(() => {})
+        if (this.#released) return
+        const coded = err && typeof err.code === 'string' && err.code.startsWith('ERR_SNOWID_')
+        this.emit('renewFailed', coded ? err : codedError(Error, 'ERR_SNOWID_REDIS_UNAVAILABLE', `reacquire: ${err && err.message}`, err))
+        if (coded && err.code === 'ERR_SNOWID_LEASE_CORRUPT') return
       }
       await sleep(delay)
     }
@@ -328,7 +343,10 @@ class RedisLease extends EventEmitter {
     if (this.#released) return
     this.#released = true
     clearTimeout(this.#timer)
-    const last = this.snowflake ? String(this.snowflake._fence(0)) : ''
+    const stopped = this.snowflake ? this.snowflake._fence(0) : 0
+    // The mark is lowered only to the last id of a generator in use on the slot held: after a loss, the slot being
+    // re-taken keeps the mark it has (another holder may have issued ids past this generator's last one meanwhile).
+    const last = this.#deadline > 0 ? String(stopped) : ''
     this.#deadline = 0
     await this.#o.run(RELEASE, this.#keys, [this.#token, last]).catch(() => {})
   }

@@ -5,6 +5,7 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const { spawn } = require('node:child_process')
+const { once } = require('node:events')
 const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
@@ -101,6 +102,39 @@ async function connect(kind, port) {
   client.on('error', () => {})
   await client.connect().catch(() => {})
   return { client, raw: (...args) => client.sendCommand(args.map(String)), close: () => client.destroy() }
+}
+
+/** `client` as snowid/redis sees it, with `hook(args, reply)` run on every reply before the caller gets it. */
+function hookReplies(kind, client, hook) {
+  if (kind === 'ioredis') return { call: async (...args) => hook(args, await client.call(...args)) }
+  return { isOpen: true, sendCommand: async (args) => hook(args, await client.sendCommand(args)) }
+}
+
+/** Resolves once `pred()` is true, polling every 10 ms; rejects after `ms`. */
+async function until(pred, ms, what) {
+  const end = Date.now() + ms
+  while (!(await pred())) {
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`)
+    await sleep(10)
+  }
+}
+
+/**
+ * A lease on slot 0 of a 2-slot datacenter (slot 0 seeded with a past mark, so it is used at once), then lost: another
+ * holder takes slot 0's key, as if this process had stalled past its TTL. Resolves once the lease has emitted 'lost'.
+ */
+async function lostLease({ client, raw, prefix, ttlMs, events }) {
+  const key = (w, kind) => `{${prefix}}:5:${w}:${kind}`
+  await raw('HSET', key(0, 'marks'), 'until', String(Date.now() - 1))
+  const lease = await acquireWorkerId({ client, datacenterId: 5, ttlMs, keyPrefix: prefix, snowflake: { workerBits: 1 } })
+  for (const name of ['lost', 'renewFailed', 'reacquired']) lease.on(name, (x) => events.push({ name, x, at: Date.now() }))
+  assert.equal(lease.workerId, 0)
+  const last = lease.snowflake.nextId()
+  const lost = once(lease, 'lost')
+  await raw('SET', key(0, 'lease'), 'another-holder', 'PX', '60000')
+  const [err] = await lost
+  assert.equal(err.code, 'ERR_SNOWID_LEASE_LOST')
+  return { lease, last, key }
 }
 
 async function main() {
@@ -243,8 +277,6 @@ async function main() {
           await Promise.all(procs.map((p) => p.stop()))
           for (const [i, p] of procs.entries()) {
             assert.ok(p.events.some((e) => e.event === 'refused' && e.code === 'ERR_SNOWID_LEASE_LOST'), `holder ${i} stopped while Redis was away`)
-            const after = p.ids().filter((id) => snowid.timestampOf(id) > back[i].at)
-            assert.ok(after.length > 0, `holder ${i} issued ids again after recovering`)
             // A slot with no history (Redis lost it) is held one TTL before use.
             assert.ok(back[i].at - restartedAt >= 800, `holder ${i} recovered ${back[i].at - restartedAt} ms after the restart`)
           }
@@ -253,6 +285,97 @@ async function main() {
           tt.diagnostic(`${ids.length} ids from 3 holders across a restart, 0 duplicates; recovered after ${back.map((e) => e.at - restartedAt).join(', ')} ms`)
         } finally {
           await Promise.all(procs.map((p) => p.stop()))
+        }
+      })
+
+      await t.test('a lost lease refuses ids until it holds a slot again, and gives back at once a slot it cannot use', async () => {
+        const { client, raw, close } = await connect(kind, redis.port)
+        const events = []
+        let lease
+        try {
+          const ttlMs = 2000
+          // Slot 1 carries a mark further ahead of this host's clock than a TTL: taking it fails until the clock nears it.
+          await raw('HSET', '{move}:5:1:marks', 'until', String(Date.now() + 20 * ttlMs))
+          const lost = await lostLease({ client, raw, prefix: 'move', ttlMs, events })
+          lease = lost.lease
+          const first = lease.snowflake
+          await until(() => events.some((e) => e.name === 'renewFailed'), 10_000, 'a failed attempt on slot 1')
+          const failed = events.find((e) => e.name === 'renewFailed').x
+          assert.equal(failed.code, 'ERR_SNOWID_CLOCK_BACKWARDS', failed.message)
+          // Meanwhile the lease still shows the lost slot, whose generator refuses (it is not null, nor slot 1's).
+          assert.equal(lease.workerId, 0)
+          assert.equal(lease.snowflake, first)
+          assert.throws(() => lease.snowflake.nextId(), { code: 'ERR_SNOWID_LEASE_LOST' })
+          // Slot 1 was given back after the failed attempt, not left held until its TTL ran out: another process can
+          // take it (a later attempt holds it only for the length of one script call).
+          let taken = false
+          for (let i = 0; i < 10 && !taken; i++) {
+            taken = (await raw('SET', '{move}:5:1:lease', 'probe', 'NX', 'PX', '60000')) !== null
+            if (!taken) await sleep(20)
+          }
+          assert.ok(taken, 'slot 1 is free between attempts')
+          // Slot 0 comes free: the lease takes it back, with the same generator, past every id it made.
+          const back = once(lease, 'reacquired')
+          await raw('DEL', '{move}:5:0:lease')
+          await back
+          assert.equal(lease.workerId, 0)
+          assert.equal(lease.snowflake, first)
+          assert.ok(lease.snowflake.nextId() > lost.last)
+          assert.deepEqual(
+            events.map((e) => e.name).filter((n, i, all) => n !== all[i - 1]),
+            ['lost', 'renewFailed', 'reacquired'],
+          )
+        } finally {
+          if (lease) await lease.release()
+          close()
+        }
+      })
+
+      await t.test('release() while a lost lease is taking a slot again: no generator opens, no mark is lowered, nothing stays held', async () => {
+        const { client, raw, close } = await connect(kind, redis.port)
+        const ttlMs = 2000
+        try {
+          // 1. Released while it holds slot 1 before use (slot 1's mark, left by another holder, is 1.5 s ahead).
+          const mark = String(Date.now() + 1500)
+          await raw('HSET', '{rel}:5:1:marks', 'until', mark)
+          let events = []
+          const a = await lostLease({ client, raw, prefix: 'rel', ttlMs, events })
+          await until(async () => (await raw('EXISTS', '{rel}:5:1:lease')) === 1, 10_000, 'slot 1 taken')
+          await a.lease.release()
+          assert.equal(await raw('EXISTS', '{rel}:5:1:lease'), 0)
+          assert.equal(await raw('HGET', '{rel}:5:1:marks', 'until'), mark, "slot 1's mark is not lowered to the lost generator's last id")
+          await sleep(1800)
+          assert.deepEqual(events.map((e) => e.name), ['lost'])
+          assert.throws(() => a.lease.snowflake.nextId(), { code: 'ERR_SNOWID_LEASE_LOST' })
+          assert.equal(a.lease.workerId, 0)
+
+          // 2. Released while the renewal that would bring slot 1 into use is on its way back.
+          await raw('DEL', '{rel}:5:0:lease', '{rel}:5:0:marks', '{rel}:5:1:marks')
+          await raw('HSET', '{rel}:5:1:marks', 'until', String(Date.now() - 1))
+          let gate = null
+          let opened
+          const gated = hookReplies(kind, client, async (args, reply) => {
+            const renewal = String(args[1]).includes('PEXPIRE') && args.map(String).includes('{rel}:5:1:lease')
+            if (gate && renewal) {
+              opened()
+              await gate
+            }
+            return reply
+          })
+          events = []
+          const b = await lostLease({ client: gated, raw, prefix: 'rel', ttlMs, events })
+          let release
+          gate = new Promise((resolve) => (release = resolve))
+          await new Promise((resolve) => (opened = resolve))
+          await b.lease.release()
+          release()
+          await sleep(300)
+          assert.deepEqual(events.map((e) => e.name), ['lost'], 'no reacquired after release()')
+          assert.throws(() => b.lease.snowflake.nextId(), { code: 'ERR_SNOWID_LEASE_LOST' })
+          assert.equal(b.lease.workerId, 0)
+          assert.equal(await raw('EXISTS', '{rel}:5:1:lease'), 0)
+        } finally {
+          close()
         }
       })
 
