@@ -277,12 +277,21 @@ async function main() {
           await Promise.all(procs.map((p) => p.stop()))
           for (const [i, p] of procs.entries()) {
             assert.ok(p.events.some((e) => e.event === 'refused' && e.code === 'ERR_SNOWID_LEASE_LOST'), `holder ${i} stopped while Redis was away`)
+            const lostAt = p.events.findIndex((e) => e.event === 'lost')
+            assert.equal(p.events[lostAt]?.code, 'ERR_SNOWID_LEASE_LOST', `holder ${i} reported the loss`)
+            assert.ok(lostAt < p.events.findIndex((e) => e.event === 'reacquired'), `holder ${i}: lost, then reacquired`)
+            // Before the loss it issued only ids stamped before the last deadline Redis had confirmed.
+            const confirmed = Math.max(...p.events.slice(0, lostAt).filter((e) => e.deadline).map((e) => e.deadline))
+            const before = p.ids().filter((id) => snowid.timestampOf(id) < back[i].at)
+            assert.ok(before.length > 0 && before.every((id) => snowid.timestampOf(id) < confirmed), `holder ${i} stopped at its deadline`)
+            const after = p.ids().filter((id) => snowid.timestampOf(id) > back[i].at)
+            assert.ok(after.length > 0, `holder ${i} issued ids again after recovering`)
             // A slot with no history (Redis lost it) is held one TTL before use.
             assert.ok(back[i].at - restartedAt >= 800, `holder ${i} recovered ${back[i].at - restartedAt} ms after the restart`)
           }
           const ids = procs.flatMap((p) => p.ids())
           assertNoDuplicates(ids, 'across a Redis restart')
-          tt.diagnostic(`${ids.length} ids from 3 holders across a restart, 0 duplicates; recovered after ${back.map((e) => e.at - restartedAt).join(', ')} ms`)
+          tt.diagnostic(`${ids.length} ids from 3 holders across a restart, 0 duplicates; recovered after ${back.map((e) => e.at - restartedAt).join(', ')} ms; renewFailed ${procs.map((p) => p.events.filter((e) => e.event === 'renewFailed').length).join(', ')} times`)
         } finally {
           await Promise.all(procs.map((p) => p.stop()))
         }
