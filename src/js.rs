@@ -2,31 +2,24 @@
 #![cfg_attr(test, allow(dead_code))]
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-use std::ffi::CString;
+use std::collections::HashMap;
+use std::ffi::{CString, OsString};
 use std::ptr;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
-use napi::bindgen_prelude::{FromNapiValue, ToNapiValue};
-use napi::bindgen_prelude::This;
-use napi::bindgen_prelude::Object;
+use napi::bindgen_prelude::{FromNapiValue, Object, This, ToNapiValue};
 use napi::{sys, Env, JsValue, Result, Status, Unknown};
-use std::sync::Arc;
 use napi_derive::napi;
 use parking_lot::Mutex;
 
-use std::collections::HashMap;
-use std::ffi::OsString;
-
 use crate::core::config::{time_arg, Config, EnvSource, OptionValue, Options, ProcessEnv, Source, OPTION_NAMES};
 use crate::core::encoding::{self, Encoding, Text, EXPECTED_ENCODING};
-use crate::core::lease::LeaseDir;
 use crate::core::error::{Class, Code, Error as CoreError, Result as CoreResult};
 use crate::core::generator::{Clock, ClockBackPolicy, Generator, Snapshot, SystemClock};
 use crate::core::id::{self, Decimal, EXPECTED_ID};
 use crate::core::layout::Layout;
+use crate::core::lease::LeaseDir;
 use crate::core::start::{bind_worker, open};
-
-
 
 /// Throws `e` as a JS error of its class with its `code`.
 fn throw(env: sys::napi_env, e: &CoreError) {
@@ -177,10 +170,14 @@ fn own_entries(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result
     Ok(entries)
 }
 
-/// Reads an options object: each own key a known option. `undefined` and `null` are no options.
-fn read_options(env: sys::napi_env, value: sys::napi_value) -> Result<Options> {
+/// Reads an options argument: each own key a known option. A missing argument, `undefined` and `null` are no
+/// options.
+fn read_options(env: sys::napi_env, value: Option<Unknown>) -> Result<Options> {
     let mut opts = Options::default();
-    for (name, v) in own_entries(env, value, "options")? {
+    let Some(value) = value else {
+        return Ok(opts);
+    };
+    for (name, v) in own_entries(env, value.raw(), "options")? {
         let Some(slot) = opts.slot(&name) else {
             let e = CoreError::type_error(
                 Code::InvalidConfig,
@@ -790,10 +787,7 @@ pub fn stats() -> SnowidStats {
 #[napi]
 pub fn configure(env: Env, #[napi(ts_arg_type = "SnowflakeOptions")] options: Option<Unknown>) -> Result<()> {
     let raw = env.raw();
-    let opts = match options {
-        Some(o) => read_options(raw, o.raw())?,
-        None => Options::default(),
-    };
+    let opts = read_options(raw, options)?;
     let mut pending = PENDING.lock();
     if DEFAULT.get().is_some() {
         let e = CoreError::new(
@@ -824,10 +818,7 @@ impl Snowflake {
     #[napi(constructor)]
     pub fn new(env: Env, this: This, #[napi(ts_arg_type = "SnowflakeOptions")] options: Option<Unknown>) -> Result<Self> {
         let raw = env.raw();
-        let opts = match options {
-            Some(o) => read_options(raw, o.raw())?,
-            None => Options::default(),
-        };
+        let opts = read_options(raw, options)?;
         let mut config = resolve(&opts).map_err(|e| raise(raw, &e))?;
         let generator = Arc::new(build(&mut config).map_err(|e| raise(raw, &e))?);
         install_instance(raw, this.raw(), &generator)?;

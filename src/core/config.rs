@@ -332,16 +332,17 @@ pub fn js_number(n: f64) -> String {
     }
 }
 
+/// `n` as a u64 when it is a whole number from 0 to below 2^64, which every such f64 converts to exactly.
+fn whole(n: f64) -> Option<u64> {
+    (n.is_finite() && n.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&n)).then_some(n as u64)
+}
+
 fn option_integer(v: &OptionValue, name: &str, expected: &str, max: u64) -> Result<u64> {
     let n = match v {
         OptionValue::Number(n) => *n,
         other => return Err(Error::type_error(Code::InvalidConfig, name, expected, &describe(other))),
     };
-    // 2^64 as f64; every integer-valued f64 below it converts to u64 exactly.
-    if !(n.is_finite() && n.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&n) && (n as u64) <= max) {
-        return Err(Error::range_error(Code::InvalidConfig, name, expected, &js_number(n)));
-    }
-    Ok(n as u64)
+    whole(n).filter(|&v| v <= max).ok_or_else(|| Error::range_error(Code::InvalidConfig, name, expected, &js_number(n)))
 }
 
 /// A plain base-10 integer: digits only, no sign, no spaces, nothing trailing.
@@ -372,13 +373,7 @@ pub const EXPECTED_TIME: &str =
 /// Reads a point in time given to a call (not an option): a `Date`, a whole number of Unix ms, or text written as
 /// an epoch may be. The caller checks it against a layout.
 pub fn time_arg(v: &OptionValue, what: &str) -> Result<u64> {
-    let ms = |n: f64| {
-        if n.is_finite() && n.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&n) {
-            Ok(n as u64)
-        } else {
-            Err(Error::range_error(Code::InvalidArgument, what, EXPECTED_TIME, &js_number(n)))
-        }
-    };
+    let ms = |n: f64| whole(n).ok_or_else(|| Error::range_error(Code::InvalidArgument, what, EXPECTED_TIME, &js_number(n)));
     match v {
         OptionValue::Number(n) => ms(*n),
         OptionValue::Date(t) if t.is_nan() => {

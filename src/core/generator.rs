@@ -59,6 +59,11 @@ impl Clock for SystemClock {
     }
 }
 
+/// The mark for `clock_back` among (clockBack, Unix ms) pairs holding at most one per value: 0 when there is none.
+pub fn mark_of(marks: &[(u32, u64)], clock_back: u32) -> u64 {
+    marks.iter().find(|(c, _)| *c == clock_back).map_or(0, |(_, m)| *m)
+}
+
 /// Durable high-water marks: "ids under clockBack `c` may have been issued up to Unix ms `until`".
 pub trait MarkStore: Send + Sync {
     /// Stores the mark before returning; the generator issues nothing past the old mark unless this succeeds.
@@ -199,24 +204,33 @@ impl State {
             return Err(Error::new(Code::ClockBackwards, Class::Error, why));
         }
         let mask = max_value(settings.layout.widths().clock_back) as u32;
-        let mut c = clock_back;
-        loop {
-            c = (c + 1) & mask;
-            if c == clock_back {
-                let why = format!("{ahead}; every clockBack value is reserved past the clock");
-                return Err(Error::new(Code::ClockBackwards, Class::Error, why));
-            }
-            if st.earlier_mark(c) < now {
-                st.clock_back = c;
-                st.start_clock_back = c;
-                st.stats.clock_back_events += 1;
-                return Ok(st);
-            }
-        }
+        let Some(c) = st.next_free_clock_back(mask, now) else {
+            let why = format!("{ahead}; every clockBack value is reserved past the clock");
+            return Err(Error::new(Code::ClockBackwards, Class::Error, why));
+        };
+        st.clock_back = c;
+        st.start_clock_back = c;
+        st.stats.clock_back_events += 1;
+        Ok(st)
     }
 
     fn earlier_mark(&self, clock_back: u32) -> u64 {
-        self.earlier.iter().find(|(c, _)| *c == clock_back).map_or(0, |(_, m)| *m)
+        mark_of(&self.earlier, clock_back)
+    }
+
+    /// The next clockBack value after the current one (counting round within `mask`) under which no earlier holder
+    /// issued an id at or after `now`, or `None` once the count comes back round to the starting value.
+    fn next_free_clock_back(&self, mask: u32, now: u64) -> Option<u32> {
+        let mut c = self.clock_back;
+        loop {
+            c = (c + 1) & mask;
+            if c == self.start_clock_back {
+                return None;
+            }
+            if self.earlier_mark(c) < now {
+                return Some(c);
+            }
+        }
     }
 
     pub fn configured_clock_back(&self) -> u32 {
@@ -467,16 +481,8 @@ impl<C: Clock> Generator<C> {
     /// The clockBack value to move to after a step back to `now`: the next one after the current that has issued
     /// nothing at or after `now`, before the count comes back round to the starting value.
     fn free_clock_back(&self, st: &State, now: u64, behind: u64) -> Result<u32> {
-        let mut c = st.clock_back;
-        loop {
-            c = (c + 1) & self.clock_back_mask;
-            if c == st.start_clock_back {
-                return Err(self.backwards(st, now, behind, "every clockBack value has been used"));
-            }
-            if st.earlier_mark(c) < now {
-                return Ok(c);
-            }
-        }
+        st.next_free_clock_back(self.clock_back_mask, now)
+            .ok_or_else(|| self.backwards(st, now, behind, "every clockBack value has been used"))
     }
 
     #[inline]
@@ -648,6 +654,16 @@ pub(crate) mod tests {
     fn generator(policy: ClockBackPolicy, clock: &FakeClock) -> Generator<FakeClock> {
         let state = Arc::new(Mutex::new(State::new(0)));
         Generator::new(settings(Widths::default(), policy), state, clock.clone()).unwrap()
+    }
+
+    /// A generator on a fake clock at `NOW`, with a mark store and no earlier marks, borrowing up to `max_lead_ms`.
+    fn with_store(max_lead_ms: u64) -> (FakeClock, Arc<MemStore>, Generator<FakeClock>) {
+        let clock = FakeClock::at(NOW);
+        let store = Arc::new(MemStore::default());
+        let s = Settings { max_lead_ms, ..settings(Widths::default(), ClockBackPolicy::Bits) };
+        let st = State::resume(&s, 0, Vec::new(), store.clone(), &clock).unwrap();
+        let g = Generator::new(s, Arc::new(Mutex::new(st)), clock.clone()).unwrap();
+        (clock, store, g)
     }
 
     fn fields(g: &Generator<FakeClock>, id: u64) -> Fields {
@@ -1017,11 +1033,7 @@ pub(crate) mod tests {
 
     #[test]
     fn marks_are_written_once_per_window_and_before_the_ids_they_cover() {
-        let clock = FakeClock::at(NOW);
-        let store = Arc::new(MemStore::default());
-        let s = settings(Widths::default(), ClockBackPolicy::Bits);
-        let st = State::resume(&s, 0, Vec::new(), store.clone(), &clock).unwrap();
-        let g = Generator::new(s, Arc::new(Mutex::new(st)), clock.clone()).unwrap();
+        let (clock, store, g) = with_store(0);
         for ms in 0..3_000u64 {
             clock.set(NOW + ms);
             for _ in 0..10 {
@@ -1045,11 +1057,7 @@ pub(crate) mod tests {
 
     #[test]
     fn marks_cover_the_lead() {
-        let clock = FakeClock::at(NOW);
-        let store = Arc::new(MemStore::default());
-        let s = Settings { max_lead_ms: 200, ..settings(Widths::default(), ClockBackPolicy::Bits) };
-        let st = State::resume(&s, 0, Vec::new(), store.clone(), &clock).unwrap();
-        let g = Generator::new(s, Arc::new(Mutex::new(st)), clock.clone()).unwrap();
+        let (clock, store, g) = with_store(200);
         let mut max_ts = 0;
         for _ in 0..150 * 4096 {
             max_ts = fields(&g, g.next_id().unwrap()).timestamp + DEFAULT_EPOCH;
@@ -1170,11 +1178,7 @@ pub(crate) mod tests {
 
     #[test]
     fn fill_borrows_within_the_lead_and_writes_marks() {
-        let clock = FakeClock::at(NOW);
-        let store = Arc::new(MemStore::default());
-        let s = Settings { max_lead_ms: 100, ..settings(Widths::default(), ClockBackPolicy::Bits) };
-        let st = State::resume(&s, 0, Vec::new(), store.clone(), &clock).unwrap();
-        let g = Generator::new(s, Arc::new(Mutex::new(st)), clock.clone()).unwrap();
+        let (clock, store, g) = with_store(100);
         let mut batch = vec![0u64; 50 * 4096];
         let reads = clock.reads();
         g.fill(&mut batch).unwrap();

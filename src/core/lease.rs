@@ -54,7 +54,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 
 impl Record {
     pub fn mark(&self, clock_back: u32) -> u64 {
-        self.marks.iter().find(|(c, _)| *c == clock_back).map_or(0, |(_, m)| *m)
+        super::generator::mark_of(&self.marks, clock_back)
     }
 
     /// The record as its padded line, or `None` when it does not fit.

@@ -4,6 +4,7 @@
 //! States are kept for the life of the process. Dropping them when the last generator goes would let a new
 //! generator restart the sequence inside a ms that an earlier one already used.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -31,10 +32,9 @@ pub fn shared_state(
     make: impl FnOnce() -> Result<State>,
 ) -> Result<SharedState> {
     let mut map = registry().lock();
-    let key = (*layout, datacenter_id, worker_id);
-    let state = match map.get(&key) {
-        Some(s) => Arc::clone(s),
-        None => Arc::clone(map.entry(key).or_insert(Arc::new(Mutex::new(make()?)))),
+    let state = match map.entry((*layout, datacenter_id, worker_id)) {
+        Entry::Occupied(e) => Arc::clone(e.get()),
+        Entry::Vacant(e) => Arc::clone(e.insert(Arc::new(Mutex::new(make()?)))),
     };
     let start = state.lock().configured_clock_back();
     if start != clock_back {
