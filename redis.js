@@ -90,6 +90,14 @@ function scriptRunner(client) {
   )
 }
 
+/**
+ * Gives a slot back if `token` still holds it, first lowering its mark to `last` (Unix ms of the last id issued
+ * under it) when given. Best effort: when Redis does not answer, the lease key expires by itself.
+ */
+function giveBack(o, workerId, token, last = '') {
+  return o.run(RELEASE, slotKeys(o, workerId), [token, last]).catch(() => {})
+}
+
 /** `promise`, or a rejection after `ms`. */
 function withTimeout(promise, ms, what) {
   let timer
@@ -321,14 +329,14 @@ class RedisLease extends EventEmitter {
         if (taken) {
           this.#slot = taken.workerId
           this.#token = taken.token
-          if (this.#released) return await this.#o.run(RELEASE, this.#keys, [taken.token, '']).catch(() => {})
+          if (this.#released) return await giveBack(this.#o, taken.workerId, taken.token)
           await this._hold(taken.mark)
           await this.start(taken.mark)
           this.emit('reacquired', this)
           return
         }
       } catch (err) {
-        if (taken) await this.#o.run(RELEASE, this.#keys, [taken.token, '']).catch(() => {})
+        if (taken) await giveBack(this.#o, taken.workerId, taken.token)
         if (this.#released) return
         const coded = err && typeof err.code === 'string' && err.code.startsWith('ERR_SNOWID_')
         this.emit('renewFailed', coded ? err : codedError(Error, 'ERR_SNOWID_REDIS_UNAVAILABLE', `reacquire: ${err && err.message}`, err))
@@ -348,7 +356,7 @@ class RedisLease extends EventEmitter {
     // re-taken keeps the mark it has (another holder may have issued ids past this generator's last one meanwhile).
     const last = this.#deadline > 0 ? String(stopped) : ''
     this.#deadline = 0
-    await this.#o.run(RELEASE, this.#keys, [this.#token, last]).catch(() => {})
+    await giveBack(this.#o, this.#slot, this.#token, last)
   }
 }
 
@@ -395,7 +403,7 @@ async function takeSlot(o, preferred = -1, only = false) {
   const w = Number(workerId)
   const keys = slotKeys(o, w)
   const bad = (found) => {
-    o.run(RELEASE, keys, [token, '']).catch(() => {})
+    giveBack(o, w, token)
     return codedError(Error, 'ERR_SNOWID_LEASE_CORRUPT', `lease: expected ${keys[1]} to be a hash with a whole number of ms in until, found ${found}; the key is left as found`)
   }
   if (until === 'corrupt') throw bad(`a key Redis cannot read as a hash (${clockBack})`)

@@ -3,25 +3,7 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 
-const { runNode } = require('./helpers.js')
-
-// Prints the first id and its decoded fields, or the error that replaced it, as JSON.
-const PROBE = `
-const snowid = require('.')
-try {
-  const id = snowid.nextId()
-  console.log(JSON.stringify({ id: id.toString(), decoded: snowid.decode(id), config: snowid.config() }))
-} catch (e) {
-  console.log(JSON.stringify({ error: { name: e.constructor.name, code: e.code, message: e.message } }))
-}
-`
-
-function probe(env) {
-  const r = runNode(PROBE, env)
-  assert.equal(r.signal, null, r.stderr)
-  assert.equal(r.status, 0, r.stderr)
-  return JSON.parse(r.stdout)
-}
+const { probeFirstId: probe, runNode } = require('./helpers.js')
 
 test('the default generator reads every SNOWID_ variable', () => {
   const out = probe({

@@ -27,26 +27,43 @@ function cleanEnv(extra = {}) {
   return { ...env, SNOWID_LEASE_DIR: freshLeaseDir(), ...extra }
 }
 
+/** Runs Node with `argv` in the package root, in a clean environment plus `extraEnv`, and waits for it. */
+function spawnNode(argv, extraEnv) {
+  const result = spawnSync(process.execPath, argv, { cwd: ROOT, env: cleanEnv(extraEnv), encoding: 'utf8', timeout: 60_000 })
+  return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr }
+}
+
 /** Runs `code` in a new Node process with `require('snowid')` resolving to this package. */
 function runNode(code, extraEnv = {}, args = []) {
-  const result = spawnSync(process.execPath, ['-e', code, ...args], {
-    cwd: ROOT,
-    env: cleanEnv(extraEnv),
-    encoding: 'utf8',
-    timeout: 60_000,
-  })
-  return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr }
+  return spawnNode(['-e', code, ...args], extraEnv)
 }
 
 /** Runs the CLI with `args`. */
 function runCli(args, extraEnv = {}) {
-  const result = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'snowid.js'), ...args], {
-    cwd: ROOT,
-    env: cleanEnv(extraEnv),
-    encoding: 'utf8',
-    timeout: 60_000,
-  })
-  return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr }
+  return spawnNode([path.join(ROOT, 'bin', 'snowid.js'), ...args], extraEnv)
+}
+
+// Takes the default generator's first id and prints it with its fields, the config, the stats and how long the call
+// took, or the error that replaced it, as JSON.
+const PROBE = `
+const snowid = require('.')
+const t0 = process.hrtime.bigint()
+try {
+  const id = snowid.nextId()
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6
+  console.log(JSON.stringify({ id: id.toString(), ms, decoded: snowid.decode(id), config: snowid.config(), stats: snowid.stats() }))
+} catch (e) {
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6
+  console.log(JSON.stringify({ ms, error: { name: e.constructor.name, code: e.code, message: e.message } }))
+}
+`
+
+/** A new process's first id from the default generator under `env`: `{ id, ms, decoded, config, stats }` or `{ ms, error }`. */
+function probeFirstId(env) {
+  const r = runNode(PROBE, env)
+  assert.equal(r.signal, null, r.stderr)
+  assert.equal(r.status, 0, r.stderr)
+  return JSON.parse(r.stdout)
 }
 
 /** Asserts that `fn` throws an error of the class named `name`, with `code`, and a message matching `message`. */
@@ -59,4 +76,4 @@ function expectError(fn, { name, code, message }) {
   })
 }
 
-module.exports = { ROOT, cleanEnv, freshLeaseDir, runNode, runCli, expectError }
+module.exports = { ROOT, cleanEnv, freshLeaseDir, runNode, runCli, probeFirstId, expectError }

@@ -9,7 +9,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { spawn, spawnSync } = require('node:child_process')
 
-const { ROOT, cleanEnv, freshLeaseDir, runNode } = require('./helpers.js')
+const { ROOT, cleanEnv, freshLeaseDir, probeFirstId: probe, runNode } = require('./helpers.js')
 const snowid = require('..')
 
 // --- the lease file format (README, "The lease file"), written here independently of the Rust code ---
@@ -44,25 +44,6 @@ function readMarks(file) {
 }
 
 // --- helpers ---
-
-const PROBE = `
-const snowid = require('.')
-const t0 = process.hrtime.bigint()
-try {
-  const id = snowid.nextId()
-  const ms = Number(process.hrtime.bigint() - t0) / 1e6
-  console.log(JSON.stringify({ id: id.toString(), ms, decoded: snowid.decode(id), config: snowid.config(), stats: snowid.stats() }))
-} catch (e) {
-  const ms = Number(process.hrtime.bigint() - t0) / 1e6
-  console.log(JSON.stringify({ ms, error: { name: e.constructor.name, code: e.code, message: e.message } }))
-}
-`
-
-function probe(env) {
-  const r = runNode(PROBE, env)
-  assert.equal(r.status, 0, r.stderr)
-  return JSON.parse(r.stdout)
-}
 
 /** Starts a process that takes an id, prints it, and holds its lease until its stdin closes. */
 function holder(env, code) {
