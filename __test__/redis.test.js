@@ -14,7 +14,7 @@ process.env.SNOWID_LEASE_DIR = require('./helpers.js').freshLeaseDir()
 const { ROOT, cleanEnv } = require('./helpers.js')
 const { reportMissing, startRedis, freePort } = require('./servers.js')
 const snowid = require('..')
-const { acquireWorkerId, configureWorkerId } = require('../redis.js')
+const { acquireWorkerId, configureWorkerId } = require('../lib/redis.js')
 
 const HOLDER = path.join(__dirname, 'fixtures', 'redis-holder.js')
 const CLIENTS = ['ioredis', 'redis']
@@ -451,7 +451,7 @@ async function main() {
     const redis = await startRedis()
     try {
       const code = `
-        const { configureWorkerId } = require('./redis.js')
+        const { configureWorkerId } = require('./lib/redis.js')
         const Redis = require('ioredis')
         const client = new Redis({ host: '127.0.0.1', port: ${redis.port} })
         configureWorkerId({ client, datacenterId: 2, ttlMs: 300 }).then(async (lease) => {
