@@ -71,10 +71,11 @@ export declare class Snowflake {
 export declare function config(): SnowidConfig
 
 /**
- * Where a configured value came from: an option, an environment variable, PM2's `NODE_APP_INSTANCE` or an
- * automatic lease on this host (worker id only), or the default.
+ * Where a configured value came from: an option, an environment variable, PM2's `NODE_APP_INSTANCE`, a StatefulSet
+ * pod's host name (`SNOWID_WORKER_ID_FROM=statefulset`) or an automatic lease on this host (worker id only), or the
+ * default.
  */
-export type ConfigSource = 'option' | 'env' | 'pm2' | 'lease' | 'default'
+export type ConfigSource = 'option' | 'env' | 'pm2' | 'lease' | 'statefulset' | 'default'
 
 /** Where each configured value came from. */
 export interface ConfigSources {
@@ -220,9 +221,9 @@ export interface SnowflakeOptions {
    */
   datacenterId?: number
   /**
-   * Worker (process) number, 0 to 2^workerBits - 1. Env `SNOWID_WORKER_ID`, else `workerId`, else PM2's
-   * `NODE_APP_INSTANCE`; else the lowest slot no other process on this host holds (the lease); else 0 when
-   * leases are off.
+   * Worker (process) number, 0 to 2^workerBits - 1. Env `SNOWID_WORKER_ID`, else `workerId`, else the ordinal of
+   * a StatefulSet pod's host name with `SNOWID_WORKER_ID_FROM=statefulset`, else PM2's `NODE_APP_INSTANCE`;
+   * else the lowest slot no other process on this host holds (the lease); else 0 when leases are off.
    * @default the lease's slot
    */
   workerId?: number

@@ -53,6 +53,7 @@ const numbers: number[] = [c.epoch, c.expiresAt, c.maxIdsPerMs, c.timestampBits,
 const leased: boolean = c.lease
 const dir: string = c.leaseDir
 const pm2: ConfigSource = 'pm2'
+const statefulset: ConfigSource = 'statefulset'
 const s: SnowidStats = stats()
 const counters: number[] = [s.leadMs, s.clockBack, s.clockBackEvents, s.waits, s.markWrites, gen.stats().markWrites]
 const slots: WorkerSlots = workerSlots({ SNOWID_DATACENTER_ID: '1' })
@@ -68,14 +69,14 @@ new Snowflake({ onClockBack: 'ignore' })
 new Snowflake({ workerID: 3 })
 // @ts-expect-error decode needs an id
 decode()
-// @ts-expect-error sources are 'option' | 'env' | 'pm2' | 'lease' | 'default'
+// @ts-expect-error sources are 'option' | 'env' | 'pm2' | 'lease' | 'statefulset' | 'default'
 const badSource: 'cluster' = c.sources.workerId
 // @ts-expect-error lease is a boolean option ('on' / 'off' are for SNOWID_LEASE)
 new Snowflake({ lease: 'off' })
 // @ts-expect-error fork's env holds strings
 fork({ SNOWID_DATACENTER_ID: 1 })
 
-export { many, filled, texts, modMany, modTexts, ts, idText, fields, b, d, source, policy, numbers, wrong, badSource, leased, dir, pm2, counters, recorded, worker, held }
+export { many, filled, texts, modMany, modTexts, ts, idText, fields, b, d, source, policy, numbers, wrong, badSource, leased, dir, pm2, statefulset, counters, recorded, worker, held }
 
 const at: number = timestampOf(id)
 const low: bigint = minIdAt(new Date())

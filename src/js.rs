@@ -269,14 +269,16 @@ fn decode_with(layout: &Layout, id: u64) -> DecodedId {
     }
 }
 
-/// Where a configured value came from: an option, an environment variable, PM2's `NODE_APP_INSTANCE` or an
-/// automatic lease on this host (worker id only), or the default.
+/// Where a configured value came from: an option, an environment variable, PM2's `NODE_APP_INSTANCE`, a StatefulSet
+/// pod's host name (`SNOWID_WORKER_ID_FROM=statefulset`) or an automatic lease on this host (worker id only), or the
+/// default.
 #[napi(string_enum = "lowercase")]
 pub enum ConfigSource {
     Option,
     Env,
     Pm2,
     Lease,
+    Statefulset,
     Default,
 }
 
@@ -287,6 +289,7 @@ impl From<Source> for ConfigSource {
             Source::Env => ConfigSource::Env,
             Source::Pm2 => ConfigSource::Pm2,
             Source::Lease => ConfigSource::Lease,
+            Source::StatefulSet => ConfigSource::Statefulset,
             Source::Default => ConfigSource::Default,
         }
     }
@@ -320,9 +323,9 @@ pub struct SnowflakeOptions {
     /// Datacenter (or machine) number, 0 to 2^datacenterBits - 1. Env `SNOWID_DATACENTER_ID`, else `datacenterId`.
     /// @default 0
     pub datacenter_id: Option<u32>,
-    /// Worker (process) number, 0 to 2^workerBits - 1. Env `SNOWID_WORKER_ID`, else `workerId`, else PM2's
-    /// `NODE_APP_INSTANCE`; else the lowest slot no other process on this host holds (the lease); else 0 when
-    /// leases are off.
+    /// Worker (process) number, 0 to 2^workerBits - 1. Env `SNOWID_WORKER_ID`, else `workerId`, else the ordinal of
+    /// a StatefulSet pod's host name with `SNOWID_WORKER_ID_FROM=statefulset`, else PM2's `NODE_APP_INSTANCE`;
+    /// else the lowest slot no other process on this host holds (the lease); else 0 when leases are off.
     /// @default the lease's slot
     pub worker_id: Option<u32>,
     /// Starting clock-back value, 0 to 2^clockBackBits - 1. Env `SNOWID_CLOCK_BACK`.

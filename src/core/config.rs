@@ -1,7 +1,8 @@
 //! Options and environment variables into one validated configuration that remembers where each value came from.
 //!
 //! Precedence: an option, then the `SNOWID_` variable, then (for the two ids) the JS article's own variable name,
-//! then the default. The worker id goes on to PM2's `NODE_APP_INSTANCE`, then to an automatic lease of a free slot
+//! then the default. The worker id goes on to a StatefulSet pod's ordinal (`SNOWID_WORKER_ID_FROM=statefulset`),
+//! then to PM2's `NODE_APP_INSTANCE`, then to an automatic lease of a free slot
 //! on this host (unless leases are off, when it is 0). Every value is checked in full; nothing is masked, clamped
 //! or truncated into range.
 
@@ -11,6 +12,7 @@ use std::path::PathBuf;
 use super::error::{quote, Code, Error, Result};
 use super::generator::{ClockBackPolicy, Settings};
 use super::layout::{max_value, Layout, Widths, DEFAULT_EPOCH};
+use super::statefulset;
 use super::time::{format_iso, parse_iso};
 
 pub const DEFAULT_MAX_WAIT_MS: u64 = 1000;
@@ -33,6 +35,8 @@ pub enum Source {
     Pm2,
     /// An automatic lease of a free slot on this host (worker id only).
     Lease,
+    /// The ordinal of a StatefulSet pod's host name, by `SNOWID_WORKER_ID_FROM=statefulset` (worker id only).
+    StatefulSet,
     Default,
 }
 
@@ -43,6 +47,7 @@ impl Source {
             Source::Env => "env",
             Source::Pm2 => "pm2",
             Source::Lease => "lease",
+            Source::StatefulSet => "statefulset",
             Source::Default => "default",
         }
     }
@@ -425,7 +430,7 @@ impl Config {
             .filter_map(|(js, s, var)| match s.source {
                 Source::Option => Some(format!("{js} from options.{js}")),
                 Source::Env => Some(format!("{js} from {var}")),
-                Source::Default | Source::Pm2 | Source::Lease => None,
+                Source::Default | Source::Pm2 | Source::Lease | Source::StatefulSet => None,
             })
             .collect();
             if from.is_empty() {
@@ -446,8 +451,17 @@ impl Config {
             "datacenterBits",
         )?;
         let lease = r.lease()?;
-        let worker_vars: &[&'static str] = &["SNOWID_WORKER_ID", "workerId", "NODE_APP_INSTANCE"];
+        let worker_vars: &[&'static str] = &["SNOWID_WORKER_ID", "workerId"];
         let mut worker_id = field(&opts.worker_id, "workerId", worker_vars, &worker_bits, "workerBits")?;
+        // A worker id given as a number wins over SNOWID_WORKER_ID_FROM, which wins over PM2's instance number.
+        let from_statefulset = statefulset::requested(env)?;
+        if worker_id.source == Source::Default && from_statefulset {
+            let hint = format!(" (workerBits is {})", worker_bits.value);
+            let value = statefulset::worker_id(env, max_value(worker_bits.value), &hint)? as u32;
+            worker_id = Sourced { value, source: Source::StatefulSet };
+        } else if worker_id.source == Source::Default {
+            worker_id = field(&None, "workerId", &["NODE_APP_INSTANCE"], &worker_bits, "workerBits")?;
+        }
         if worker_id.source == Source::Default && lease.value {
             // Taken by `start::bind_worker` once the lease is acquired.
             worker_id.source = Source::Lease;
@@ -640,6 +654,35 @@ mod tests {
         assert!(resolve_env(&[("SNOWID_WORKER_BITS", "6"), ("SNOWID_WORKER_ID", "32")]).is_ok());
         let e = resolve_env(&[("SNOWID_WORKER_BITS", "0"), ("SNOWID_WORKER_ID", "1")]).unwrap_err();
         assert!(e.message().contains("0..=0"), "{e}");
+    }
+
+    #[test]
+    fn the_worker_id_can_come_from_a_statefulset_ordinal() {
+        let from = ("SNOWID_WORKER_ID_FROM", "statefulset");
+        let c = resolve_env(&[from, ("HOSTNAME", "web-7")]).unwrap();
+        assert_eq!(c.worker_id, Sourced { value: 7, source: Source::StatefulSet });
+        assert_eq!(c.worker_id.source.as_str(), "statefulset");
+        // A number given for the worker id wins; PM2's instance number does not.
+        let c = resolve_env(&[from, ("HOSTNAME", "web-7"), ("SNOWID_WORKER_ID", "2")]).unwrap();
+        assert_eq!(c.worker_id, Sourced { value: 2, source: Source::Env });
+        let c = resolve_env(&[from, ("HOSTNAME", "web-7"), ("workerId", "4")]).unwrap();
+        assert_eq!(c.worker_id, Sourced { value: 4, source: Source::Env });
+        let c = resolve_env(&[from, ("HOSTNAME", "web-7"), ("NODE_APP_INSTANCE", "1")]).unwrap();
+        assert_eq!(c.worker_id, Sourced { value: 7, source: Source::StatefulSet });
+        let opts = Options { worker_id: Some(OptionValue::Number(1.0)), ..Options::default() };
+        let c = Config::resolve(&opts, &env(&[from, ("HOSTNAME", "web-7")]), NOW).unwrap();
+        assert_eq!(c.worker_id, Sourced { value: 1, source: Source::Option });
+        // The range follows workerBits.
+        let e = resolve_env(&[from, ("HOSTNAME", "web-32")]).unwrap_err();
+        assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::RangeError));
+        assert!(e.message().contains("0..=31 (workerBits is 5)"), "{e}");
+        let c = resolve_env(&[from, ("HOSTNAME", "web-32"), ("SNOWID_WORKER_BITS", "6"), ("SNOWID_DATACENTER_BITS", "2")]);
+        assert_eq!(c.unwrap().worker_id.value, 32);
+        let e = resolve_env(&[from, ("HOSTNAME", "web")]).unwrap_err();
+        assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::TypeError));
+        // A bad SNOWID_WORKER_ID_FROM is refused even when a worker id is given.
+        let e = resolve_env(&[("SNOWID_WORKER_ID_FROM", "pod"), ("SNOWID_WORKER_ID", "2")]).unwrap_err();
+        assert!(e.message().starts_with("SNOWID_WORKER_ID_FROM: expected"), "{e}");
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod layout;
 pub mod lease;
 pub mod registry;
 pub mod start;
+pub mod statefulset;
 pub mod time;
 pub mod encoding;
 
