@@ -107,3 +107,9 @@ async function useLease(): Promise<bigint> {
   return next + BigInt(wid)
 }
 useLease()
+
+import { postgresFunctions } from 'snowid/sql'
+const functionsSql: string = postgresFunctions(config()) + postgresFunctions(gen.config())
+// @ts-expect-error: a layout is required
+postgresFunctions()
+export { functionsSql }

@@ -7,11 +7,17 @@ const USAGE = `Usage:
   snowid [count]          print count ids (default 1), one per line
   snowid decode <id...>   print the fields of each id as JSON, one object per line
   snowid config           print the effective configuration and where each value came from
+  snowid sql postgres     print the SQL that creates snowid/postgres's lease table
+  snowid sql postgres --functions
+                          print SQL functions that read ids of the configured layout and epoch
+                          (snowid_timestamp, snowid_worker_id, snowid_min_id_at, ...)
 
 Options:
   --encoding <base62|base36|hex>
            print ids in that fixed-width text (with count), or read the ids given in it (with decode)
-  --json   print one JSON value: an array of id strings, an array of decoded ids, or the config object
+  --json   print one JSON value: an array of id strings, an array of decoded ids, the config object, or the SQL
+  --table <name>
+           with sql postgres: the lease table's name, schema-qualified if you like (default: the store's)
   --help   print this help
 
 The generator is configured from SNOWID_* environment variables (see the README).
@@ -35,15 +41,44 @@ function parseArgs(argv) {
   const flags = new Set()
   const words = []
   let encoding
+  let table
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
-    if (arg === '--json' || arg === '--help' || arg === '-h') flags.add(arg === '-h' ? '--help' : arg)
+    if (arg === '--json' || arg === '--help' || arg === '-h' || arg === '--functions') flags.add(arg === '-h' ? '--help' : arg)
     else if (arg === '--encoding') encoding = parseEncoding(argv[++i])
     else if (arg.startsWith('--encoding=')) encoding = parseEncoding(arg.slice('--encoding='.length))
+    else if (arg === '--table') table = parseTable(argv[++i])
+    else if (arg.startsWith('--table=')) table = parseTable(arg.slice('--table='.length))
     else if (arg.startsWith('-') && !/^-\d/.test(arg)) throw new UsageError(`unknown option ${JSON.stringify(arg)}`)
     else words.push(arg)
   }
-  return { json: flags.has('--json'), help: flags.has('--help'), encoding, words }
+  return { json: flags.has('--json'), help: flags.has('--help'), functions: flags.has('--functions'), encoding, table, words }
+}
+
+function parseTable(text) {
+  if (text === undefined || text === '') throw new UsageError(`--table: expected a table name, found ${text === '' ? 'an empty name' : 'nothing'}`)
+  return text
+}
+
+const DIALECTS = ['postgres']
+
+/** `snowid sql <dialect>`: the lease table's DDL, or with `--functions` the SQL functions for the layout. */
+function printSql(rest, { json, functions, table }) {
+  const [dialect, ...extra] = rest
+  if (!DIALECTS.includes(dialect)) {
+    throw new UsageError(`sql: expected a dialect (${DIALECTS.join(', ')}), found ${dialect === undefined ? 'nothing' : JSON.stringify(dialect)}`)
+  }
+  if (extra.length > 0) throw new UsageError(`sql: expected one dialect, found also ${JSON.stringify(extra[0])}`)
+  if (functions && table !== undefined) throw new UsageError('sql: --table applies to the lease table, not to --functions')
+  let text
+  if (functions) {
+    // The layout and epoch as the generator resolves them (options, SNOWID_* env, defaults), without leasing a slot.
+    snowid.configure({ lease: false })
+    text = require('../lib/sql.js').postgresFunctions(snowid.config())
+  } else {
+    text = require('../lib/postgres.js').tableSql(table)
+  }
+  process.stdout.write(json ? JSON.stringify(text) + '\n' : text.endsWith('\n') ? text : text + '\n')
 }
 
 function parseCount(text) {
@@ -83,12 +118,19 @@ function printConfig(json) {
 }
 
 function main(argv) {
-  const { json, help, encoding, words } = parseArgs(argv)
+  const { json, help, functions, encoding, table, words } = parseArgs(argv)
   if (help) {
     process.stdout.write(USAGE + '\n')
     return
   }
   const [command, ...rest] = words
+  if (command !== 'sql' && (functions || table !== undefined)) {
+    throw new UsageError(`${functions ? '--functions' : '--table'} applies to snowid sql only`)
+  }
+  if (command === 'sql') {
+    if (encoding) throw new UsageError('sql: --encoding applies to ids only')
+    return printSql(rest, { json, functions, table })
+  }
   if (command === 'decode') return printDecoded(rest, json, encoding)
   if (command === 'config') {
     if (rest.length > 0) throw new UsageError(`config: expected no arguments, found ${JSON.stringify(rest[0])}`)
