@@ -185,4 +185,88 @@ async function startRedis() {
   }
 }
 
-module.exports = { freePort, findExecutable, onPath, reportMissing, runAs, startPostgres, startRedis, waitForPort }
+/** MariaDB's server and its datadir installer (Debian's mariadb-server puts the server in /usr/sbin), or `undefined`. */
+function mariadbBins() {
+  const server = onPath('mariadbd') || findExecutable(['/usr/sbin/mariadbd', '/usr/local/sbin/mariadbd', '/usr/local/bin/mariadbd'])
+  const install = onPath('mariadb-install-db') || findExecutable(['/usr/bin/mariadb-install-db', '/usr/local/bin/mariadb-install-db'])
+  return server && install ? { server, install } : undefined
+}
+
+/**
+ * Starts a throwaway MariaDB on a free loopback port, in a new datadir in a temporary directory: no grant tables
+ * (any user, no password), no binary log, no flush at commit. When this process is root, the server runs as root
+ * (`--user=root`), which mariadbd otherwise refuses. Returns `{ host, port, user, stop() }`, or `undefined` when
+ * MariaDB is not installed.
+ */
+async function startMariadb() {
+  const bins = mariadbBins()
+  if (!bins) return undefined
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-mariadb-'))
+  const data = path.join(root, 'data')
+  const asUser = process.getuid && process.getuid() === 0 ? ['--user=root'] : []
+  let child
+  // If this process ends before stop() (a crash, an uncaught error), the server and its directory go with it.
+  const cleanUp = () => {
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    fs.rmSync(root, { recursive: true, force: true })
+  }
+  process.once('exit', cleanUp)
+  try {
+    const install = spawnSync(
+      bins.install,
+      ['--no-defaults', `--datadir=${data}`, '--auth-root-authentication-method=normal', '--skip-test-db', ...asUser],
+      { encoding: 'utf8', timeout: 120_000 },
+    )
+    if (install.status !== 0) {
+      throw new Error(`mariadb-install-db exited ${install.status ?? install.signal}: ${install.error ?? ''}${install.stdout}${install.stderr}`)
+    }
+    const port = await freePort()
+    const log = path.join(root, 'error.log')
+    child = spawn(
+      bins.server,
+      [
+        '--no-defaults',
+        `--datadir=${data}`,
+        `--port=${port}`,
+        '--bind-address=127.0.0.1',
+        `--socket=${path.join(root, 'mariadb.sock')}`,
+        `--pid-file=${path.join(root, 'mariadb.pid')}`,
+        `--log-error=${log}`,
+        '--skip-grant-tables',
+        '--skip-log-bin',
+        '--innodb-buffer-pool-size=64M',
+        '--innodb-flush-log-at-trx-commit=0',
+        ...asUser,
+      ],
+      { stdio: 'ignore' },
+    )
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    const early = exited.then((code) => {
+      throw new Error(`mariadbd exited ${code} before it listened: ${fs.readFileSync(log, 'utf8').slice(-2000)}`)
+    })
+    await Promise.race([waitForPort(port, 60_000), early])
+    early.catch(() => {})
+    return {
+      host: '127.0.0.1',
+      port,
+      user: 'root',
+      /** Shuts the server down (SIGTERM, then SIGKILL after 30 s) and removes its directory. */
+      async stop() {
+        if (child.exitCode === null && child.signalCode === null) {
+          const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
+          child.kill('SIGTERM')
+          await exited
+          clearTimeout(timer)
+        }
+        fs.rmSync(root, { recursive: true, force: true })
+        process.off('exit', cleanUp)
+      },
+    }
+  } catch (err) {
+    cleanUp()
+    process.off('exit', cleanUp)
+    throw err
+  }
+}
+
+module.exports = { freePort, findExecutable, onPath, reportMissing, runAs, startMariadb, startPostgres, startRedis, waitForPort }
