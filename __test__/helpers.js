@@ -24,13 +24,19 @@ function cleanEnv(extra = {}) {
       delete env[key]
     }
   }
-  return { ...env, SNOWID_LEASE_DIR: freshLeaseDir(), ...extra }
+  return 'SNOWID_LEASE_DIR' in extra ? { ...env, ...extra } : { ...env, SNOWID_LEASE_DIR: freshLeaseDir(), ...extra }
 }
 
 /** Runs Node with `argv` in the package root, in a clean environment plus `extraEnv`, and waits for it. */
-function spawnNode(argv, extraEnv) {
-  const result = spawnSync(process.execPath, argv, { cwd: ROOT, env: cleanEnv(extraEnv), encoding: 'utf8', timeout: 60_000 })
-  return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr }
+function spawnNode(argv, extraEnv = {}) {
+  const env = cleanEnv(extraEnv)
+  try {
+    const result = spawnSync(process.execPath, argv, { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 })
+    return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr }
+  } finally {
+    // The lease directory made for this one process goes with it; one the caller passed is the caller's.
+    if (!('SNOWID_LEASE_DIR' in extraEnv)) fs.rmSync(env.SNOWID_LEASE_DIR, { recursive: true, force: true })
+  }
 }
 
 /** Runs `code` in a new Node process with `require('snowid')` resolving to this package. */
