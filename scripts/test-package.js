@@ -130,8 +130,11 @@ function why(result, timeoutMs) {
     : result.code === null
       ? `could not start or was killed (${result.signal || 'no signal'})`
       : `exit code ${result.code}`
-  const tail = `${result.stdout}\n${result.stderr}`.trim().split('\n').slice(-12).join('\n    ')
-  return `${exit}${tail ? `\n    ${tail}` : ''}`
+  const lines = `${result.stdout}\n${result.stderr}`.trim().split('\n')
+  // The first error line, which a stack trace or a dump of the error's fields would push out of the tail.
+  const first = lines.findIndex((line) => /^\s*(\w*Error( \[\w+\])?:|error:|not ok)/.test(line))
+  const shown = first >= 0 && first < lines.length - 10 ? [lines[first], '...', ...lines.slice(-10)] : lines.slice(-12)
+  return `${exit}${shown.length ? `\n    ${shown.join('\n    ')}` : ''}`
 }
 
 // ---- the temporary world, and leaving nothing of it behind -----------------------------------------------------
