@@ -118,6 +118,8 @@ function shell(dir, name, body) {
 
 const results = []
 
+class UsageError extends Error {}
+
 function record(label, step, ok, detail = '') {
   results.push({ label, step, ok, detail })
   console.log(`${ok ? 'ok' : 'FAIL'}  ${label}: ${step}${detail ? ` — ${detail}` : ''}`)
@@ -132,7 +134,7 @@ function why(result, timeoutMs) {
       : `exit code ${result.code}`
   const lines = `${result.stdout}\n${result.stderr}`.trim().split('\n')
   // The first error line, which a stack trace or a dump of the error's fields would push out of the tail.
-  const first = lines.findIndex((line) => /^\s*(\w*Error( \[\w+\])?:|error:|not ok)/.test(line))
+  const first = lines.findIndex((line) => /^\s*(\w*Error( \[\w+\])?:|(npm )?error\b|not ok)/.test(line))
   const shown = first >= 0 && first < lines.length - 10 ? [lines[first], '...', ...lines.slice(-10)] : lines.slice(-12)
   return `${exit}${shown.length ? `\n    ${shown.join('\n    ')}` : ''}`
 }
@@ -213,6 +215,7 @@ async function startRegistry() {
     method: 'PUT',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ name: user, password: `pw-${process.pid}-${Date.now()}` }),
+    signal: AbortSignal.timeout(TIMEOUT_MS.probe),
   })
   const body = await response.json()
   if (!response.ok || !body.token) throw new Error(`verdaccio: adding a user: HTTP ${response.status} ${JSON.stringify(body)}`)
@@ -351,7 +354,10 @@ async function runProject(project, registry, sysbin) {
   fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: `smoke-${project.name}`, version: '1.0.0', private: true }, null, 2))
   fs.writeFileSync(path.join(dir, '.npmrc'), `registry=${registry.url}\n`)
   for (const file of fs.readdirSync(SMOKE)) fs.copyFileSync(path.join(SMOKE, file), path.join(dir, file))
-  const installed = await step(project, 'install', project.install, options(TIMEOUT_MS.install), () => {
+  const installed = await step(project, 'install', project.install, options(TIMEOUT_MS.install), (r) => {
+    // `engines` must admit every runtime tested: npm and pnpm only warn, and skip a platform package it excludes.
+    const engine = `${r.stdout}\n${r.stderr}`.split('\n').find((line) => /EBADENGINE|Unsupported engine/i.test(line))
+    if (engine) return `a package's engines excludes this runtime: ${engine.trim()}`
     const manifest = path.join(dir, 'node_modules', 'snowid', 'package.json')
     if (!fs.existsSync(manifest)) return 'node_modules/snowid/package.json is missing'
     const version = JSON.parse(fs.readFileSync(manifest, 'utf8')).version
@@ -390,9 +396,12 @@ async function runProject(project, registry, sysbin) {
 // ---- main ------------------------------------------------------------------------------------------------------
 
 async function main() {
-  const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : null
+  const at = process.argv.indexOf('--only')
+  const only = at >= 0 ? String(process.argv[at + 1]).split(',') : null
+  const names = projects().map((p) => p.name)
+  const unknown = (only || []).filter((name) => !names.includes(name))
+  if (unknown.length) throw new UsageError(`--only: expected names among ${names.join(', ')}, found ${unknown.join(', ')}`)
   const selected = projects().filter((p) => !only || only.includes(p.name))
-  if (selected.length === 0) throw new Error(`--only: expected some of ${projects().map((p) => p.name)}, found ${only}`)
   const started = Date.now()
   console.log(`test:package: snowid ${PKG.version}, tools cached in ${CACHE}, work in ${tmp}`)
   const registry = await startRegistry()
@@ -405,7 +414,7 @@ async function main() {
 }
 
 main()
-  .catch((err) => record('test:package', 'setup', false, err.stack || String(err)))
+  .catch((err) => record('test:package', 'setup', false, err instanceof UsageError ? err.message : err.stack || String(err)))
   .finally(() => {
     cleanUp()
     const failed = results.filter((r) => !r.ok)

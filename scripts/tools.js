@@ -79,6 +79,7 @@ async function cachedPackage(name, version, dir, { timeoutMs = 300_000 } = {}) {
   const dest = path.join(CACHE, dir, version)
   if (fs.existsSync(path.join(dest, 'package.json'))) return dest
   fs.mkdirSync(path.dirname(dest), { recursive: true })
+  console.log(`fetching ${name}@${version} into ${path.relative(process.cwd(), dest)}`)
   const work = fs.mkdtempSync(path.join(path.dirname(dest), `.fetch-${version}-`))
   try {
     const packed = await run('npm', ['pack', `${name}@${version}`, '--json', '--pack-destination', work], {
