@@ -5,7 +5,7 @@
 // its binary where one was built here) and publishes them to a throwaway verdaccio on 127.0.0.1. Then, in fresh
 // projects with no cargo, rustc or host Node on PATH, installs snowid with npm on each Node line, pnpm, yarn, Bun
 // and Deno, and runs the smoke check (scripts/package-smoke/) and the CLI in each. `--only NAME[,NAME]` runs only
-// those projects. Prints `N passed, N failed` last, and exits non-zero on any failure.
+// those projects; `--repeat N` runs each smoke check N times. Prints `N passed, N failed` last, and exits non-zero on any failure.
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -313,7 +313,7 @@ async function step(project, name, [cmd, args], options, check) {
 
 const SMOKE_CHECKS = ['package', 'ids', 'decode', 'worker_threads', 'cluster']
 
-async function runProject(project, registry, sysbin) {
+async function runProject(project, registry, sysbin, repeat) {
   const home = path.join(tmp, 'home', project.name)
   const bin = path.join(tmp, 'bin', project.name)
   const dir = path.join(tmp, 'projects', project.name)
@@ -364,7 +364,7 @@ async function runProject(project, registry, sysbin) {
   })
   if (!installed) return
 
-  for (const file of ['smoke.cjs', 'smoke.mjs']) {
+  for (const file of Array.from({ length: repeat }, () => ['smoke.cjs', 'smoke.mjs']).flat()) {
     const expected = file.endsWith('.mjs') ? ['esm exports', ...SMOKE_CHECKS] : SMOKE_CHECKS
     await step(project, file, project.smoke(file), { ...options(TIMEOUT_MS.smoke), echo: true }, (r) => {
       const failed = [...r.stdout.matchAll(/^not ok - (.*)$/gm)].map((m) => m[1])
@@ -401,6 +401,11 @@ async function main() {
   const unknown = (only || []).filter((name) => !names.includes(name))
   if (unknown.length) throw new UsageError(`--only: expected names among ${names.join(', ')}, found ${unknown.join(', ')}`)
   const selected = projects().filter((p) => !only || only.includes(p.name))
+  const repeatAt = process.argv.indexOf('--repeat')
+  const repeat = repeatAt >= 0 ? Number(process.argv[repeatAt + 1]) : 1
+  if (!Number.isInteger(repeat) || repeat < 1) {
+    throw new UsageError(`--repeat: expected a whole number of runs, found ${process.argv[repeatAt + 1]}`)
+  }
   const started = Date.now()
   console.log(`test:package: snowid ${PKG.version}, tools cached in ${CACHE}, work in ${tmp}`)
   const registry = await startRegistry()
@@ -408,7 +413,7 @@ async function main() {
   const targets = await publishAll(registry)
   console.log(`test:package: published snowid ${PKG.version} with binaries for ${targets.join(', ')}`)
   const sysbin = systemBin()
-  for (const project of selected) await runProject(project, registry, sysbin)
+  for (const project of selected) await runProject(project, registry, sysbin, repeat)
   console.log(`test:package: ${((Date.now() - started) / 1000).toFixed(0)} s`)
 }
 

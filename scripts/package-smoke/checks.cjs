@@ -91,7 +91,12 @@ async function primary(api, { threadFile }) {
         reject(new Error(`no answer from the cluster worker within ${CLUSTER_TIMEOUT_MS} ms`))
       }, CLUSTER_TIMEOUT_MS)
       let message
-      worker.on('message', (m) => (message = m))
+      // The primary ends the worker once it has its answer: a worker that exits by itself may be reported gone
+      // before its last message arrives (seen on Deno).
+      worker.on('message', (m) => {
+        message = m
+        worker.disconnect()
+      })
       worker.on('error', reject)
       worker.on('exit', (code, signal) => {
         clearTimeout(timer)
@@ -106,11 +111,10 @@ async function primary(api, { threadFile }) {
   })
 }
 
-/** A cluster worker: reports its worker id and one id to the primary, then exits. */
+/** A cluster worker: reports its worker id and one id to the primary, which then disconnects it. */
 function clusterWorker(api) {
   const config = api.config()
-  const message = { workerId: config.workerId, source: config.sources.workerId, id: api.nextIdString() }
-  process.send(message, () => process.disconnect())
+  process.send({ workerId: config.workerId, source: config.sources.workerId, id: api.nextIdString() })
 }
 
 /** A worker thread: waits for the main thread's go, then makes ids as fast as it can and sends them back. */
