@@ -34,7 +34,7 @@ async function primary(api, { threadFile }) {
     const own = fs.readdirSync(dir).filter((f) => f.endsWith('.node'))
     assert.deepEqual(own, [], 'snowid itself ships no .node file')
     // The native files this process has mapped: exactly one, from the platform package the test expects.
-    const loaded = [...new Set(fs.readFileSync('/proc/self/maps', 'utf8').match(/\/\S+\.node$/gm))]
+    const loaded = [...new Set(fs.readFileSync('/proc/self/maps', 'utf8').match(/\/\S+\.node$/gm) || [])]
     assert.equal(loaded.length, 1, `expected one loaded .node file, found [${loaded}]`)
     const expected = process.env.SMOKE_EXPECT_BINARY
     assert.ok(loaded[0].endsWith(`${path.sep}${expected}`), `expected the binary .../${expected}, found ${loaded[0]}`)
