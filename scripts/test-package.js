@@ -146,10 +146,16 @@ let server
 
 function cleanUp() {
   killAll()
-  if (server) server.close()
-  if (server && server.closeAllConnections) server.closeAllConnections()
+  if (server) {
+    server.close()
+    server.closeAllConnections()
+    server = null
+  }
   fs.rmSync(tmp, { recursive: true, force: true })
 }
+
+// Also when the driver itself throws where nothing catches it.
+process.on('exit', cleanUp)
 
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(signal, () => {
