@@ -313,6 +313,70 @@ impl Resolver<'_> {
     }
 }
 
+/// What a layout is for: generating ids needs a timestamp field that lasts 10 more years, reading them does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    Generate,
+    Read,
+}
+
+/// The widths and epoch of a configuration, where each came from, and the layout they make.
+struct LayoutParts {
+    datacenter_bits: Sourced<u32>,
+    worker_bits: Sourced<u32>,
+    clock_back_bits: Sourced<u32>,
+    sequence_bits: Sourced<u32>,
+    epoch: Sourced<u64>,
+    layout: Layout,
+}
+
+impl Resolver<'_> {
+    /// Resolves the four widths and the epoch, and validates them as a layout for `what`.
+    fn layout(&self, now: u64, what: Use) -> Result<LayoutParts> {
+        let (r, opts) = (self, self.opts);
+        let d = Widths::default();
+        let bits = |opt, js, var: &'static str, default: u32| {
+            r.integer(opt, js, &[var], 63, "", default.into()).map(to_u32)
+        };
+        let datacenter_bits = bits(&opts.datacenter_bits, "datacenterBits", "SNOWID_DATACENTER_BITS", d.datacenter)?;
+        let worker_bits = bits(&opts.worker_bits, "workerBits", "SNOWID_WORKER_BITS", d.worker)?;
+        let clock_back_bits = bits(&opts.clock_back_bits, "clockBackBits", "SNOWID_CLOCK_BACK_BITS", d.clock_back)?;
+        let sequence_bits = bits(&opts.sequence_bits, "sequenceBits", "SNOWID_SEQUENCE_BITS", d.sequence)?;
+        let epoch = r.epoch(now)?;
+        let widths = Widths {
+            datacenter: datacenter_bits.value,
+            worker: worker_bits.value,
+            clock_back: clock_back_bits.value,
+            sequence: sequence_bits.value,
+        };
+        let layout = match what {
+            Use::Generate => Layout::new(widths, epoch.value, now),
+            Use::Read => Layout::for_reading(widths, epoch.value, now),
+        };
+        let layout = layout.map_err(|e| {
+            let from: Vec<String> = [
+                ("datacenterBits", &datacenter_bits, "SNOWID_DATACENTER_BITS"),
+                ("workerBits", &worker_bits, "SNOWID_WORKER_BITS"),
+                ("clockBackBits", &clock_back_bits, "SNOWID_CLOCK_BACK_BITS"),
+                ("sequenceBits", &sequence_bits, "SNOWID_SEQUENCE_BITS"),
+            ]
+            .iter()
+            .filter_map(|(js, s, var)| match s.source {
+                Source::Option => Some(format!("{js} from options.{js}")),
+                Source::Env => Some(format!("{js} from {var}")),
+                Source::Default | Source::Pm2 | Source::Lease | Source::StatefulSet => None,
+            })
+            .collect();
+            if from.is_empty() {
+                e
+            } else {
+                Error::new(e.code(), e.class(), format!("{} ({})", e.message(), from.join(", ")))
+            }
+        })?;
+        Ok(LayoutParts { datacenter_bits, worker_bits, clock_back_bits, sequence_bits, epoch, layout })
+    }
+}
+
 /// Describes a JS option value for a message: numbers as JS prints them, strings quoted.
 pub fn describe(v: &OptionValue) -> String {
     match v {
@@ -404,41 +468,8 @@ impl Config {
     /// time `now` (Unix ms).
     pub fn resolve(opts: &Options, env: &dyn EnvSource, now: u64) -> Result<Config> {
         let r = Resolver { opts, env };
-        let d = Widths::default();
-        let bits = |opt, js, var: &'static str, default: u32| {
-            r.integer(opt, js, &[var], 63, "", default.into()).map(to_u32)
-        };
-        let datacenter_bits = bits(&opts.datacenter_bits, "datacenterBits", "SNOWID_DATACENTER_BITS", d.datacenter)?;
-        let worker_bits = bits(&opts.worker_bits, "workerBits", "SNOWID_WORKER_BITS", d.worker)?;
-        let clock_back_bits = bits(&opts.clock_back_bits, "clockBackBits", "SNOWID_CLOCK_BACK_BITS", d.clock_back)?;
-        let sequence_bits = bits(&opts.sequence_bits, "sequenceBits", "SNOWID_SEQUENCE_BITS", d.sequence)?;
-        let epoch = r.epoch(now)?;
-        let widths = Widths {
-            datacenter: datacenter_bits.value,
-            worker: worker_bits.value,
-            clock_back: clock_back_bits.value,
-            sequence: sequence_bits.value,
-        };
-        let layout = Layout::new(widths, epoch.value, now).map_err(|e| {
-            let from: Vec<String> = [
-                ("datacenterBits", &datacenter_bits, "SNOWID_DATACENTER_BITS"),
-                ("workerBits", &worker_bits, "SNOWID_WORKER_BITS"),
-                ("clockBackBits", &clock_back_bits, "SNOWID_CLOCK_BACK_BITS"),
-                ("sequenceBits", &sequence_bits, "SNOWID_SEQUENCE_BITS"),
-            ]
-            .iter()
-            .filter_map(|(js, s, var)| match s.source {
-                Source::Option => Some(format!("{js} from options.{js}")),
-                Source::Env => Some(format!("{js} from {var}")),
-                Source::Default | Source::Pm2 | Source::Lease | Source::StatefulSet => None,
-            })
-            .collect();
-            if from.is_empty() {
-                e
-            } else {
-                Error::new(e.code(), e.class(), format!("{} ({})", e.message(), from.join(", ")))
-            }
-        })?;
+        let LayoutParts { datacenter_bits, worker_bits, clock_back_bits, sequence_bits, epoch, layout } =
+            r.layout(now, Use::Generate)?;
         let field = |opt, js, vars: &[&'static str], bits: &Sourced<u32>, bits_name: &str| {
             let hint = format!(" ({bits_name} is {})", bits.value);
             r.integer(opt, js, vars, max_value(bits.value), &hint, 0).map(to_u32)
@@ -488,6 +519,12 @@ impl Config {
             lease_dir,
             layout,
         })
+    }
+
+    /// Resolves only what reading ids needs, the widths and the epoch, into a layout for reading: no worker id,
+    /// no lease, and no 10-year rule. A variable it does not need may hold anything.
+    pub fn resolve_layout(opts: &Options, env: &dyn EnvSource, now: u64) -> Result<Layout> {
+        Resolver { opts, env }.layout(now, Use::Read).map(|p| p.layout)
     }
 
     pub fn settings(&self) -> Settings {
@@ -573,6 +610,22 @@ mod tests {
         assert_eq!(c.layout.timestamp_bits(), 41);
         assert_eq!((c.worker_id.value, c.on_clock_back.value, c.max_wait_ms.value), (127, ClockBackPolicy::Wait, 250));
         assert_eq!(resolve_env(&[("SNOWID_EPOCH", "1600000000000")]).unwrap().epoch.value, 1_600_000_000_000);
+    }
+
+    #[test]
+    fn reading_ids_needs_only_the_layout_and_epoch() {
+        // Common words are the article's fallback names: an unrelated `workerId` must not stop reading ids.
+        let e = env(&[("workerId", "web-1"), ("SNOWID_LEASE", "maybe"), ("SNOWID_SEQUENCE_BITS", "10")]);
+        assert!(Config::resolve(&Options::default(), &e, NOW).is_err());
+        let layout = Config::resolve_layout(&Options::default(), &e, NOW).unwrap();
+        assert_eq!(layout.widths().sequence, 10);
+        // A layout too short to generate with is still one to read with.
+        let e = env(&[("SNOWID_DATACENTER_BITS", "20"), ("SNOWID_SEQUENCE_BITS", "20")]);
+        assert!(Config::resolve(&Options::default(), &e, NOW).unwrap_err().message().contains("10 years"));
+        assert_eq!(Config::resolve_layout(&Options::default(), &e, NOW).unwrap().timestamp_bits(), 16);
+        // A bad layout variable is still refused.
+        let e = env(&[("SNOWID_EPOCH", "soon")]);
+        assert!(Config::resolve_layout(&Options::default(), &e, NOW).is_err());
     }
 
     #[test]
@@ -692,7 +745,7 @@ mod tests {
         assert!(e.message().starts_with("layout: expected a timestamp field that lasts at least 10 years"), "{e}");
         assert!(e.message().ends_with("(sequenceBits from SNOWID_SEQUENCE_BITS)"), "{e}");
         let e = resolve_env(&[("SNOWID_SEQUENCE_BITS", "40"), ("SNOWID_WORKER_BITS", "30")]).unwrap_err();
-        assert!(e.message().contains("at most 63 bits"), "{e}");
+        assert!(e.message().contains("at most 62 bits"), "{e}");
         let e = Config::resolve(
             &Options {
                 datacenter_bits: Some(OptionValue::Number(0.0)),

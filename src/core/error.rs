@@ -90,7 +90,38 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// The most characters of an input that a message repeats.
+pub const QUOTE_CHARS: usize = 40;
+
 /// Quotes text found in input so that empty strings, spaces and control characters are visible in a message.
+/// Text longer than [`QUOTE_CHARS`] characters is cut there and its length given, so a message stays short whatever
+/// the input.
 pub fn quote(text: &str) -> String {
-    format!("{text:?}")
+    let chars = text.chars().count();
+    if chars <= QUOTE_CHARS {
+        return format!("{text:?}");
+    }
+    let head: String = text.chars().take(QUOTE_CHARS).collect();
+    format!("{head:?}... ({chars} characters)")
+}
+
+/// Quotes a path for a message, bounded as [`quote`] is.
+pub fn quote_path(path: &std::path::Path) -> String {
+    quote(&path.to_string_lossy())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoted_input_is_bounded() {
+        assert_eq!(quote(""), "\"\"");
+        assert_eq!(quote("a\nb"), "\"a\\nb\"");
+        let long = "x".repeat(1 << 20);
+        let q = quote(&long);
+        assert_eq!(q, format!("\"{}\"... (1048576 characters)", "x".repeat(QUOTE_CHARS)));
+        let exact = "é".repeat(QUOTE_CHARS);
+        assert_eq!(quote(&exact), format!("{exact:?}"));
+    }
 }

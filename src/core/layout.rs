@@ -47,26 +47,54 @@ pub struct Layout {
     timestamp_bits: u32,
 }
 
+/// The widths and their sum, for messages.
+fn sum_text(w: Widths) -> String {
+    let sum = u64::from(w.datacenter) + u64::from(w.worker) + u64::from(w.clock_back) + u64::from(w.sequence);
+    format!(
+        "datacenterBits {} + workerBits {} + clockBackBits {} + sequenceBits {} = {sum}",
+        w.datacenter, w.worker, w.clock_back, w.sequence
+    )
+}
+
 /// The largest value a field of `bits` bits holds (`bits` <= 63).
 pub fn max_value(bits: u32) -> u64 {
     (1u64 << bits) - 1
 }
 
 impl Layout {
-    /// Validates widths and epoch together against the time `now` (Unix ms): the epoch is not in the future, and
-    /// the timestamp field that is left lasts at least [`MIN_LIFE_MS`] from now and at most
-    /// [`MAX_TIMESTAMP_BITS`] bits.
+    /// A layout to generate ids with: one [`Layout::for_reading`] accepts whose timestamp field also lasts at least
+    /// [`MIN_LIFE_MS`] from `now` (Unix ms).
     pub fn new(widths: Widths, epoch: u64, now: u64) -> Result<Layout> {
-        let Widths { datacenter, worker, clock_back, sequence } = widths;
-        let sum = u64::from(datacenter) + u64::from(worker) + u64::from(clock_back) + u64::from(sequence);
-        let parts = format!(
-            "datacenterBits {datacenter} + workerBits {worker} + clockBackBits {clock_back} + sequenceBits {sequence} = {sum}"
-        );
-        if sum > 63 {
+        let layout = Layout::for_reading(widths, epoch, now)?;
+        let needed = now + MIN_LIFE_MS;
+        if layout.expires_at() < needed {
             return Err(Error::range_error(
                 Code::InvalidConfig,
                 "layout",
-                "field widths that add up to at most 63 bits, leaving the rest to the timestamp",
+                &format!("a timestamp field that lasts at least 10 years, until {}", format_iso(needed)),
+                &format!(
+                    "{}, leaving {} timestamp bits that run out at {} with epoch {epoch}",
+                    sum_text(widths),
+                    layout.timestamp_bits,
+                    format_iso(layout.expires_at())
+                ),
+            ));
+        }
+        Ok(layout)
+    }
+
+    /// A layout to read ids with, which may be another system's: widths and epoch validated together against the
+    /// time `now` (Unix ms). The epoch is not in the future, and the timestamp field that is left has from 1 to
+    /// [`MAX_TIMESTAMP_BITS`] bits. How long it lasts does not matter for reading.
+    pub fn for_reading(widths: Widths, epoch: u64, now: u64) -> Result<Layout> {
+        let Widths { datacenter, worker, clock_back, sequence } = widths;
+        let sum = u64::from(datacenter) + u64::from(worker) + u64::from(clock_back) + u64::from(sequence);
+        let parts = sum_text(widths);
+        if sum > 62 {
+            return Err(Error::range_error(
+                Code::InvalidConfig,
+                "layout",
+                "field widths that add up to at most 62 bits, leaving the rest (at least 1 bit) to the timestamp",
                 &parts,
             ));
         }
@@ -91,20 +119,7 @@ impl Layout {
                 &format!("{epoch} ({})", format_iso(epoch)),
             ));
         }
-        let layout = Layout { widths, epoch, timestamp_bits };
-        let needed = now + MIN_LIFE_MS;
-        if layout.expires_at() < needed {
-            return Err(Error::range_error(
-                Code::InvalidConfig,
-                "layout",
-                &format!("a timestamp field that lasts at least 10 years, until {}", format_iso(needed)),
-                &format!(
-                    "{parts}, leaving {timestamp_bits} timestamp bits that run out at {} with epoch {epoch}",
-                    format_iso(layout.expires_at())
-                ),
-            ));
-        }
-        Ok(layout)
+        Ok(Layout { widths, epoch, timestamp_bits })
     }
 
     pub fn widths(&self) -> Widths {
@@ -354,5 +369,25 @@ mod tests {
         assert!(e.message().starts_with("epoch: expected a time no later than now"), "{e}");
         assert!(Layout::new(widths(0, 0, 0, 11), DEFAULT_EPOCH, NOW).is_ok());
         assert!(Layout::new(widths(0, 0, 0, 10), DEFAULT_EPOCH, NOW).is_err());
+    }
+
+    #[test]
+    fn reading_needs_no_ten_years_left() {
+        // Instagram's public scheme: 40 bits of ms since 2011-08-24T21:07:01.721Z, a 13-bit shard and a 10-bit
+        // sequence (here datacenterId and sequence). It runs out in 2046: generating with it is refused from 2036,
+        // reading never.
+        let instagram = widths(13, 0, 0, 10);
+        let epoch = 1_314_220_021_721;
+        let in_2040 = 2_208_988_800_000;
+        assert!(Layout::new(instagram, epoch, NOW).is_ok());
+        let e = Layout::new(instagram, epoch, in_2040).unwrap_err();
+        assert!(e.message().contains("10 years"), "{e}");
+        let l = Layout::for_reading(instagram, epoch, in_2040).unwrap();
+        assert_eq!(l.timestamp_bits(), 40);
+        // Reading still needs a timestamp bit and an epoch in the past.
+        let e = Layout::for_reading(widths(20, 20, 20, 3), epoch, NOW).unwrap_err();
+        assert!(e.message().contains("= 63"), "{e}");
+        assert!(Layout::for_reading(widths(20, 20, 20, 2), epoch, NOW).is_ok());
+        assert!(Layout::for_reading(instagram, NOW + 1, NOW).is_err());
     }
 }
