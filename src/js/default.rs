@@ -1,0 +1,226 @@
+//! The process's default generator (configured on first need, started by the first id) and the module
+//! functions that use it.
+
+use std::sync::OnceLock;
+
+use napi::{Env, JsValue, Result, Unknown};
+use napi_derive::napi;
+use parking_lot::Mutex;
+
+use crate::core::config::{Config, Options, ProcessEnv, Source};
+use crate::core::error::{Class, Code, Error as CoreError, Result as CoreResult};
+use crate::core::generator::{Clock, Generator, Snapshot, SystemClock};
+use crate::core::layout::Layout;
+use crate::core::start::{bind_worker, open};
+
+use super::errors::raise;
+use super::fast::{next_id_strings_impl, next_ids_impl};
+use super::options::read_options;
+use super::report::{DecodedId, SnowidConfig, SnowidStats, decode_with, report, stats_of};
+use super::values::{IdBigInt, IdString, Raw, read_id, read_time};
+
+pub(crate) fn resolve(opts: &Options) -> CoreResult<Config> {
+    Config::resolve(opts, &ProcessEnv, SystemClock.now_ms())
+}
+
+/// Takes the lease `config` calls for (filling in an automatic worker id) and makes its generator.
+pub(crate) fn build(config: &mut Config) -> CoreResult<Generator<SystemClock>> {
+    let lease = bind_worker(config)?;
+    let state = open(config, lease, &SystemClock)?;
+    Generator::new(config.settings(), state, SystemClock)
+}
+
+/// The process-wide default generator, once it has issued its first id.
+pub(crate) static DEFAULT: OnceLock<(Generator<SystemClock>, Config)> = OnceLock::new();
+/// The default generator's configuration before it starts.
+pub(crate) static PENDING: Mutex<Pending> = Mutex::new(Pending { options: None, config: None });
+
+/// What `configure()` gave, and the configuration resolved from it and the environment on first need. Every call
+/// before the first id (`decode`, `config`, `minIdAt`, ...) and the generator itself then use that one resolution.
+pub(crate) struct Pending {
+    options: Option<Options>,
+    config: Option<Config>,
+}
+
+impl Pending {
+    fn config(&mut self) -> CoreResult<&Config> {
+        let config = match self.config.take() {
+            Some(c) => c,
+            None => resolve(&self.options.clone().unwrap_or_default())?,
+        };
+        Ok(self.config.insert(config))
+    }
+}
+
+#[inline]
+pub(crate) fn default_generator() -> CoreResult<&'static Generator<SystemClock>> {
+    match DEFAULT.get() {
+        Some((g, _)) => Ok(g),
+        None => start_default(),
+    }
+}
+
+#[cold]
+pub(crate) fn start_default() -> CoreResult<&'static Generator<SystemClock>> {
+    let mut pending = PENDING.lock();
+    if let Some((g, _)) = DEFAULT.get() {
+        return Ok(g);
+    }
+    let mut config = pending.config()?.clone();
+    let generator = build(&mut config)?;
+    Ok(&DEFAULT.get_or_init(|| (generator, config)).0)
+}
+
+/// The default generator's configuration, without starting it. With `bind`, an automatic worker id is leased so
+/// that it can be reported (the process keeps that slot, and the generator will use it).
+pub(crate) fn default_config(bind: bool) -> CoreResult<Config> {
+    let mut pending = PENDING.lock();
+    if let Some((_, c)) = DEFAULT.get() {
+        return Ok(c.clone());
+    }
+    let mut config = pending.config()?.clone();
+    if bind && config.worker_id.source == Source::Lease {
+        bind_worker(&mut config)?;
+    }
+    Ok(config)
+}
+
+/// The default generator's layout, without starting it.
+#[inline]
+pub(crate) fn default_layout() -> CoreResult<Layout> {
+    match DEFAULT.get() {
+        Some((g, _)) => Ok(*g.layout()),
+        None => PENDING.lock().config().map(|c| c.layout),
+    }
+}
+
+/// The next id of the process-wide default generator, as a `bigint`.
+///
+/// The default generator is configured from the environment (`SNOWID_*`) on its first use, or by `configure()`
+/// before it. Its state is shared by every `worker_thread` and every `Snowflake` with the same identity.
+/// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the environment holds a bad value.
+/// @throws {Error} `ERR_SNOWID_CLOCK_BACKWARDS` when the clock moved back and the `onClockBack` policy gives up.
+/// @throws {Error} `ERR_SNOWID_TIME_EXHAUSTED` past the layout's `expiresAt`.
+#[napi(ts_return_type = "bigint")]
+pub fn next_id() -> IdBigInt {
+    IdBigInt(default_generator().and_then(|g| g.next_id()))
+}
+
+/// The next id of the process-wide default generator, as a decimal string. Throws as `nextId()` does.
+#[napi(ts_return_type = "string")]
+pub fn next_id_string() -> IdString {
+    IdString(default_generator().and_then(|g| g.next_id()))
+}
+
+/// The next `count` ids of the default generator in a new `BigInt64Array`, or, given a `BigInt64Array`, that array
+/// filled with the next ids and returned. Ids come out in order, as `count` calls of `nextId()` would make them.
+/// @param count - an integer from 1 to 1048576, or a `BigInt64Array` of that length.
+/// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for any other `count`.
+/// @throws {Error} as `nextId()` does.
+#[napi(ts_return_type = "BigInt64Array")]
+pub fn next_ids(env: Env, #[napi(ts_arg_type = "number | BigInt64Array")] count: Unknown) -> Result<Raw> {
+    next_ids_impl(env.raw(), default_generator(), count.raw()).map(Raw)
+}
+
+/// The next `count` ids of the default generator as decimal strings, in order.
+/// @param count - an integer from 1 to 1048576.
+/// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for any other `count`.
+/// @throws {Error} as `nextId()` does.
+#[napi(ts_return_type = "string[]")]
+pub fn next_id_strings(env: Env, #[napi(ts_arg_type = "number")] count: Unknown) -> Result<Raw> {
+    next_id_strings_impl(env.raw(), default_generator(), count.raw()).map(Raw)
+}
+
+/// The fields of an id, read with the default generator's layout and epoch. It does not start the generator.
+///
+/// @param id - a `bigint`, a decimal string, or a safe integer `number` (ids above 2^53 have already lost digits
+/// as numbers).
+/// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for negative, too large, non-integer, empty or
+/// non-decimal input.
+#[napi]
+pub fn decode(env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<DecodedId> {
+    let raw = env.raw();
+    let id = read_id(raw, id.raw(), "id")?;
+    let layout = default_layout().map_err(|e| raise(raw, &e))?;
+    Ok(decode_with(&layout, id))
+}
+
+/// The Unix ms of an id's timestamp, read with the default generator's layout and epoch: `decode(id).timestamp`
+/// without the other fields. It does not start the generator.
+/// @param id - a `bigint`, a decimal string, or a safe integer `number`.
+/// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
+#[napi]
+pub fn timestamp_of(env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<f64> {
+    let raw = env.raw();
+    let id = read_id(raw, id.raw(), "id")?;
+    let layout = default_layout().map_err(|e| raise(raw, &e))?;
+    Ok(layout.unix_ms_of(id) as f64)
+}
+
+/// The smallest id any generator with the default layout and epoch can make in the ms `time`, whatever its
+/// datacenterId, workerId, clockBack and sequence: the lower bound of `WHERE id BETWEEN minIdAt(a) AND maxIdAt(b)`.
+/// It does not start the generator.
+/// @param time - a `Date`, Unix ms, or an ISO-8601 date (`YYYY-MM-DD`, or a date-time with `Z` or an offset).
+/// @throws {TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for a value of another kind.
+/// @throws {RangeError} `ERR_SNOWID_INVALID_ARGUMENT` for a time before the epoch or past `expiresAt`, or not a
+/// whole ms.
+#[napi(ts_return_type = "bigint")]
+pub fn min_id_at(env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
+    let raw = env.raw();
+    let at = read_time(raw, time.raw(), "time")?;
+    Ok(IdBigInt(default_layout().and_then(|l| l.min_id_at(at, "time"))))
+}
+
+/// The largest id any generator with the default layout and epoch can make in the ms `time`: the upper bound of
+/// `WHERE id BETWEEN minIdAt(a) AND maxIdAt(b)`. It does not start the generator.
+/// @param time - a `Date`, Unix ms, or an ISO-8601 date (`YYYY-MM-DD`, or a date-time with `Z` or an offset).
+/// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as `minIdAt()` does.
+#[napi(ts_return_type = "bigint")]
+pub fn max_id_at(env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
+    let raw = env.raw();
+    let at = read_time(raw, time.raw(), "time")?;
+    Ok(IdBigInt(default_layout().and_then(|l| l.max_id_at(at, "time"))))
+}
+
+/// The effective configuration of the default generator and where each value came from. It does not start the
+/// generator; when the worker id comes from the lease, it takes this process's automatic slot to report it.
+/// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the environment holds a bad value.
+/// @throws {Error} `ERR_SNOWID_LEASE_DIR`, `ERR_SNOWID_LEASE_CORRUPT` or `ERR_SNOWID_NO_FREE_WORKER_ID` when the
+/// automatic lease cannot be taken.
+#[napi]
+pub fn config(env: Env) -> Result<SnowidConfig> {
+    default_config(true).map(|c| report(&c)).map_err(|e| raise(env.raw(), &e))
+}
+
+/// The default generator's current lead and counters (all 0 before its first id).
+#[napi]
+pub fn stats() -> SnowidStats {
+    match DEFAULT.get() {
+        Some((g, _)) => stats_of(g.snapshot()),
+        None => stats_of(Snapshot { lead_ms: 0, clock_back: 0, stats: Default::default() }),
+    }
+}
+
+/// Sets the options of the default generator before its first id. Options win over environment variables.
+/// A later call before the first id replaces the earlier options. The options are validated at once.
+/// @throws {Error} `ERR_SNOWID_ALREADY_CONFIGURED` once the default generator has issued an id.
+/// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` for a bad option, or a bad environment value.
+#[napi]
+pub fn configure(env: Env, #[napi(ts_arg_type = "SnowflakeOptions")] options: Option<Unknown>) -> Result<()> {
+    let raw = env.raw();
+    let opts = read_options(raw, options)?;
+    let mut pending = PENDING.lock();
+    if DEFAULT.get().is_some() {
+        let e = CoreError::new(
+            Code::AlreadyConfigured,
+            Class::Error,
+            "configure: expected a call before the default generator's first id, found it already started; \
+             use new Snowflake(options) for a generator of your own",
+        );
+        return Err(raise(raw, &e));
+    }
+    let config = resolve(&opts).map_err(|e| raise(raw, &e))?;
+    *pending = Pending { options: Some(opts), config: Some(config) };
+    Ok(())
+}
+

@@ -1,0 +1,329 @@
+//! Fast paths: the hot calls as plain N-API callbacks.
+
+use std::ptr;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::{FromNapiValue, Object, ToNapiValue};
+use napi::{sys, Env, JsValue, Result, Status};
+use napi_derive::napi;
+
+use crate::core::error::{Code, Error as CoreError, Result as CoreResult};
+use crate::core::generator::{Generator, SystemClock};
+use crate::core::layout::Layout;
+
+use super::default::{default_generator, default_layout};
+use super::errors::{check, raise, throw};
+use super::values::{Raw, bigint, decimal, describe, read_id, type_of};
+
+// Fast paths. napi-rs's wrapper around an exported function or method costs more than the generator itself, so the
+// hot calls are plain N-API callbacks: the module's read the default generator, and each `Snowflake` instance gets
+// its own, whose callback data is its generator (no `this` to unwrap). The `#[napi]` items of `default` and
+// `snowflake` still declare the typings and remain as correct, slower fallbacks.
+
+pub(crate) type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
+
+/// The largest batch `nextIds` and `nextIdStrings` make in one call.
+pub const MAX_BATCH: u64 = 1 << 20;
+
+/// The value to return from a raw callback: `v` converted, or null with the exception pending.
+pub(crate) unsafe fn finish<T: ToNapiValue>(env: sys::napi_env, v: Result<T>) -> sys::napi_value {
+    // SAFETY: `env` is the live env of the current call.
+    match v.and_then(|v| unsafe { T::to_napi_value(env, v) }) {
+        Ok(out) => out,
+        Err(e) => {
+            unsafe { napi::JsError::from(e).throw_into(env) };
+            ptr::null_mut()
+        }
+    }
+}
+
+/// The first argument and the callback data of a call.
+pub(crate) unsafe fn call_info(env: sys::napi_env, info: sys::napi_callback_info) -> Result<(sys::napi_value, *mut std::ffi::c_void)> {
+    let mut argc = 1usize;
+    let mut argv = [ptr::null_mut(); 1];
+    let mut data = ptr::null_mut();
+    // SAFETY: `argv` has room for `argc` values.
+    check(unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), &mut data) })?;
+    let [arg] = argv;
+    if argc == 0 || arg.is_null() {
+        let mut undefined = ptr::null_mut();
+        check(unsafe { sys::napi_get_undefined(env, &mut undefined) })?;
+        return Ok((undefined, data));
+    }
+    Ok((arg, data))
+}
+
+/// The generator behind an instance callback's data.
+///
+/// # Safety
+/// `data` is the pointer `install_instance` gave the function, which its finalizer frees only once the function
+/// is unreachable, so it is alive while the function runs.
+pub(crate) unsafe fn instance_generator<'a>(data: *mut std::ffi::c_void) -> &'a Generator<SystemClock> {
+    unsafe { &*(data as *const Generator<SystemClock>) }
+}
+
+/// What a batch call was asked for: a count, or a caller's `BigInt64Array` to fill.
+pub(crate) enum Batch {
+    Count(usize),
+    Fill { array: sys::napi_value, data: *mut u64, len: usize },
+}
+
+pub(crate) fn read_batch(env: sys::napi_env, value: sys::napi_value, allow_array: bool) -> Result<Batch> {
+    use sys::ValueType as T;
+    let expected = format!("an integer from 1 to {MAX_BATCH}{}", if allow_array { " or a BigInt64Array" } else { "" });
+    let bad_range = |found: String| raise(env, &CoreError::range_error(Code::InvalidArgument, "count", &expected, &found));
+    match type_of(env, value)? {
+        T::napi_number => {
+            // SAFETY: `value` is a number.
+            let n = unsafe { f64::from_napi_value(env, value) }?;
+            if n.is_finite() && n.fract() == 0.0 && n >= 1.0 && n <= MAX_BATCH as f64 {
+                Ok(Batch::Count(n as usize))
+            } else {
+                Err(bad_range(crate::core::config::js_number(n)))
+            }
+        }
+        T::napi_object if allow_array => {
+            let mut is_typed = false;
+            check(unsafe { sys::napi_is_typedarray(env, value, &mut is_typed) })?;
+            let (mut kind, mut len, mut data, mut buffer, mut offset) = (0, 0usize, ptr::null_mut(), ptr::null_mut(), 0usize);
+            if is_typed {
+                // SAFETY: `value` is a typed array; every out-pointer is valid.
+                check(unsafe {
+                    sys::napi_get_typedarray_info(env, value, &mut kind, &mut len, &mut data, &mut buffer, &mut offset)
+                })?;
+            }
+            if !is_typed || kind != sys::TypedarrayType::bigint64_array {
+                let e = CoreError::type_error(Code::InvalidArgument, "count", &expected, "an object that is not a BigInt64Array");
+                return Err(raise(env, &e));
+            }
+            if len == 0 || len as u64 > MAX_BATCH {
+                return Err(bad_range(format!("a BigInt64Array of length {len}")));
+            }
+            Ok(Batch::Fill { array: value, data: data.cast(), len })
+        }
+        _ => {
+            let e = CoreError::type_error(Code::InvalidArgument, "count", &expected, &describe(env, value)?);
+            Err(raise(env, &e))
+        }
+    }
+}
+
+/// `nextIds(count | array)`: a new `BigInt64Array` of `count` ids, or the caller's array filled.
+pub(crate) fn next_ids_impl(env: sys::napi_env, generator: CoreResult<&Generator<SystemClock>>, arg: sys::napi_value) -> Result<sys::napi_value> {
+    let batch = read_batch(env, arg, true)?;
+    let generator = generator.map_err(|e| raise(env, &e))?;
+    let (array, data, len) = match batch {
+        Batch::Fill { array, data, len } => (array, data, len),
+        Batch::Count(len) => {
+            let (mut data, mut buffer, mut array) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+            // SAFETY: the buffer is created with room for `len` 8-byte ids and is 8-byte aligned.
+            check(unsafe { sys::napi_create_arraybuffer(env, len * 8, &mut data, &mut buffer) })?;
+            check(unsafe {
+                sys::napi_create_typedarray(env, sys::TypedarrayType::bigint64_array, len, buffer, 0, &mut array)
+            })?;
+            (array, data.cast::<u64>(), len)
+        }
+    };
+    // SAFETY: `data` points at `len` elements of a BigInt64Array that this call keeps alive; a BigInt64Array's
+    // elements are 8-byte aligned, and ids below 2^63 have the same bits as i64 and u64.
+    let ids = unsafe { std::slice::from_raw_parts_mut(data, len) };
+    generator.fill(ids).map_err(|e| raise(env, &e))?;
+    Ok(array)
+}
+
+/// `nextIdStrings(count)`: an array of `count` decimal ids.
+pub(crate) fn next_id_strings_impl(
+    env: sys::napi_env,
+    generator: CoreResult<&Generator<SystemClock>>,
+    arg: sys::napi_value,
+) -> Result<sys::napi_value> {
+    let Batch::Count(len) = read_batch(env, arg, false)? else {
+        return Err(napi::Error::from_status(Status::InvalidArg));
+    };
+    let generator = generator.map_err(|e| raise(env, &e))?;
+    let mut ids = vec![0u64; len];
+    generator.fill(&mut ids).map_err(|e| raise(env, &e))?;
+    let mut array = ptr::null_mut();
+    // SAFETY: plain N-API calls on values of this call.
+    check(unsafe { sys::napi_create_array_with_length(env, len, &mut array) })?;
+    for (i, id) in ids.into_iter().enumerate() {
+        let s = unsafe { decimal(env, id) }?;
+        check(unsafe { sys::napi_set_element(env, array, i as u32, s) })?;
+    }
+    Ok(array)
+}
+
+/// A hot callback's return value: `make(id)` for a generated id, else null with the coded error thrown.
+#[inline(always)]
+pub(crate) unsafe fn id_value(
+    env: sys::napi_env,
+    id: Result<CoreResult<u64>>,
+    make: unsafe fn(sys::napi_env, u64) -> Result<sys::napi_value>,
+) -> sys::napi_value {
+    match id {
+        Ok(Ok(id)) => match unsafe { make(env, id) } {
+            Ok(out) => out,
+            Err(e) => unsafe { finish::<Raw>(env, Err(e)) },
+        },
+        Ok(Err(e)) => {
+            throw(env, &e);
+            ptr::null_mut()
+        }
+        Err(e) => unsafe { finish::<Raw>(env, Err(e)) },
+    }
+}
+
+unsafe extern "C" fn module_next_id(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {
+    unsafe { id_value(env, Ok(default_generator().and_then(|g| g.next_id())), bigint) }
+}
+
+unsafe extern "C" fn module_next_id_string(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {
+    unsafe { id_value(env, Ok(default_generator().and_then(|g| g.next_id())), decimal) }
+}
+
+unsafe extern "C" fn module_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| next_ids_impl(env, default_generator(), arg));
+    unsafe { finish(env, out.map(Raw)) }
+}
+
+unsafe extern "C" fn module_next_id_strings(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| next_id_strings_impl(env, default_generator(), arg));
+    unsafe { finish(env, out.map(Raw)) }
+}
+
+/// The generator of an instance callback, from its callback data.
+#[inline]
+pub(crate) unsafe fn callback_generator<'a>(env: sys::napi_env, info: sys::napi_callback_info) -> Result<&'a Generator<SystemClock>> {
+    let mut data = ptr::null_mut();
+    // SAFETY: only the callback data is asked for.
+    check(unsafe { sys::napi_get_cb_info(env, info, ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), &mut data) })?;
+    Ok(unsafe { instance_generator(data) })
+}
+
+unsafe extern "C" fn instance_next_id(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let id = unsafe { callback_generator(env, info) }.map(|g| g.next_id());
+    unsafe { id_value(env, id, bigint) }
+}
+
+unsafe extern "C" fn instance_next_id_string(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let id = unsafe { callback_generator(env, info) }.map(|g| g.next_id());
+    unsafe { id_value(env, id, decimal) }
+}
+
+unsafe extern "C" fn instance_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let out = unsafe { call_info(env, info) }
+        .and_then(|(arg, data)| next_ids_impl(env, Ok(unsafe { instance_generator(data) }), arg));
+    unsafe { finish(env, out.map(Raw)) }
+}
+
+unsafe extern "C" fn instance_next_id_strings(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let out = unsafe { call_info(env, info) }
+        .and_then(|(arg, data)| next_id_strings_impl(env, Ok(unsafe { instance_generator(data) }), arg));
+    unsafe { finish(env, out.map(Raw)) }
+}
+
+/// `timestampOf(id)` with `layout`: the id's Unix ms as a JS number.
+pub(crate) fn timestamp_impl(env: sys::napi_env, layout: CoreResult<Layout>, arg: sys::napi_value) -> Result<sys::napi_value> {
+    let id = read_id(env, arg, "id")?;
+    let layout = layout.map_err(|e| raise(env, &e))?;
+    let mut out = ptr::null_mut();
+    // SAFETY: `env` is the live env of this call; every Unix ms a layout encodes is below 2^53, so exact as f64.
+    check(unsafe { sys::napi_create_double(env, layout.unix_ms_of(id) as f64, &mut out) })?;
+    Ok(out)
+}
+
+unsafe extern "C" fn module_timestamp_of(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| timestamp_impl(env, default_layout(), arg));
+    unsafe { finish(env, out.map(Raw)) }
+}
+
+unsafe extern "C" fn instance_timestamp_of(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let out = unsafe { call_info(env, info) }
+        .and_then(|(arg, data)| timestamp_impl(env, Ok(*unsafe { instance_generator(data) }.layout()), arg));
+    unsafe { finish(env, out.map(Raw)) }
+}
+
+unsafe extern "C" fn drop_generator(_env: sys::napi_env, data: *mut std::ffi::c_void, _hint: *mut std::ffi::c_void) {
+    // SAFETY: `data` came from `Arc::into_raw` in `install_instance`, and this finalizer runs once.
+    drop(unsafe { Arc::from_raw(data as *const Generator<SystemClock>) });
+}
+
+/// A JS function named `name` that runs `cb` with `data`.
+pub(crate) fn make_function(env: sys::napi_env, name: &std::ffi::CStr, cb: Callback, data: *mut std::ffi::c_void) -> Result<sys::napi_value> {
+    let mut f = ptr::null_mut();
+    let len = name.to_bytes().len() as isize;
+    // SAFETY: `name` is NUL-terminated and `len` long; `cb` is a valid N-API callback.
+    check(unsafe { sys::napi_create_function(env, name.as_ptr(), len, Some(cb), data, &mut f) })?;
+    Ok(f)
+}
+
+/// Defines `name` on `target` as a non-enumerable, read-only function running `cb` with `data`.
+pub(crate) fn define_function(
+    env: sys::napi_env,
+    target: sys::napi_value,
+    name: &std::ffi::CStr,
+    cb: Callback,
+    data: *mut std::ffi::c_void,
+) -> Result<sys::napi_value> {
+    let f = make_function(env, name, cb, data)?;
+    let descriptor = sys::napi_property_descriptor {
+        utf8name: name.as_ptr(),
+        name: ptr::null_mut(),
+        method: None,
+        getter: None,
+        setter: None,
+        value: f,
+        attributes: sys::PropertyAttributes::default,
+        data: ptr::null_mut(),
+    };
+    check(unsafe { sys::napi_define_properties(env, target, 1, &descriptor) })?;
+    Ok(f)
+}
+
+pub(crate) const INSTANCE_METHODS: [(&std::ffi::CStr, Callback); 5] = [
+    (c"nextId", instance_next_id),
+    (c"nextIdString", instance_next_id_string),
+    (c"nextIds", instance_next_ids),
+    (c"nextIdStrings", instance_next_id_strings),
+    (c"timestampOf", instance_timestamp_of),
+];
+
+/// Gives a `Snowflake` its own fast methods, each holding a reference to its generator until it is collected.
+pub(crate) fn install_instance(env: sys::napi_env, this: sys::napi_value, generator: &Arc<Generator<SystemClock>>) -> Result<()> {
+    for (name, cb) in INSTANCE_METHODS {
+        let data = Arc::into_raw(Arc::clone(generator)) as *mut std::ffi::c_void;
+        match define_function(env, this, name, cb, data) {
+            // SAFETY: `f` is the function just made; the finalizer frees `data` when it is collected.
+            Ok(f) => check(unsafe {
+                sys::napi_add_finalizer(env, f, data, Some(drop_generator), ptr::null_mut(), ptr::null_mut())
+            })?,
+            Err(e) => {
+                // SAFETY: the function was not made, so nothing else owns `data`.
+                unsafe { drop_generator(env, data, ptr::null_mut()) };
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Replaces the module's hot exports with their raw callbacks once napi-rs has registered everything.
+#[napi(module_exports)]
+pub fn install_fast_paths(env: Env, exports: Object) -> Result<()> {
+    let (env, value) = (env.raw(), exports.raw());
+    let module: [(&std::ffi::CStr, Callback); 5] = [
+        (c"nextId", module_next_id),
+        (c"nextIdString", module_next_id_string),
+        (c"nextIds", module_next_ids),
+        (c"nextIdStrings", module_next_id_strings),
+        (c"timestampOf", module_timestamp_of),
+    ];
+    for (name, cb) in module {
+        let f = make_function(env, name, cb, ptr::null_mut())?;
+        // A plain property, as napi-rs's own exports are.
+        // SAFETY: `value` is the exports object and `name` is NUL-terminated.
+        check(unsafe { sys::napi_set_named_property(env, value, name.as_ptr(), f) })?;
+    }
+    Ok(())
+}
+

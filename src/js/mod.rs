@@ -1,0 +1,24 @@
+//! The napi binding: converts JS values to and from the core's, and maps core errors to coded JS errors.
+//!
+//! - `errors`: core errors thrown as coded JS errors.
+//! - `values`: JS arguments (ids, times, option values, encodings) read for the core, and ids made into JS values.
+//! - `options`: generator options read from JS, and their typings.
+//! - `report`: what the binding returns: decoded ids, effective configuration, counters.
+//! - `default`: the process's default generator and the module functions that use it.
+//! - `snowflake`: the `Snowflake` class, a generator with its own options.
+//! - `text`: ids as fixed-width text.
+//! - `slots`: the worker-id slots a set of environment variables would use.
+//! - `fast`: the hot calls as plain N-API callbacks.
+#![cfg_attr(test, allow(dead_code))]
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+mod default;
+mod errors;
+mod fast;
+mod options;
+mod report;
+mod slots;
+mod snowflake;
+mod text;
+mod values;
+

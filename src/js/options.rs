@@ -1,0 +1,87 @@
+//! Generator options read from JS, and their typings.
+
+use napi::{sys, JsValue, Result, Unknown};
+use napi_derive::napi;
+
+use crate::core::config::{Options, OPTION_NAMES};
+use crate::core::error::{Code, Error as CoreError};
+
+use super::errors::raise;
+use super::report::OnClockBack;
+use super::values::{option_value, own_entries};
+
+/// Reads an options argument: each own key a known option. A missing argument, `undefined` and `null` are no
+/// options.
+pub(crate) fn read_options(env: sys::napi_env, value: Option<Unknown>) -> Result<Options> {
+    let mut opts = Options::default();
+    let Some(value) = value else {
+        return Ok(opts);
+    };
+    for (name, v) in own_entries(env, value.raw(), "options")? {
+        let Some(slot) = opts.slot(&name) else {
+            let e = CoreError::type_error(
+                Code::InvalidConfig,
+                "options",
+                &format!("only the options {}", OPTION_NAMES.join(", ")),
+                &format!("an unknown option {}", crate::core::error::quote(&name)),
+            );
+            return Err(raise(env, &e));
+        };
+        *slot = option_value(env, v)?;
+    }
+    Ok(opts)
+}
+
+/// Options of a generator. Each one left out is read from its environment variable, else takes its default.
+/// Numbers must be integers in range: nothing is masked, clamped or truncated.
+#[napi(object, object_from_js = false)]
+#[allow(dead_code)] // Declares the typings only: `read_options` reads the object itself, to check every value.
+pub struct SnowflakeOptions {
+    /// Datacenter (or machine) number, 0 to 2^datacenterBits - 1. Env `SNOWID_DATACENTER_ID`, else `datacenterId`.
+    /// @default 0
+    pub datacenter_id: Option<u32>,
+    /// Worker (process) number, 0 to 2^workerBits - 1. Env `SNOWID_WORKER_ID`, else `workerId`, else the ordinal of
+    /// a StatefulSet pod's host name with `SNOWID_WORKER_ID_FROM=statefulset`, else PM2's `NODE_APP_INSTANCE`;
+    /// else the lowest slot no other process on this host holds (the lease); else 0 when leases are off.
+    /// @default the lease's slot
+    pub worker_id: Option<u32>,
+    /// Starting clock-back value, 0 to 2^clockBackBits - 1. Env `SNOWID_CLOCK_BACK`.
+    /// @default 0
+    pub clock_back: Option<u32>,
+    /// Epoch: Unix ms, a decimal string of Unix ms, an ISO-8601 date (`YYYY-MM-DD`, or a date-time with `Z` or an
+    /// offset), or a `Date`. Not in the future. Env `SNOWID_EPOCH`.
+    /// @default 1580486400000 (2020-02-01T00:00:00+08:00)
+    #[napi(ts_type = "number | string | Date")]
+    pub epoch: Option<f64>,
+    /// Width of the datacenterId field in bits. Env `SNOWID_DATACENTER_BITS`.
+    /// @default 3
+    pub datacenter_bits: Option<u32>,
+    /// Width of the workerId field in bits. Env `SNOWID_WORKER_BITS`.
+    /// @default 5
+    pub worker_bits: Option<u32>,
+    /// Width of the clockBack field in bits. Env `SNOWID_CLOCK_BACK_BITS`.
+    /// @default 2
+    pub clock_back_bits: Option<u32>,
+    /// Width of the sequence field in bits. Env `SNOWID_SEQUENCE_BITS`.
+    /// @default 12
+    pub sequence_bits: Option<u32>,
+    /// What to do when the clock moves backwards. Env `SNOWID_ON_CLOCK_BACK`.
+    /// @default 'bits'
+    pub on_clock_back: Option<OnClockBack>,
+    /// Under `'wait'`, the longest the generator blocks for the clock to catch up, 0 to 60000 ms.
+    /// Env `SNOWID_MAX_WAIT_MS`.
+    /// @default 1000
+    pub max_wait_ms: Option<u32>,
+    /// How far ahead of the clock, 0 to 60000 ms, the generator may move on when a ms is full (bounded borrowing).
+    /// Timestamps may then run ahead of real time by up to this much. Env `SNOWID_MAX_LEAD_MS`.
+    /// @default 0
+    pub max_lead_ms: Option<u32>,
+    /// Whether to lease the (datacenterId, workerId) slot on this host, so that no two live processes use it.
+    /// Env `SNOWID_LEASE` (`on` or `off`).
+    /// @default true
+    pub lease: Option<bool>,
+    /// The lease directory. Env `SNOWID_LEASE_DIR`.
+    /// @default a `snowid` folder in the OS temp dir
+    pub lease_dir: Option<String>,
+}
+

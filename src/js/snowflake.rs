@@ -1,0 +1,127 @@
+//! The `Snowflake` class: a generator with its own options.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::This;
+use napi::{Env, JsValue, Result, Unknown};
+use napi_derive::napi;
+
+use crate::core::config::{time_arg, Config, OptionValue};
+use crate::core::generator::{Generator, SystemClock};
+
+use super::default::{build, resolve};
+use super::errors::raise;
+use super::fast::{install_instance, next_id_strings_impl, next_ids_impl};
+use super::options::read_options;
+use super::report::{DecodedId, SnowidConfig, SnowidStats, decode_with, report, stats_of};
+use super::values::{IdBigInt, IdString, Raw, read_id, read_time};
+
+/// A generator with its own options. Generators with the same identity (layout, epoch, datacenterId, workerId)
+/// in one process share one state, so making one per request can never duplicate ids.
+#[napi]
+pub struct Snowflake {
+    generator: Arc<Generator<SystemClock>>,
+    config: Config,
+}
+
+#[napi]
+impl Snowflake {
+    /// Options left out are read from the environment, else take their defaults, as for the default generator.
+    /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` for a bad option or environment value.
+    #[napi(constructor)]
+    pub fn new(env: Env, this: This, #[napi(ts_arg_type = "SnowflakeOptions")] options: Option<Unknown>) -> Result<Self> {
+        let raw = env.raw();
+        let opts = read_options(raw, options)?;
+        let mut config = resolve(&opts).map_err(|e| raise(raw, &e))?;
+        let generator = Arc::new(build(&mut config).map_err(|e| raise(raw, &e))?);
+        install_instance(raw, this.raw(), &generator)?;
+        Ok(Snowflake { generator, config })
+    }
+
+    /// The next id, as a `bigint`. Throws as the module's `nextId()` does.
+    #[napi(ts_return_type = "bigint")]
+    pub fn next_id(&self) -> IdBigInt {
+        IdBigInt(self.generator.next_id())
+    }
+
+    /// The next id, as a decimal string. Throws as the module's `nextId()` does.
+    #[napi(ts_return_type = "string")]
+    pub fn next_id_string(&self) -> IdString {
+        IdString(self.generator.next_id())
+    }
+
+    /// The next `count` ids in a new `BigInt64Array`, or, given a `BigInt64Array`, that array filled and returned.
+    /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for a `count` that is not an integer from 1 to
+    /// 1048576 or such an array.
+    #[napi(ts_return_type = "BigInt64Array")]
+    pub fn next_ids(&self, env: Env, #[napi(ts_arg_type = "number | BigInt64Array")] count: Unknown) -> Result<Raw> {
+        next_ids_impl(env.raw(), Ok(&self.generator), count.raw()).map(Raw)
+    }
+
+    /// The next `count` ids as decimal strings, in order.
+    /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for a `count` that is not an integer from 1 to
+    /// 1048576.
+    #[napi(ts_return_type = "string[]")]
+    pub fn next_id_strings(&self, env: Env, #[napi(ts_arg_type = "number")] count: Unknown) -> Result<Raw> {
+        next_id_strings_impl(env.raw(), Ok(&self.generator), count.raw()).map(Raw)
+    }
+
+    /// The fields of an id, read with this generator's layout and epoch.
+    /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
+    #[napi]
+    pub fn decode(&self, env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<DecodedId> {
+        let id = read_id(env.raw(), id.raw(), "id")?;
+        Ok(decode_with(self.generator.layout(), id))
+    }
+
+    /// The Unix ms of an id's timestamp, read with this generator's layout and epoch.
+    /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
+    #[napi]
+    pub fn timestamp_of(&self, env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<f64> {
+        let id = read_id(env.raw(), id.raw(), "id")?;
+        Ok(self.generator.layout().unix_ms_of(id) as f64)
+    }
+
+    /// The smallest id any generator with this layout and epoch can make in the ms `time`.
+    /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as the module's `minIdAt()` does.
+    #[napi(ts_return_type = "bigint")]
+    pub fn min_id_at(&self, env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
+        let at = read_time(env.raw(), time.raw(), "time")?;
+        Ok(IdBigInt(self.generator.layout().min_id_at(at, "time")))
+    }
+
+    /// The largest id any generator with this layout and epoch can make in the ms `time`.
+    /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as the module's `minIdAt()` does.
+    #[napi(ts_return_type = "bigint")]
+    pub fn max_id_at(&self, env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
+        let at = read_time(env.raw(), time.raw(), "time")?;
+        Ok(IdBigInt(self.generator.layout().max_id_at(at, "time")))
+    }
+
+    /// For `snowid/redis`: sets the lease deadline (Unix ms; no id from then on, 0 stops at once) and takes in the
+    /// mark an earlier holder left (Unix ms; ids at or before it are never issued). Returns the Unix ms of the last
+    /// id issued. Not part of the typed API.
+    #[napi(js_name = "_fence", skip_typescript)]
+    pub fn fence(&self, env: Env, deadline: f64, mark: Option<f64>) -> Result<f64> {
+        let ms = |n: f64, what: &str| time_arg(&OptionValue::Number(n), what).map_err(|e| raise(env.raw(), &e));
+        let deadline = ms(deadline, "deadline")?;
+        if let Some(mark) = mark {
+            self.generator.absorb_mark(ms(mark, "mark")?);
+        }
+        self.generator.set_deadline(deadline);
+        Ok(self.generator.last_ms() as f64)
+    }
+
+    /// This generator's effective configuration and where each value came from.
+    #[napi]
+    pub fn config(&self) -> SnowidConfig {
+        report(&self.config)
+    }
+
+    /// The current lead and counters of this generator's state (shared with every generator of its identity).
+    #[napi]
+    pub fn stats(&self) -> SnowidStats {
+        stats_of(self.generator.snapshot())
+    }
+}
+

@@ -1,0 +1,214 @@
+//! JS values into the core's (ids, times, option values, encodings) and ids back into JS values.
+
+use std::ptr;
+
+use napi::bindgen_prelude::{FromNapiValue, ToNapiValue};
+use napi::{sys, Result};
+
+use crate::core::config::{time_arg, OptionValue};
+use crate::core::encoding::{Encoding, EXPECTED_ENCODING};
+use crate::core::error::{Code, Error as CoreError, Result as CoreResult};
+use crate::core::id::{self, Decimal, EXPECTED_ID};
+
+use super::errors::{check, raise};
+
+/// An id, or the error that replaces it, converted to a JS `bigint` (or thrown) without taking `Env` as a
+/// parameter: napi-rs hands the env to `to_napi_value`.
+pub struct IdBigInt(pub(crate) CoreResult<u64>);
+
+impl ToNapiValue for IdBigInt {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
+        match val.0 {
+            Ok(id) => unsafe { bigint(env, id) },
+            Err(e) => Err(raise(env, &e)),
+        }
+    }
+}
+
+/// An id, or the error that replaces it, converted to a decimal JS string written from a stack buffer.
+pub struct IdString(pub(crate) CoreResult<u64>);
+
+impl ToNapiValue for IdString {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
+        match val.0 {
+            Ok(id) => unsafe { decimal(env, id) },
+            Err(e) => Err(raise(env, &e)),
+        }
+    }
+}
+
+pub(crate) fn type_of(env: sys::napi_env, value: sys::napi_value) -> Result<sys::napi_valuetype> {
+    let mut t = 0;
+    // SAFETY: `env` and `value` come from the current call.
+    check(unsafe { sys::napi_typeof(env, value, &mut t) })?;
+    Ok(t)
+}
+
+pub(crate) fn is_date(env: sys::napi_env, value: sys::napi_value) -> Result<bool> {
+    let mut yes = false;
+    // SAFETY: as above.
+    check(unsafe { sys::napi_is_date(env, value, &mut yes) })?;
+    Ok(yes)
+}
+
+/// A JS value described for an error message, for the kinds a caller should not have passed.
+pub(crate) fn describe(env: sys::napi_env, value: sys::napi_value) -> Result<String> {
+    use sys::ValueType as T;
+    Ok(match type_of(env, value)? {
+        T::napi_undefined => "undefined".into(),
+        T::napi_null => "null".into(),
+        T::napi_boolean => {
+            // SAFETY: `value` is a boolean.
+            let b = unsafe { bool::from_napi_value(env, value) }?;
+            format!("the boolean {b}")
+        }
+        T::napi_number => {
+            // SAFETY: `value` is a number.
+            let n = unsafe { f64::from_napi_value(env, value) }?;
+            format!("the number {}", crate::core::config::js_number(n))
+        }
+        T::napi_string => "a string".into(),
+        T::napi_symbol => "a symbol".into(),
+        T::napi_function => "a function".into(),
+        T::napi_bigint => "a bigint".into(),
+        _ => "an object".into(),
+    })
+}
+
+/// Reads a JS value given for an option, sorted by JS type for the core to check.
+pub(crate) fn option_value(env: sys::napi_env, value: sys::napi_value) -> Result<Option<OptionValue>> {
+    use sys::ValueType as T;
+    Ok(Some(match type_of(env, value)? {
+        T::napi_undefined => return Ok(None),
+        // SAFETY: each cast below matches the type just checked.
+        T::napi_number => OptionValue::Number(unsafe { f64::from_napi_value(env, value) }?),
+        T::napi_string => OptionValue::Text(unsafe { String::from_napi_value(env, value) }?),
+        T::napi_boolean => OptionValue::Bool(unsafe { bool::from_napi_value(env, value) }?),
+        T::napi_object if is_date(env, value)? => {
+            let mut t = 0.0;
+            check(unsafe { sys::napi_get_date_value(env, value, &mut t) })?;
+            OptionValue::Date(t)
+        }
+        _ => OptionValue::Other(describe(env, value)?),
+    }))
+}
+
+/// The own enumerable string-keyed properties of an object argument named `what`, as (key, value) pairs.
+/// `undefined` and `null` have none; any other non-object is a coded `TypeError`.
+pub(crate) fn own_entries(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<Vec<(String, sys::napi_value)>> {
+    use sys::ValueType as T;
+    match type_of(env, value)? {
+        T::napi_undefined | T::napi_null => return Ok(Vec::new()),
+        T::napi_object => {}
+        _ => {
+            let e = CoreError::type_error(Code::InvalidConfig, what, "an object", &describe(env, value)?);
+            return Err(raise(env, &e));
+        }
+    }
+    let mut keys = ptr::null_mut();
+    // SAFETY: `value` is an object of the current call; `keys` is a valid out-pointer.
+    check(unsafe {
+        sys::napi_get_all_property_names(
+            env,
+            value,
+            sys::KeyCollectionMode::own_only,
+            sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+            sys::KeyConversion::numbers_to_strings,
+            &mut keys,
+        )
+    })?;
+    let mut len = 0u32;
+    // SAFETY: `keys` is the array just created.
+    check(unsafe { sys::napi_get_array_length(env, keys, &mut len) })?;
+    let mut entries = Vec::with_capacity(len as usize);
+    for i in 0..len {
+        let (mut key, mut v) = (ptr::null_mut(), ptr::null_mut());
+        // SAFETY: `i` is below the array's length; its elements are strings (numbers were converted), each an own
+        // key of `value`.
+        check(unsafe { sys::napi_get_element(env, keys, i, &mut key) })?;
+        let name = unsafe { String::from_napi_value(env, key) }?;
+        check(unsafe { sys::napi_get_property(env, value, key, &mut v) })?;
+        entries.push((name, v));
+    }
+    Ok(entries)
+}
+
+/// Reads an id argument: a bigint, a decimal string, or a safe integer.
+pub(crate) fn read_id(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<u64> {
+    use sys::ValueType as T;
+    let parsed = match type_of(env, value)? {
+        T::napi_bigint => {
+            let (mut sign, mut count) = (0, 0usize);
+            // SAFETY: a first call with null sign and words asks for the word count only.
+            check(unsafe {
+                sys::napi_get_value_bigint_words(env, value, ptr::null_mut(), &mut count, ptr::null_mut())
+            })?;
+            let mut words = vec![0u64; count];
+            check(unsafe {
+                sys::napi_get_value_bigint_words(env, value, &mut sign, &mut count, words.as_mut_ptr())
+            })?;
+            words.truncate(count);
+            id::from_bigint(sign != 0, &words, what)
+        }
+        // SAFETY: the casts match the types just checked.
+        T::napi_string => id::parse_decimal(&unsafe { String::from_napi_value(env, value) }?, what),
+        T::napi_number => id::from_f64(unsafe { f64::from_napi_value(env, value) }?, what),
+        _ => Err(CoreError::type_error(Code::InvalidId, what, EXPECTED_ID, &describe(env, value)?)),
+    };
+    parsed.map_err(|e| raise(env, &e))
+}
+
+/// Reads a time argument: a `Date`, Unix ms, or ISO-8601 text.
+pub(crate) fn read_time(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<u64> {
+    let v = match option_value(env, value)? {
+        Some(v) => v,
+        None => OptionValue::Other("undefined".into()),
+    };
+    time_arg(&v, what).map_err(|e| raise(env, &e))
+}
+
+/// Reads an encoding name.
+pub(crate) fn read_encoding(env: sys::napi_env, value: sys::napi_value) -> Result<Encoding> {
+    let e = match type_of(env, value)? {
+        sys::ValueType::napi_string => {
+            // SAFETY: `value` is a string.
+            let name = unsafe { String::from_napi_value(env, value) }?;
+            match Encoding::parse(&name) {
+                Some(e) => return Ok(e),
+                None => CoreError::range_error(Code::InvalidArgument, "encoding", EXPECTED_ENCODING, &crate::core::error::quote(&name)),
+            }
+        }
+        _ => CoreError::type_error(Code::InvalidArgument, "encoding", EXPECTED_ENCODING, &describe(env, value)?),
+    };
+    Err(raise(env, &e))
+}
+
+/// An id as a JS bigint.
+#[inline]
+pub(crate) unsafe fn bigint(env: sys::napi_env, id: u64) -> Result<sys::napi_value> {
+    let mut out = ptr::null_mut();
+    // SAFETY: `env` is the live env of this call and `out` a valid out-pointer.
+    check(unsafe { sys::napi_create_bigint_uint64(env, id, &mut out) })?;
+    Ok(out)
+}
+
+/// An id as a decimal JS string, written from a stack buffer.
+#[inline]
+pub(crate) unsafe fn decimal(env: sys::napi_env, id: u64) -> Result<sys::napi_value> {
+    let digits = Decimal::new(id);
+    let bytes = digits.as_bytes();
+    let mut out = ptr::null_mut();
+    // SAFETY: `bytes` is ASCII (so latin1) and its length is passed explicitly.
+    check(unsafe { sys::napi_create_string_latin1(env, bytes.as_ptr().cast(), bytes.len() as isize, &mut out) })?;
+    Ok(out)
+}
+
+/// A value already made in JS.
+pub struct Raw(pub(crate) sys::napi_value);
+
+impl ToNapiValue for Raw {
+    unsafe fn to_napi_value(_env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
+        Ok(val.0)
+    }
+}
+
