@@ -62,6 +62,41 @@ export declare class Snowflake {
 }
 
 /**
+ * Reads ids of one layout and epoch. Unlike a `Snowflake`, it makes no ids, so it needs no worker id and takes
+ * no lease, reads no environment variable, and accepts a layout whose timestamp field runs out in less than 10
+ * years (or has run out): any layout with at least one timestamp bit and an epoch in the past.
+ */
+export declare class SnowflakeLayout {
+  /**
+   * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` for an unknown or bad option, or widths that
+   * leave no timestamp bit.
+   */
+  constructor(options?: LayoutOptions)
+  /**
+   * The fields of an id.
+   * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
+   */
+  decode(id: bigint | string | number): DecodedId
+  /**
+   * The Unix ms of an id's timestamp.
+   * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
+   */
+  timestampOf(id: bigint | string | number): number
+  /**
+   * The smallest id of this layout in the ms `time`.
+   * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as the module's `minIdAt()` does.
+   */
+  minIdAt(time: Date | number | string): bigint
+  /**
+   * The largest id of this layout in the ms `time`.
+   * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as the module's `minIdAt()` does.
+   */
+  maxIdAt(time: Date | number | string): bigint
+  /** The widths, the epoch, and when the layout runs out. */
+  layout(): LayoutSpec
+}
+
+/**
  * The effective configuration of the default generator and where each value came from. It does not start the
  * generator; when the worker id comes from the lease, it takes this process's automatic slot to report it.
  * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the environment holds a bad value.
@@ -135,6 +170,37 @@ export interface DecodedId {
  * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` for an unknown encoding.
  */
 export declare function encode(id: bigint | string | number, encoding: 'base62' | 'base36' | 'hex'): string
+
+/** Options of a `SnowflakeLayout`. Nothing is read from the environment: each one left out takes snowid's default. */
+export interface LayoutOptions {
+  /**
+   * Epoch: Unix ms, a decimal string of Unix ms, an ISO-8601 date, or a `Date`. Not in the future.
+   * @default 1580486400000 (2020-02-01T00:00:00+08:00)
+   */
+  epoch?: number | string | Date
+  /** @default 3 */
+  datacenterBits?: number
+  /** @default 5 */
+  workerBits?: number
+  /** @default 2 */
+  clockBackBits?: number
+  /** @default 12 */
+  sequenceBits?: number
+}
+
+/** A layout and epoch, as a `SnowflakeLayout` reports them. */
+export interface LayoutSpec {
+  /** The epoch in Unix ms. */
+  epoch: number
+  datacenterBits: number
+  workerBits: number
+  clockBackBits: number
+  sequenceBits: number
+  /** What is left of 63 bits for the timestamp. */
+  timestampBits: number
+  /** The last Unix ms the layout encodes. */
+  expiresAt: number
+}
 
 /**
  * The largest id any generator with the default layout and epoch can make in the ms `time`: the upper bound of
@@ -342,7 +408,7 @@ export declare function stats(): SnowidStats
 export declare function timestampOf(id: bigint | string | number): number
 
 /**
- * The worker-id slots that processes started with `env` (merged over this process's environment, as
+ * The worker-id slots that processes started with `env` (merged over this process's `process.env`, as
  * `cluster.fork(env)` does) would use: their datacenterId, how many worker ids there are, and which slots' lease
  * files name a process. It takes no lock and starts nothing. `snowid/cluster` uses it to hand out slots.
  * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the configuration is bad.

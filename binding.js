@@ -836,6 +836,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.Snowflake = nativeBinding.Snowflake
+module.exports.SnowflakeLayout = nativeBinding.SnowflakeLayout
 module.exports.config = nativeBinding.config
 module.exports.ConfigSource = nativeBinding.ConfigSource
 module.exports.configure = nativeBinding.configure

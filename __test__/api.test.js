@@ -248,7 +248,7 @@ test('bad options are refused with a coded error naming the option, the value an
   for (const [options, name, message] of cases) {
     expectError(() => new Snowflake(options), { name, code: 'ERR_SNOWID_INVALID_CONFIG', message })
   }
-  expectError(() => new Snowflake(5), { name: 'TypeError', code: 'ERR_SNOWID_INVALID_CONFIG', message: /^options: expected an object, found the number 5$/ })
+  expectError(() => new Snowflake(5), { name: 'TypeError', code: 'ERR_SNOWID_INVALID_CONFIG', message: /^options: expected a plain object, found the number 5$/ })
   assert.doesNotThrow(() => new Snowflake({ workerId: undefined }))
   assert.doesNotThrow(() => new Snowflake(null))
 })

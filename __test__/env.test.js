@@ -82,7 +82,7 @@ test('every bad environment value fails the first id with a coded error, without
 })
 
 test('an uncaught config error ends the process with exit 1 and the message, never an abort', () => {
-  for (const call of ['nextId()', 'nextIdString()', 'config()', 'decode(1n)']) {
+  for (const call of ['nextId()', 'nextIdString()', 'config()', 'nextIds(2)']) {
     const r = runNode(`const s = require('.'); const v = s.${call}; console.log('GOT', v)`, { SNOWID_WORKER_ID: '40' })
     assert.equal(r.signal, null)
     assert.equal(r.status, 1, `${call}: ${r.stderr}`)

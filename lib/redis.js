@@ -11,6 +11,8 @@
 const { EventEmitter } = require('node:events')
 const { randomUUID } = require('node:crypto')
 const snowid = require('./index.js')
+// Sets a generator's lease deadline and takes in an earlier holder's mark; not reachable from user code.
+const { fenceSnowflake } = require('../binding.js')
 
 const DEFAULTS = { keyPrefix: 'snowid', ttlMs: 10_000, waitMs: 0 }
 
@@ -259,7 +261,7 @@ class RedisLease extends EventEmitter {
     if (!snowflake || this.workerId !== this.#slot) {
       snowflake = new snowid.Snowflake({ ...this.#o.snowflake, datacenterId: this.datacenterId, workerId: this.#slot, lease: false })
     }
-    snowflake._fence(deadline, mark)
+    fenceSnowflake(snowflake, deadline, mark)
     this.workerId = this.#slot
     this.snowflake = snowflake
     this.#deadline = deadline
@@ -282,7 +284,7 @@ class RedisLease extends EventEmitter {
       if (this.#released) return
       if (deadline) {
         this.#deadline = deadline
-        this.snowflake._fence(deadline)
+        fenceSnowflake(this.snowflake, deadline)
         this.emit('renewed', { deadline })
         this.#schedule()
         return
@@ -307,7 +309,7 @@ class RedisLease extends EventEmitter {
   }
 
   #lose(why) {
-    this.snowflake._fence(0)
+    fenceSnowflake(this.snowflake, 0)
     this.#deadline = 0
     clearTimeout(this.#timer)
     const err = codedError(Error, 'ERR_SNOWID_LEASE_LOST', `lease: lost datacenterId ${this.datacenterId} workerId ${this.workerId}: ${why}`)
@@ -351,7 +353,7 @@ class RedisLease extends EventEmitter {
     if (this.#released) return
     this.#released = true
     clearTimeout(this.#timer)
-    const stopped = this.snowflake ? this.snowflake._fence(0) : 0
+    const stopped = this.snowflake ? fenceSnowflake(this.snowflake, 0) : 0
     // The mark is lowered only to the last id of a generator in use on the slot held: after a loss, the slot being
     // re-taken keeps the mark it has (another holder may have issued ids past this generator's last one meanwhile).
     const last = this.#deadline > 0 ? String(stopped) : ''

@@ -78,9 +78,10 @@ pub fn from_f64(n: f64, what: &str) -> Result<u64> {
 }
 
 /// Checks a JS bigint id given as its sign and 64-bit words, least significant first.
-pub fn from_bigint(negative: bool, words: &[u64], what: &str) -> Result<u64> {
-    let low = words.first().copied().unwrap_or(0);
-    let high_zero = words.iter().skip(1).all(|&w| w == 0);
+/// `low` is the bigint's lowest 64-bit word and `words` how many words it has in all (0 for `0n`), so that a huge
+/// bigint is refused without reading the rest of it.
+pub fn from_bigint(negative: bool, low: u64, words: usize, what: &str) -> Result<u64> {
+    let high_zero = words <= 1;
     let zero = low == 0 && high_zero;
     if negative && !zero {
         return Err(too_large(what, "a negative bigint"));
@@ -140,11 +141,12 @@ mod tests {
 
     #[test]
     fn bigints_keep_their_sign_and_size() {
-        assert_eq!(from_bigint(false, &[], "id").unwrap(), 0);
-        assert_eq!(from_bigint(false, &[MAX_ID], "id").unwrap(), MAX_ID);
-        assert_eq!(from_bigint(false, &[5, 0], "id").unwrap(), 5);
-        assert!(from_bigint(true, &[5], "id").unwrap_err().message().contains("negative"));
-        assert!(from_bigint(false, &[MAX_ID + 1], "id").is_err());
-        assert!(from_bigint(false, &[5, 1], "id").is_err());
+        assert_eq!(from_bigint(false, 0, 0, "id").unwrap(), 0);
+        assert_eq!(from_bigint(true, 0, 0, "id").unwrap(), 0);
+        assert_eq!(from_bigint(false, MAX_ID, 1, "id").unwrap(), MAX_ID);
+        assert!(from_bigint(true, 5, 1, "id").unwrap_err().message().contains("negative"));
+        assert!(from_bigint(false, MAX_ID + 1, 1, "id").is_err());
+        assert!(from_bigint(false, 5, 2, "id").unwrap_err().message().contains("above"));
+        assert!(from_bigint(true, 5, 1 << 24, "id").unwrap_err().message().contains("negative"));
     }
 }

@@ -1,13 +1,16 @@
 //! The process's default generator (configured on first need, started by the first id) and the module
 //! functions that use it.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::sync::OnceLock;
 
-use napi::{Env, JsValue, Result, Unknown};
+use napi::{sys, Env, JsValue, Result, Unknown};
 use napi_derive::napi;
 use parking_lot::Mutex;
 
-use crate::core::config::{Config, Options, ProcessEnv, Source};
+use crate::core::config::{Config, Options, Source};
 use crate::core::error::{Class, Code, Error as CoreError, Result as CoreResult};
 use crate::core::generator::{Clock, Generator, Snapshot, SystemClock};
 use crate::core::layout::Layout;
@@ -18,9 +21,11 @@ use super::fast::{next_id_strings_impl, next_ids_impl};
 use super::options::read_options;
 use super::report::{DecodedId, SnowidConfig, SnowidStats, decode_with, report, stats_of};
 use super::values::{IdBigInt, IdString, Raw, read_id, read_time};
+use super::env::{JsEnv, Remembered};
 
-pub(crate) fn resolve(opts: &Options) -> CoreResult<Config> {
-    Config::resolve(opts, &ProcessEnv, SystemClock.now_ms())
+/// A configuration resolved from `opts` over the environment `env` holds now.
+pub(crate) fn resolve(opts: &Options, env: &JsEnv) -> CoreResult<Config> {
+    env.finish(Config::resolve(opts, env, SystemClock.now_ms()))
 }
 
 /// Takes the lease `config` calls for (filling in an automatic worker id) and makes its generator.
@@ -33,64 +38,89 @@ pub(crate) fn build(config: &mut Config) -> CoreResult<Generator<SystemClock>> {
 /// The process-wide default generator, once it has issued its first id.
 pub(crate) static DEFAULT: OnceLock<(Generator<SystemClock>, Config)> = OnceLock::new();
 /// The default generator's configuration before it starts.
-pub(crate) static PENDING: Mutex<Pending> = Mutex::new(Pending { options: None, config: None });
+pub(crate) static PENDING: Mutex<Pending> =
+    Mutex::new(Pending { options: None, seen: BTreeMap::new(), layout: None, config: None });
 
-/// What `configure()` gave, and the configuration resolved from it and the environment on first need. Every call
-/// before the first id (`decode`, `config`, `minIdAt`, ...) and the generator itself then use that one resolution.
+/// What `configure()` gave, and what was resolved from it and the environment on first need.
+///
+/// The environment is the `process.env` of the thread that first needs a value, and each variable is read once and
+/// kept: `decode()` before the first id, `config()` and the generator itself all see the same values. Reading ids
+/// resolves only the layout, so a variable it does not need can never stop it.
 pub(crate) struct Pending {
     options: Option<Options>,
+    seen: BTreeMap<String, Option<OsString>>,
+    layout: Option<Layout>,
     config: Option<Config>,
 }
 
 impl Pending {
-    fn config(&mut self) -> CoreResult<&Config> {
+    fn config(&mut self, env: sys::napi_env) -> CoreResult<&Config> {
         let config = match self.config.take() {
             Some(c) => c,
-            None => resolve(&self.options.clone().unwrap_or_default())?,
+            None => {
+                let source = JsEnv::new(env);
+                let remembered = Remembered { seen: RefCell::new(&mut self.seen), source: &source };
+                let opts = self.options.clone().unwrap_or_default();
+                source.finish(Config::resolve(&opts, &remembered, SystemClock.now_ms()))?
+            }
         };
         Ok(self.config.insert(config))
+    }
+
+    fn layout(&mut self, env: sys::napi_env) -> CoreResult<Layout> {
+        if let Some(c) = &self.config {
+            return Ok(c.layout);
+        }
+        if let Some(l) = self.layout {
+            return Ok(l);
+        }
+        let source = JsEnv::new(env);
+        let remembered = Remembered { seen: RefCell::new(&mut self.seen), source: &source };
+        let opts = self.options.clone().unwrap_or_default();
+        let layout = source.finish(Config::resolve_layout(&opts, &remembered, SystemClock.now_ms()))?;
+        Ok(*self.layout.insert(layout))
     }
 }
 
 #[inline]
-pub(crate) fn default_generator() -> CoreResult<&'static Generator<SystemClock>> {
+pub(crate) fn default_generator(env: sys::napi_env) -> CoreResult<&'static Generator<SystemClock>> {
     match DEFAULT.get() {
         Some((g, _)) => Ok(g),
-        None => start_default(),
+        None => start_default(env),
     }
 }
 
 #[cold]
-pub(crate) fn start_default() -> CoreResult<&'static Generator<SystemClock>> {
+pub(crate) fn start_default(env: sys::napi_env) -> CoreResult<&'static Generator<SystemClock>> {
     let mut pending = PENDING.lock();
     if let Some((g, _)) = DEFAULT.get() {
         return Ok(g);
     }
-    let mut config = pending.config()?.clone();
+    let mut config = pending.config(env)?.clone();
     let generator = build(&mut config)?;
     Ok(&DEFAULT.get_or_init(|| (generator, config)).0)
 }
 
 /// The default generator's configuration, without starting it. With `bind`, an automatic worker id is leased so
 /// that it can be reported (the process keeps that slot, and the generator will use it).
-pub(crate) fn default_config(bind: bool) -> CoreResult<Config> {
+pub(crate) fn default_config(env: sys::napi_env, bind: bool) -> CoreResult<Config> {
     let mut pending = PENDING.lock();
     if let Some((_, c)) = DEFAULT.get() {
         return Ok(c.clone());
     }
-    let mut config = pending.config()?.clone();
+    let mut config = pending.config(env)?.clone();
     if bind && config.worker_id.source == Source::Lease {
         bind_worker(&mut config)?;
     }
     Ok(config)
 }
 
-/// The default generator's layout, without starting it.
+/// The default generator's layout, without starting it, and without reading the variables only generating needs.
 #[inline]
-pub(crate) fn default_layout() -> CoreResult<Layout> {
+pub(crate) fn default_layout(env: sys::napi_env) -> CoreResult<Layout> {
     match DEFAULT.get() {
         Some((g, _)) => Ok(*g.layout()),
-        None => PENDING.lock().config().map(|c| c.layout),
+        None => PENDING.lock().layout(env),
     }
 }
 
@@ -102,14 +132,14 @@ pub(crate) fn default_layout() -> CoreResult<Layout> {
 /// @throws {Error} `ERR_SNOWID_CLOCK_BACKWARDS` when the clock moved back and the `onClockBack` policy gives up.
 /// @throws {Error} `ERR_SNOWID_TIME_EXHAUSTED` past the layout's `expiresAt`.
 #[napi(ts_return_type = "bigint")]
-pub fn next_id() -> IdBigInt {
-    IdBigInt(default_generator().and_then(|g| g.next_id()))
+pub fn next_id(env: Env) -> IdBigInt {
+    IdBigInt(default_generator(env.raw()).and_then(|g| g.next_id()))
 }
 
 /// The next id of the process-wide default generator, as a decimal string. Throws as `nextId()` does.
 #[napi(ts_return_type = "string")]
-pub fn next_id_string() -> IdString {
-    IdString(default_generator().and_then(|g| g.next_id()))
+pub fn next_id_string(env: Env) -> IdString {
+    IdString(default_generator(env.raw()).and_then(|g| g.next_id()))
 }
 
 /// The next `count` ids of the default generator in a new `BigInt64Array`, or, given a `BigInt64Array`, that array
@@ -119,7 +149,7 @@ pub fn next_id_string() -> IdString {
 /// @throws {Error} as `nextId()` does.
 #[napi(ts_return_type = "BigInt64Array")]
 pub fn next_ids(env: Env, #[napi(ts_arg_type = "number | BigInt64Array")] count: Unknown) -> Result<Raw> {
-    next_ids_impl(env.raw(), default_generator(), count.raw()).map(Raw)
+    next_ids_impl(env.raw(), || default_generator(env.raw()), count.raw()).map(Raw)
 }
 
 /// The next `count` ids of the default generator as decimal strings, in order.
@@ -128,7 +158,7 @@ pub fn next_ids(env: Env, #[napi(ts_arg_type = "number | BigInt64Array")] count:
 /// @throws {Error} as `nextId()` does.
 #[napi(ts_return_type = "string[]")]
 pub fn next_id_strings(env: Env, #[napi(ts_arg_type = "number")] count: Unknown) -> Result<Raw> {
-    next_id_strings_impl(env.raw(), default_generator(), count.raw()).map(Raw)
+    next_id_strings_impl(env.raw(), || default_generator(env.raw()), count.raw()).map(Raw)
 }
 
 /// The fields of an id, read with the default generator's layout and epoch. It does not start the generator.
@@ -141,7 +171,7 @@ pub fn next_id_strings(env: Env, #[napi(ts_arg_type = "number")] count: Unknown)
 pub fn decode(env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<DecodedId> {
     let raw = env.raw();
     let id = read_id(raw, id.raw(), "id")?;
-    let layout = default_layout().map_err(|e| raise(raw, &e))?;
+    let layout = default_layout(raw).map_err(|e| raise(raw, &e))?;
     Ok(decode_with(&layout, id))
 }
 
@@ -153,7 +183,7 @@ pub fn decode(env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Un
 pub fn timestamp_of(env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<f64> {
     let raw = env.raw();
     let id = read_id(raw, id.raw(), "id")?;
-    let layout = default_layout().map_err(|e| raise(raw, &e))?;
+    let layout = default_layout(raw).map_err(|e| raise(raw, &e))?;
     Ok(layout.unix_ms_of(id) as f64)
 }
 
@@ -168,7 +198,7 @@ pub fn timestamp_of(env: Env, #[napi(ts_arg_type = "bigint | string | number")] 
 pub fn min_id_at(env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
     let raw = env.raw();
     let at = read_time(raw, time.raw(), "time")?;
-    Ok(IdBigInt(default_layout().and_then(|l| l.min_id_at(at, "time"))))
+    Ok(IdBigInt(default_layout(raw).and_then(|l| l.min_id_at(at, "time"))))
 }
 
 /// The largest id any generator with the default layout and epoch can make in the ms `time`: the upper bound of
@@ -179,7 +209,7 @@ pub fn min_id_at(env: Env, #[napi(ts_arg_type = "Date | number | string")] time:
 pub fn max_id_at(env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
     let raw = env.raw();
     let at = read_time(raw, time.raw(), "time")?;
-    Ok(IdBigInt(default_layout().and_then(|l| l.max_id_at(at, "time"))))
+    Ok(IdBigInt(default_layout(raw).and_then(|l| l.max_id_at(at, "time"))))
 }
 
 /// The effective configuration of the default generator and where each value came from. It does not start the
@@ -189,7 +219,7 @@ pub fn max_id_at(env: Env, #[napi(ts_arg_type = "Date | number | string")] time:
 /// automatic lease cannot be taken.
 #[napi]
 pub fn config(env: Env) -> Result<SnowidConfig> {
-    default_config(true).map(|c| report(&c)).map_err(|e| raise(env.raw(), &e))
+    default_config(env.raw(), true).map(|c| report(&c)).map_err(|e| raise(env.raw(), &e))
 }
 
 /// The default generator's current lead and counters (all 0 before its first id).
@@ -219,8 +249,10 @@ pub fn configure(env: Env, #[napi(ts_arg_type = "SnowflakeOptions")] options: Op
         );
         return Err(raise(raw, &e));
     }
-    let config = resolve(&opts).map_err(|e| raise(raw, &e))?;
-    *pending = Pending { options: Some(opts), config: Some(config) };
+    // A new Pending: options from before are replaced, and the environment is read again for them.
+    let mut next = Pending { options: Some(opts), seen: BTreeMap::new(), layout: None, config: None };
+    next.config(raw).map_err(|e| raise(raw, &e))?;
+    *pending = next;
     Ok(())
 }
 

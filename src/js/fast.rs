@@ -109,9 +109,14 @@ pub(crate) fn read_batch(env: sys::napi_env, value: sys::napi_value, allow_array
 }
 
 /// `nextIds(count | array)`: a new `BigInt64Array` of `count` ids, or the caller's array filled.
-pub(crate) fn next_ids_impl(env: sys::napi_env, generator: CoreResult<&Generator<SystemClock>>, arg: sys::napi_value) -> Result<sys::napi_value> {
+/// The generator is asked for once the argument is known to be good, so a refused call starts nothing.
+pub(crate) fn next_ids_impl<'g>(
+    env: sys::napi_env,
+    generator: impl FnOnce() -> CoreResult<&'g Generator<SystemClock>>,
+    arg: sys::napi_value,
+) -> Result<sys::napi_value> {
     let batch = read_batch(env, arg, true)?;
-    let generator = generator.map_err(|e| raise(env, &e))?;
+    let generator = generator().map_err(|e| raise(env, &e))?;
     let (array, data, len) = match batch {
         Batch::Fill { array, data, len } => (array, data, len),
         Batch::Count(len) => {
@@ -131,16 +136,16 @@ pub(crate) fn next_ids_impl(env: sys::napi_env, generator: CoreResult<&Generator
     Ok(array)
 }
 
-/// `nextIdStrings(count)`: an array of `count` decimal ids.
-pub(crate) fn next_id_strings_impl(
+/// `nextIdStrings(count)`: an array of `count` decimal ids. The generator is asked for as in `next_ids_impl`.
+pub(crate) fn next_id_strings_impl<'g>(
     env: sys::napi_env,
-    generator: CoreResult<&Generator<SystemClock>>,
+    generator: impl FnOnce() -> CoreResult<&'g Generator<SystemClock>>,
     arg: sys::napi_value,
 ) -> Result<sys::napi_value> {
     let Batch::Count(len) = read_batch(env, arg, false)? else {
         return Err(napi::Error::from_status(Status::InvalidArg));
     };
-    let generator = generator.map_err(|e| raise(env, &e))?;
+    let generator = generator().map_err(|e| raise(env, &e))?;
     let mut ids = vec![0u64; len];
     generator.fill(&mut ids).map_err(|e| raise(env, &e))?;
     let mut array = ptr::null_mut();
@@ -174,20 +179,20 @@ pub(crate) unsafe fn id_value(
 }
 
 unsafe extern "C" fn module_next_id(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {
-    unsafe { id_value(env, Ok(default_generator().and_then(|g| g.next_id())), bigint) }
+    unsafe { id_value(env, Ok(default_generator(env).and_then(|g| g.next_id())), bigint) }
 }
 
 unsafe extern "C" fn module_next_id_string(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {
-    unsafe { id_value(env, Ok(default_generator().and_then(|g| g.next_id())), decimal) }
+    unsafe { id_value(env, Ok(default_generator(env).and_then(|g| g.next_id())), decimal) }
 }
 
 unsafe extern "C" fn module_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| next_ids_impl(env, default_generator(), arg));
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| next_ids_impl(env, || default_generator(env), arg));
     unsafe { finish(env, out.map(Raw)) }
 }
 
 unsafe extern "C" fn module_next_id_strings(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| next_id_strings_impl(env, default_generator(), arg));
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| next_id_strings_impl(env, || default_generator(env), arg));
     unsafe { finish(env, out.map(Raw)) }
 }
 
@@ -212,13 +217,13 @@ unsafe extern "C" fn instance_next_id_string(env: sys::napi_env, info: sys::napi
 
 unsafe extern "C" fn instance_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     let out = unsafe { call_info(env, info) }
-        .and_then(|(arg, data)| next_ids_impl(env, Ok(unsafe { instance_generator(data) }), arg));
+        .and_then(|(arg, data)| next_ids_impl(env, || Ok(unsafe { instance_generator(data) }), arg));
     unsafe { finish(env, out.map(Raw)) }
 }
 
 unsafe extern "C" fn instance_next_id_strings(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     let out = unsafe { call_info(env, info) }
-        .and_then(|(arg, data)| next_id_strings_impl(env, Ok(unsafe { instance_generator(data) }), arg));
+        .and_then(|(arg, data)| next_id_strings_impl(env, || Ok(unsafe { instance_generator(data) }), arg));
     unsafe { finish(env, out.map(Raw)) }
 }
 
@@ -233,7 +238,7 @@ pub(crate) fn timestamp_impl(env: sys::napi_env, layout: CoreResult<Layout>, arg
 }
 
 unsafe extern "C" fn module_timestamp_of(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| timestamp_impl(env, default_layout(), arg));
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| timestamp_impl(env, default_layout(env), arg));
     unsafe { finish(env, out.map(Raw)) }
 }
 

@@ -4,26 +4,40 @@ use napi::{sys, JsValue, Result, Unknown};
 use napi_derive::napi;
 
 use crate::core::config::{Options, OPTION_NAMES};
-use crate::core::error::{Code, Error as CoreError};
+use crate::core::error::{quote, Code, Error as CoreError};
 
 use super::errors::raise;
 use super::report::OnClockBack;
 use super::values::{option_value, own_entries};
 
-/// Reads an options argument: each own key a known option. A missing argument, `undefined` and `null` are no
-/// options.
+/// Reads a generator's options argument: a plain object whose every own key is a known option. A missing
+/// argument, `undefined` and `null` are no options.
 pub(crate) fn read_options(env: sys::napi_env, value: Option<Unknown>) -> Result<Options> {
+    read_only(env, value, &OPTION_NAMES)
+}
+
+/// The options of a layout: what reading ids needs.
+pub(crate) const LAYOUT_OPTION_NAMES: [&str; 5] = ["epoch", "datacenterBits", "workerBits", "clockBackBits", "sequenceBits"];
+
+/// Reads a layout's options argument, as `read_options` does, with only the layout's options known.
+pub(crate) fn read_layout_options(env: sys::napi_env, value: Option<Unknown>) -> Result<Options> {
+    read_only(env, value, &LAYOUT_OPTION_NAMES)
+}
+
+/// Reads an options argument whose keys must be among `known`.
+fn read_only(env: sys::napi_env, value: Option<Unknown>, known: &[&str]) -> Result<Options> {
     let mut opts = Options::default();
     let Some(value) = value else {
         return Ok(opts);
     };
     for (name, v) in own_entries(env, value.raw(), "options")? {
-        let Some(slot) = opts.slot(&name) else {
+        let slot = if known.contains(&name.as_str()) { opts.slot(&name) } else { None };
+        let Some(slot) = slot else {
             let e = CoreError::type_error(
                 Code::InvalidConfig,
                 "options",
-                &format!("only the options {}", OPTION_NAMES.join(", ")),
-                &format!("an unknown option {}", crate::core::error::quote(&name)),
+                &format!("only the options {}", known.join(", ")),
+                &format!("an unknown option {}", quote(&name)),
             );
             return Err(raise(env, &e));
         };

@@ -1,19 +1,16 @@
 //! `workerSlots`: the worker-id slots a set of environment variables would use on this host.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
-use std::ptr;
 
-use napi::bindgen_prelude::FromNapiValue;
-use napi::{sys, Env, JsValue, Result, Unknown};
+use napi::{Env, JsValue, Result, Unknown};
 use napi_derive::napi;
 
-use crate::core::config::{Config, EnvSource, Options};
+use crate::core::config::{Config, Options};
 use crate::core::generator::{Clock, SystemClock};
 use crate::core::lease::LeaseDir;
 
-use super::errors::{check, raise};
-use super::values::{own_entries, type_of};
+use super::errors::raise;
+use super::env::{JsEnv, Overlay, read_env_object};
 
 /// A slot whose lease file names a process.
 #[napi(object)]
@@ -34,37 +31,7 @@ pub struct WorkerSlots {
     pub recorded: Vec<SlotRecord>,
 }
 
-/// Environment variables given in JS over the process environment, as `cluster.fork(env)` merges them.
-pub(crate) struct Overlay {
-    vars: HashMap<String, String>,
-}
-
-impl EnvSource for Overlay {
-    fn var(&self, name: &str) -> Option<OsString> {
-        match self.vars.get(name) {
-            Some(v) => Some(OsString::from(v)),
-            None => std::env::var_os(name),
-        }
-    }
-}
-
-/// Reads an environment object as `cluster.fork(env)` does: `undefined` values are left out, every other value
-/// becomes its string form.
-pub(crate) fn read_env_object(env: sys::napi_env, value: sys::napi_value) -> Result<HashMap<String, String>> {
-    let mut vars = HashMap::new();
-    for (name, v) in own_entries(env, value, "env")? {
-        if type_of(env, v)? == sys::ValueType::napi_undefined {
-            continue;
-        }
-        let mut s = ptr::null_mut();
-        // SAFETY: `v` is a value of the current call.
-        check(unsafe { sys::napi_coerce_to_string(env, v, &mut s) })?;
-        vars.insert(name, unsafe { String::from_napi_value(env, s) }?);
-    }
-    Ok(vars)
-}
-
-/// The worker-id slots that processes started with `env` (merged over this process's environment, as
+/// The worker-id slots that processes started with `env` (merged over this process's `process.env`, as
 /// `cluster.fork(env)` does) would use: their datacenterId, how many worker ids there are, and which slots' lease
 /// files name a process. It takes no lock and starts nothing. `snowid/cluster` uses it to hand out slots.
 /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the configuration is bad.
@@ -83,8 +50,10 @@ pub fn worker_slots(
     for name in ["SNOWID_WORKER_ID", "workerId", "NODE_APP_INSTANCE"] {
         vars.insert(name.to_string(), "0".to_string());
     }
-    let overlay = Overlay { vars };
-    let config = Config::resolve(&Options::default(), &overlay, SystemClock.now_ms()).map_err(|e| raise(raw, &e))?;
+    let base = JsEnv::new(raw);
+    let overlay = Overlay { vars, base: &base };
+    let config = Config::resolve(&Options::default(), &overlay, SystemClock.now_ms());
+    let config = base.finish(config).map_err(|e| raise(raw, &e))?;
     let dc = config.datacenter_id.value;
     let mut recorded = Vec::new();
     if config.lease.value {

@@ -15,6 +15,7 @@ use super::fast::{install_instance, next_id_strings_impl, next_ids_impl};
 use super::options::read_options;
 use super::report::{DecodedId, SnowidConfig, SnowidStats, decode_with, report, stats_of};
 use super::values::{IdBigInt, IdString, Raw, read_id, read_time};
+use super::env::JsEnv;
 
 /// A generator with its own options. Generators with the same identity (layout, epoch, datacenterId, workerId)
 /// in one process share one state, so making one per request can never duplicate ids.
@@ -32,7 +33,7 @@ impl Snowflake {
     pub fn new(env: Env, this: This, #[napi(ts_arg_type = "SnowflakeOptions")] options: Option<Unknown>) -> Result<Self> {
         let raw = env.raw();
         let opts = read_options(raw, options)?;
-        let mut config = resolve(&opts).map_err(|e| raise(raw, &e))?;
+        let mut config = resolve(&opts, &JsEnv::new(raw)).map_err(|e| raise(raw, &e))?;
         let generator = Arc::new(build(&mut config).map_err(|e| raise(raw, &e))?);
         install_instance(raw, this.raw(), &generator)?;
         Ok(Snowflake { generator, config })
@@ -55,7 +56,7 @@ impl Snowflake {
     /// 1048576 or such an array.
     #[napi(ts_return_type = "BigInt64Array")]
     pub fn next_ids(&self, env: Env, #[napi(ts_arg_type = "number | BigInt64Array")] count: Unknown) -> Result<Raw> {
-        next_ids_impl(env.raw(), Ok(&self.generator), count.raw()).map(Raw)
+        next_ids_impl(env.raw(), || Ok(&self.generator), count.raw()).map(Raw)
     }
 
     /// The next `count` ids as decimal strings, in order.
@@ -63,7 +64,7 @@ impl Snowflake {
     /// 1048576.
     #[napi(ts_return_type = "string[]")]
     pub fn next_id_strings(&self, env: Env, #[napi(ts_arg_type = "number")] count: Unknown) -> Result<Raw> {
-        next_id_strings_impl(env.raw(), Ok(&self.generator), count.raw()).map(Raw)
+        next_id_strings_impl(env.raw(), || Ok(&self.generator), count.raw()).map(Raw)
     }
 
     /// The fields of an id, read with this generator's layout and epoch.
@@ -98,20 +99,6 @@ impl Snowflake {
         Ok(IdBigInt(self.generator.layout().max_id_at(at, "time")))
     }
 
-    /// For `snowid/redis`: sets the lease deadline (Unix ms; no id from then on, 0 stops at once) and takes in the
-    /// mark an earlier holder left (Unix ms; ids at or before it are never issued). Returns the Unix ms of the last
-    /// id issued. Not part of the typed API.
-    #[napi(js_name = "_fence", skip_typescript)]
-    pub fn fence(&self, env: Env, deadline: f64, mark: Option<f64>) -> Result<f64> {
-        let ms = |n: f64, what: &str| time_arg(&OptionValue::Number(n), what).map_err(|e| raise(env.raw(), &e));
-        let deadline = ms(deadline, "deadline")?;
-        if let Some(mark) = mark {
-            self.generator.absorb_mark(ms(mark, "mark")?);
-        }
-        self.generator.set_deadline(deadline);
-        Ok(self.generator.last_ms() as f64)
-    }
-
     /// This generator's effective configuration and where each value came from.
     #[napi]
     pub fn config(&self) -> SnowidConfig {
@@ -125,3 +112,19 @@ impl Snowflake {
     }
 }
 
+/// For the store leases (`snowid/redis`, `snowid/postgres`): sets `target`'s lease deadline (Unix ms; no id from
+/// then on, 0 stops at once) and takes in the mark an earlier holder left (Unix ms; ids at or before it are never
+/// issued). Returns the Unix ms of the last id issued.
+///
+/// A function of the binding, not a method: `lib/index.js` does not export it, so user code cannot reach it
+/// through `snowid` or a `Snowflake`.
+#[napi(skip_typescript)]
+pub fn fence_snowflake(env: Env, target: &Snowflake, deadline: f64, mark: Option<f64>) -> Result<f64> {
+    let ms = |n: f64, what: &str| time_arg(&OptionValue::Number(n), what).map_err(|e| raise(env.raw(), &e));
+    let deadline = ms(deadline, "deadline")?;
+    if let Some(mark) = mark {
+        target.generator.absorb_mark(ms(mark, "mark")?);
+    }
+    target.generator.set_deadline(deadline);
+    Ok(target.generator.last_ms() as f64)
+}

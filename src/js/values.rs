@@ -7,10 +7,10 @@ use napi::{sys, Result};
 
 use crate::core::config::{time_arg, OptionValue};
 use crate::core::encoding::{Encoding, EXPECTED_ENCODING};
-use crate::core::error::{Code, Error as CoreError, Result as CoreResult};
+use crate::core::error::{quote, Code, Error as CoreError, Result as CoreResult, QUOTE_CHARS};
 use crate::core::id::{self, Decimal, EXPECTED_ID};
 
-use super::errors::{check, raise};
+use super::errors::{check, check_reading, raise};
 
 /// An id, or the error that replaces it, converted to a JS `bigint` (or thrown) without taking `Env` as a
 /// parameter: napi-rs hands the env to `to_napi_value`.
@@ -93,33 +93,30 @@ pub(crate) fn option_value(env: sys::napi_env, value: sys::napi_value) -> Result
     }))
 }
 
-/// The own enumerable string-keyed properties of an object argument named `what`, as (key, value) pairs.
-/// `undefined` and `null` have none; any other non-object is a coded `TypeError`.
+/// The own properties of a plain object argument named `what`, as (key, value) pairs. `undefined` and `null` have
+/// none. Anything else that is not a plain object (one whose prototype is `Object.prototype` or `null`) is a coded
+/// `TypeError`: a `Map`, a `Date`, an array or a class instance would otherwise pass as "no options". So is a
+/// non-enumerable or symbol key, which is never read, and a getter or Proxy trap that throws.
 pub(crate) fn own_entries(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<Vec<(String, sys::napi_value)>> {
     use sys::ValueType as T;
+    let refuse = |found: &str| {
+        let e = CoreError::type_error(Code::InvalidConfig, what, "a plain object", found);
+        Err(raise(env, &e))
+    };
     match type_of(env, value)? {
         T::napi_undefined | T::napi_null => return Ok(Vec::new()),
         T::napi_object => {}
-        _ => {
-            let e = CoreError::type_error(Code::InvalidConfig, what, "an object", &describe(env, value)?);
-            return Err(raise(env, &e));
-        }
+        _ => return refuse(&describe(env, value)?),
     }
-    let mut keys = ptr::null_mut();
-    // SAFETY: `value` is an object of the current call; `keys` is a valid out-pointer.
-    check(unsafe {
-        sys::napi_get_all_property_names(
-            env,
-            value,
-            sys::KeyCollectionMode::own_only,
-            sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
-            sys::KeyConversion::numbers_to_strings,
-            &mut keys,
-        )
-    })?;
-    let mut len = 0u32;
-    // SAFETY: `keys` is the array just created.
-    check(unsafe { sys::napi_get_array_length(env, keys, &mut len) })?;
+    if !is_plain(env, value, what)? {
+        return refuse("an object that is not a plain object (an array, a Map, a Date or a class instance)");
+    }
+    let keys = own_keys(env, value, sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols, what)?;
+    let all = own_keys(env, value, sys::KeyFilter::all_properties, what)?;
+    if array_length(env, all)? != array_length(env, keys)? {
+        return refuse("an object with a non-enumerable or symbol key");
+    }
+    let len = array_length(env, keys)?;
     let mut entries = Vec::with_capacity(len as usize);
     for i in 0..len {
         let (mut key, mut v) = (ptr::null_mut(), ptr::null_mut());
@@ -127,10 +124,66 @@ pub(crate) fn own_entries(env: sys::napi_env, value: sys::napi_value, what: &str
         // key of `value`.
         check(unsafe { sys::napi_get_element(env, keys, i, &mut key) })?;
         let name = unsafe { String::from_napi_value(env, key) }?;
-        check(unsafe { sys::napi_get_property(env, value, key, &mut v) })?;
+        let status = unsafe { sys::napi_get_property(env, value, key, &mut v) };
+        check_reading(env, status, &format!("{what}.{}", short(&name)))?;
         entries.push((name, v));
     }
     Ok(entries)
+}
+
+/// A key as a message names it: cut as quoted input is.
+fn short(name: &str) -> String {
+    if name.chars().count() <= QUOTE_CHARS {
+        name.to_string()
+    } else {
+        quote(name)
+    }
+}
+
+/// Whether an object's prototype is `Object.prototype` or `null`.
+fn is_plain(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<bool> {
+    let mut proto = ptr::null_mut();
+    // SAFETY: `value` is an object of the current call; `proto` is a valid out-pointer.
+    check_reading(env, unsafe { sys::napi_get_prototype(env, value, &mut proto) }, what)?;
+    if type_of(env, proto)? == sys::ValueType::napi_null {
+        return Ok(true);
+    }
+    let (mut global, mut object, mut object_proto) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    let mut same = false;
+    // SAFETY: plain N-API reads of the global `Object` and its prototype, on the live env of this call.
+    check(unsafe { sys::napi_get_global(env, &mut global) })?;
+    check_reading(env, unsafe { sys::napi_get_named_property(env, global, c"Object".as_ptr(), &mut object) }, what)?;
+    if type_of(env, object)? != sys::ValueType::napi_function {
+        return Ok(false);
+    }
+    check_reading(env, unsafe { sys::napi_get_named_property(env, object, c"prototype".as_ptr(), &mut object_proto) }, what)?;
+    check(unsafe { sys::napi_strict_equals(env, proto, object_proto, &mut same) })?;
+    Ok(same)
+}
+
+/// The own keys of `value` that pass `filter`, numbers as strings, in a new array.
+fn own_keys(env: sys::napi_env, value: sys::napi_value, filter: sys::napi_key_filter, what: &str) -> Result<sys::napi_value> {
+    let mut keys = ptr::null_mut();
+    // SAFETY: `value` is an object of the current call; `keys` is a valid out-pointer.
+    let status = unsafe {
+        sys::napi_get_all_property_names(
+            env,
+            value,
+            sys::KeyCollectionMode::own_only,
+            filter,
+            sys::KeyConversion::numbers_to_strings,
+            &mut keys,
+        )
+    };
+    check_reading(env, status, what)?;
+    Ok(keys)
+}
+
+fn array_length(env: sys::napi_env, array: sys::napi_value) -> Result<u32> {
+    let mut len = 0u32;
+    // SAFETY: `array` is an array made by N-API in this call.
+    check(unsafe { sys::napi_get_array_length(env, array, &mut len) })?;
+    Ok(len)
 }
 
 /// Reads an id argument: a bigint, a decimal string, or a safe integer.
@@ -138,17 +191,12 @@ pub(crate) fn read_id(env: sys::napi_env, value: sys::napi_value, what: &str) ->
     use sys::ValueType as T;
     let parsed = match type_of(env, value)? {
         T::napi_bigint => {
-            let (mut sign, mut count) = (0, 0usize);
-            // SAFETY: a first call with null sign and words asks for the word count only.
-            check(unsafe {
-                sys::napi_get_value_bigint_words(env, value, ptr::null_mut(), &mut count, ptr::null_mut())
-            })?;
-            let mut words = vec![0u64; count];
-            check(unsafe {
-                sys::napi_get_value_bigint_words(env, value, &mut sign, &mut count, words.as_mut_ptr())
-            })?;
-            words.truncate(count);
-            id::from_bigint(sign != 0, &words, what)
+            // One word is all an id needs; a longer bigint is out of range, whatever its size, so only its word
+            // count and sign are read.
+            let (mut sign, mut count, mut word) = (0, 1usize, 0u64);
+            // SAFETY: `word` has room for the 1 word `count` says; N-API sets `count` to the bigint's full length.
+            check(unsafe { sys::napi_get_value_bigint_words(env, value, &mut sign, &mut count, &mut word) })?;
+            id::from_bigint(sign != 0, if count == 0 { 0 } else { word }, count, what)
         }
         // SAFETY: the casts match the types just checked.
         T::napi_string => id::parse_decimal(&unsafe { String::from_napi_value(env, value) }?, what),

@@ -1,0 +1,158 @@
+//! The environment variables a configuration reads: the calling thread's JS `process.env`, so that values assigned
+//! from JS count on every runtime (Bun does not pass such assignments down to the OS environment), and, for the
+//! default generator, each variable remembered from its first read.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::{CString, OsString};
+use std::ptr;
+
+use napi::bindgen_prelude::FromNapiValue;
+use napi::{sys, Result};
+
+use crate::core::config::EnvSource;
+use crate::core::error::{Code, Error as CoreError, Result as CoreResult};
+
+use super::errors::{check, check_reading};
+use super::values::{own_entries, type_of};
+
+/// The calling thread's `process.env`, read one variable at a time; the OS environment when the runtime has no
+/// `process.env` object. Lives for one call from JS.
+pub(crate) struct JsEnv {
+    env: sys::napi_env,
+    object: Option<sys::napi_value>,
+    /// The first variable that could not be read (a throwing getter, a value with no string form).
+    failed: RefCell<Option<CoreError>>,
+}
+
+impl JsEnv {
+    /// The calling thread's `process.env`; the OS environment if there is none, or it cannot be reached.
+    pub(crate) fn new(env: sys::napi_env) -> JsEnv {
+        let object = property_object(env, None, c"process").ok().flatten();
+        let object = object.and_then(|process| property_object(env, Some(process), c"env").ok().flatten());
+        JsEnv { env, object, failed: RefCell::new(None) }
+    }
+
+    /// `r`, unless a variable could not be read while making it: then that error.
+    pub(crate) fn finish<T>(&self, r: CoreResult<T>) -> CoreResult<T> {
+        match self.failed.borrow_mut().take() {
+            Some(e) => Err(e),
+            None => r,
+        }
+    }
+
+    fn read(&self, object: sys::napi_value, name: &str) -> std::result::Result<Option<OsString>, String> {
+        let env = self.env;
+        let key = CString::new(name).map_err(|_| "a name with a NUL".to_string())?;
+        let mut value = ptr::null_mut();
+        // SAFETY: `object` is a value of the current call and `key` is NUL-terminated.
+        let status = unsafe { sys::napi_get_named_property(env, object, key.as_ptr(), &mut value) };
+        if status != sys::Status::napi_ok {
+            clear_pending(env);
+            return Err("a getter or Proxy trap that threw".into());
+        }
+        match type_of(env, value) {
+            Ok(sys::ValueType::napi_undefined) => Ok(None),
+            Ok(sys::ValueType::napi_string) => {
+                // SAFETY: `value` is a string.
+                unsafe { String::from_napi_value(env, value) }.map(|s| Some(s.into())).map_err(|_| "a string that could not be read".into())
+            }
+            _ => Err("a value that is not a string".into()),
+        }
+    }
+}
+
+impl EnvSource for JsEnv {
+    fn var(&self, name: &str) -> Option<OsString> {
+        let Some(object) = self.object else {
+            return std::env::var_os(name);
+        };
+        match self.read(object, name) {
+            Ok(v) => v,
+            Err(found) => {
+                let e = CoreError::type_error(Code::InvalidConfig, &format!("process.env.{name}"), "a string or nothing", &found);
+                self.failed.borrow_mut().get_or_insert(e);
+                None
+            }
+        }
+    }
+}
+
+/// Clears a pending exception, if any.
+fn clear_pending(env: sys::napi_env) {
+    let mut thrown = ptr::null_mut();
+    // SAFETY: `env` is the live env of the current call.
+    unsafe { sys::napi_get_and_clear_last_exception(env, &mut thrown) };
+}
+
+/// The object at `parent[name]` (the global object's when `parent` is `None`), or `None` when it is not an object.
+fn property_object(env: sys::napi_env, parent: Option<sys::napi_value>, name: &std::ffi::CStr) -> Result<Option<sys::napi_value>> {
+    let parent = match parent {
+        Some(p) => p,
+        None => {
+            let mut global = ptr::null_mut();
+            // SAFETY: `env` is the live env of the current call.
+            check(unsafe { sys::napi_get_global(env, &mut global) })?;
+            global
+        }
+    };
+    let mut value = ptr::null_mut();
+    // SAFETY: `parent` is an object of the current call and `name` is NUL-terminated.
+    if unsafe { sys::napi_get_named_property(env, parent, name.as_ptr(), &mut value) } != sys::Status::napi_ok {
+        clear_pending(env);
+        return Ok(None);
+    }
+    Ok((type_of(env, value)? == sys::ValueType::napi_object).then_some(value))
+}
+
+/// A source whose every variable is read once, from `source`, and then kept in `seen`: the default generator's,
+/// so that `decode()` before the first id and the generator itself see the same values.
+pub(crate) struct Remembered<'a> {
+    pub(crate) seen: RefCell<&'a mut BTreeMap<String, Option<OsString>>>,
+    pub(crate) source: &'a JsEnv,
+}
+
+impl EnvSource for Remembered<'_> {
+    fn var(&self, name: &str) -> Option<OsString> {
+        if let Some(v) = self.seen.borrow().get(name) {
+            return v.clone();
+        }
+        let v = self.source.var(name);
+        if self.source.failed.borrow().is_none() {
+            self.seen.borrow_mut().insert(name.to_string(), v.clone());
+        }
+        v
+    }
+}
+
+/// Variables given in JS over a base environment, as `cluster.fork(env)` merges them over `process.env`.
+pub(crate) struct Overlay<'a> {
+    pub(crate) vars: HashMap<String, String>,
+    pub(crate) base: &'a dyn EnvSource,
+}
+
+impl EnvSource for Overlay<'_> {
+    fn var(&self, name: &str) -> Option<OsString> {
+        match self.vars.get(name) {
+            Some(v) => Some(OsString::from(v)),
+            None => self.base.var(name),
+        }
+    }
+}
+
+/// Reads an environment object as `cluster.fork(env)` does: `undefined` values are left out, every other value
+/// becomes its string form.
+pub(crate) fn read_env_object(env: sys::napi_env, value: sys::napi_value) -> Result<HashMap<String, String>> {
+    let mut vars = HashMap::new();
+    for (name, v) in own_entries(env, value, "env")? {
+        if type_of(env, v)? == sys::ValueType::napi_undefined {
+            continue;
+        }
+        let mut s = ptr::null_mut();
+        // SAFETY: `v` is a value of the current call.
+        check_reading(env, unsafe { sys::napi_coerce_to_string(env, v, &mut s) }, &format!("env.{name}"))?;
+        vars.insert(name, unsafe { String::from_napi_value(env, s) }?);
+    }
+    Ok(vars)
+}
+

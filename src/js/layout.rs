@@ -1,0 +1,117 @@
+//! The `SnowflakeLayout` class: reads ids of a layout and epoch (snowid's own, or another system's such as Discord's
+//! or Instagram's) without a generator, a worker id, a lease or the environment.
+
+use napi::{Env, JsValue, Result, Unknown};
+use napi_derive::napi;
+
+use crate::core::config::Config;
+use crate::core::generator::{Clock, SystemClock};
+use crate::core::layout::Layout;
+
+use super::errors::raise;
+use super::options::read_layout_options;
+use super::report::{decode_with, DecodedId};
+use super::values::{read_id, read_time, IdBigInt};
+
+/// Options of a `SnowflakeLayout`. Nothing is read from the environment: each one left out takes snowid's default.
+#[napi(object, object_from_js = false)]
+#[allow(dead_code)] // Declares the typings only: `read_layout_options` reads the object itself.
+pub struct LayoutOptions {
+    /// Epoch: Unix ms, a decimal string of Unix ms, an ISO-8601 date, or a `Date`. Not in the future.
+    /// @default 1580486400000 (2020-02-01T00:00:00+08:00)
+    #[napi(ts_type = "number | string | Date")]
+    pub epoch: Option<f64>,
+    /// @default 3
+    pub datacenter_bits: Option<u32>,
+    /// @default 5
+    pub worker_bits: Option<u32>,
+    /// @default 2
+    pub clock_back_bits: Option<u32>,
+    /// @default 12
+    pub sequence_bits: Option<u32>,
+}
+
+/// A layout and epoch, as a `SnowflakeLayout` reports them.
+#[napi(object)]
+pub struct LayoutSpec {
+    /// The epoch in Unix ms.
+    pub epoch: f64,
+    pub datacenter_bits: u32,
+    pub worker_bits: u32,
+    pub clock_back_bits: u32,
+    pub sequence_bits: u32,
+    /// What is left of 63 bits for the timestamp.
+    pub timestamp_bits: u32,
+    /// The last Unix ms the layout encodes.
+    pub expires_at: f64,
+}
+
+/// Reads ids of one layout and epoch. Unlike a `Snowflake`, it makes no ids, so it needs no worker id and takes
+/// no lease, reads no environment variable, and accepts a layout whose timestamp field runs out in less than 10
+/// years (or has run out): any layout with at least one timestamp bit and an epoch in the past.
+#[napi]
+pub struct SnowflakeLayout {
+    layout: Layout,
+}
+
+#[napi]
+impl SnowflakeLayout {
+    /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` for an unknown or bad option, or widths that
+    /// leave no timestamp bit.
+    #[napi(constructor)]
+    pub fn new(env: Env, #[napi(ts_arg_type = "LayoutOptions")] options: Option<Unknown>) -> Result<Self> {
+        let raw = env.raw();
+        let opts = read_layout_options(raw, options)?;
+        let no_env = |_: &str| None;
+        let layout = Config::resolve_layout(&opts, &no_env, SystemClock.now_ms()).map_err(|e| raise(raw, &e))?;
+        Ok(SnowflakeLayout { layout })
+    }
+
+    /// The fields of an id.
+    /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
+    #[napi]
+    pub fn decode(&self, env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<DecodedId> {
+        let id = read_id(env.raw(), id.raw(), "id")?;
+        Ok(decode_with(&self.layout, id))
+    }
+
+    /// The Unix ms of an id's timestamp.
+    /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
+    #[napi]
+    pub fn timestamp_of(&self, env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<f64> {
+        let id = read_id(env.raw(), id.raw(), "id")?;
+        Ok(self.layout.unix_ms_of(id) as f64)
+    }
+
+    /// The smallest id of this layout in the ms `time`.
+    /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as the module's `minIdAt()` does.
+    #[napi(ts_return_type = "bigint")]
+    pub fn min_id_at(&self, env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
+        let at = read_time(env.raw(), time.raw(), "time")?;
+        Ok(IdBigInt(self.layout.min_id_at(at, "time")))
+    }
+
+    /// The largest id of this layout in the ms `time`.
+    /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as the module's `minIdAt()` does.
+    #[napi(ts_return_type = "bigint")]
+    pub fn max_id_at(&self, env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
+        let at = read_time(env.raw(), time.raw(), "time")?;
+        Ok(IdBigInt(self.layout.max_id_at(at, "time")))
+    }
+
+    /// The widths, the epoch, and when the layout runs out.
+    #[napi]
+    pub fn layout(&self) -> LayoutSpec {
+        let l = &self.layout;
+        let w = l.widths();
+        LayoutSpec {
+            epoch: l.epoch() as f64,
+            datacenter_bits: w.datacenter,
+            worker_bits: w.worker,
+            clock_back_bits: w.clock_back,
+            sequence_bits: w.sequence,
+            timestamp_bits: l.timestamp_bits(),
+            expires_at: l.expires_at() as f64,
+        }
+    }
+}
