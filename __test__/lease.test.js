@@ -227,7 +227,8 @@ test('a garbage slot file and an unusable lease directory give coded errors, and
     const out = probe({ SNOWID_LEASE_DIR: dir, ...env })
     assert.equal(out.id, undefined)
     assert.equal(out.error.code, 'ERR_SNOWID_LEASE_CORRUPT')
-    assert.match(out.error.message, /dc0-worker0\.lease: expected a snowid lease record \(version 1\)/)
+    assert.match(out.error.message, /dc0-worker0\.lease": expected a snowid lease record \(version 1\)/)
+    assert.doesNotMatch(out.error.message, /this is not/, "the file's content is never echoed")
   }
   assert.equal(fs.readFileSync(path.join(dir, 'dc0-worker0.lease'), 'utf8'), 'this is not a lease\n', 'left as found')
 

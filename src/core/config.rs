@@ -396,6 +396,13 @@ pub fn js_number(n: f64) -> String {
         if n > 0.0 { "Infinity" } else { "-Infinity" }.into()
     } else if n == 0.0 {
         "0".into()
+    } else if n.abs() >= 1e21 || n.abs() < 1e-6 {
+        // JS's exponent form, which keeps 5e-324 and 1e308 short: Rust writes `1e21`, JS `1e+21`.
+        let e = format!("{n:e}");
+        match e.split_once('e') {
+            Some((m, x)) if !x.starts_with('-') => format!("{m}e+{x}"),
+            _ => e,
+        }
     } else {
         format!("{n}")
     }
@@ -610,6 +617,13 @@ mod tests {
         assert_eq!(c.layout.timestamp_bits(), 41);
         assert_eq!((c.worker_id.value, c.on_clock_back.value, c.max_wait_ms.value), (127, ClockBackPolicy::Wait, 250));
         assert_eq!(resolve_env(&[("SNOWID_EPOCH", "1600000000000")]).unwrap().epoch.value, 1_600_000_000_000);
+    }
+
+    #[test]
+    fn numbers_print_as_js_prints_them() {
+        for (n, js) in [(5e-324, "5e-324"), (1e21, "1e+21"), (1.5e300, "1.5e+300"), (-2e-7, "-2e-7"), (1.5, "1.5"), (1e20, "100000000000000000000")] {
+            assert_eq!(js_number(n), js);
+        }
     }
 
     #[test]

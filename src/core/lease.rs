@@ -32,7 +32,7 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
-use super::error::{quote, Class, Code, Error, Result};
+use super::error::{quote_path, Class, Code, Error, Result};
 
 pub const RECORD_SIZE: usize = 1024;
 const MAGIC: &str = "snowid-lease v1 ";
@@ -107,17 +107,15 @@ pub fn read_file(bytes: &[u8], path: &Path) -> Result<Option<Record>> {
     match best {
         Some(r) => Ok(Some(r)),
         None => {
-            let head = String::from_utf8_lossy(&bytes[..bytes.len().min(40)]).into_owned();
             Err(Error::new(
                 Code::LeaseCorrupt,
                 Class::Error,
                 format!(
-                    "lease file {}: expected a snowid lease record (version 1), found {} bytes starting {}; no id \
-                     was issued from this slot. Remove the file only when no process uses the slot and the clock \
-                     is past every id issued from it",
-                    path.display(),
-                    bytes.len(),
-                    quote(&head)
+                    "lease file {}: expected a snowid lease record (version 1), found {} bytes that are not one \
+                     (their content is not shown), so which ids were issued from this slot is unknown. Remove the \
+                     file only when no process uses the slot and the clock is past every id issued from it",
+                    quote_path(path),
+                    bytes.len()
                 ),
             ))
         }
@@ -132,7 +130,7 @@ fn dir_error(dir: &Path, what: &str, e: &std::io::Error) -> Error {
             "lease directory {}: expected a directory this process can create and lock files in, found that {what} \
              failed: {e}. Set SNOWID_LEASE_DIR to a usable directory, or SNOWID_LEASE=off with an explicit \
              SNOWID_WORKER_ID",
-            dir.display()
+            quote_path(dir)
         ),
     )
 }
@@ -190,7 +188,7 @@ impl Lease {
             Error::new(
                 Code::LeaseDir,
                 Class::Error,
-                format!("lease file {}: expected at most {MAX_MARKS} clockBack marks, found more", self.path.display()),
+                format!("lease file {}: expected at most {MAX_MARKS} clockBack marks, found more", quote_path(&self.path)),
             )
         })?;
         let offset = (rec.seq % 2) * RECORD_SIZE as u64;
@@ -198,7 +196,7 @@ impl Lease {
             Error::new(
                 Code::LeaseDir,
                 Class::Error,
-                format!("lease file {}: expected to write its mark, found: {e}", self.path.display()),
+                format!("lease file {}: expected to write its mark, found: {e}", quote_path(&self.path)),
             )
         })
     }
@@ -256,7 +254,7 @@ impl LeaseDir {
             .truncate(false)
             .mode(0o600)
             .open(&path)
-            .map_err(|e| dir_error(&self.path, &format!("opening {}", path.display()), &e))?;
+            .map_err(|e| dir_error(&self.path, &format!("opening {}", quote_path(&path)), &e))?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
@@ -268,11 +266,11 @@ impl LeaseDir {
                     .map(|r| r.pid);
                 return Ok(Attempt::Held(pid));
             }
-            Err(TryLockError::Error(e)) => return Err(dir_error(&self.path, &format!("locking {}", path.display()), &e)),
+            Err(TryLockError::Error(e)) => return Err(dir_error(&self.path, &format!("locking {}", quote_path(&path)), &e)),
         }
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
-            .map_err(|e| dir_error(&self.path, &format!("reading {}", path.display()), &e))?;
+            .map_err(|e| dir_error(&self.path, &format!("reading {}", quote_path(&path)), &e))?;
         let previous = read_file(&bytes, &path)?.unwrap_or_default();
         let lease = Lease { file, path, worker_id, record: Mutex::new(previous.clone()), previous };
         // Name this process as the holder at once, keeping the earlier marks.
@@ -297,7 +295,7 @@ impl LeaseDir {
                     "{what}: expected a worker id no other process on this host holds, found datacenterId \
                      {datacenter_id} workerId {worker_id} held by {} (lease file {})",
                     pid.map_or("another process".to_string(), |p| format!("pid {p}")),
-                    self.slot_path(datacenter_id, worker_id).display()
+                    quote_path(&self.slot_path(datacenter_id, worker_id))
                 ),
             )),
         }
@@ -328,7 +326,7 @@ impl LeaseDir {
             format!(
                 "workerId: expected a free slot for datacenterId {datacenter_id} in lease directory {}, found all \
                  {slots} held",
-                self.path.display()
+                quote_path(&self.path)
             ),
         ))
     }
@@ -401,7 +399,8 @@ mod tests {
         assert_eq!(read_file(&[], p).unwrap(), None);
         let e = read_file(b"hello, world", p).unwrap_err();
         assert_eq!(e.code(), Code::LeaseCorrupt);
-        assert!(e.message().contains("lease file /x"), "{e}");
+        assert!(e.message().contains("lease file \"/x\""), "{e}");
+        assert!(!e.message().contains("hello"), "file content is never echoed: {e}");
     }
 
     #[test]
@@ -447,7 +446,7 @@ mod tests {
         std::fs::write(&file, b"x").unwrap();
         let e = LeaseDir::open(&file).map(|_| ()).unwrap_err();
         assert_eq!(e.code(), Code::LeaseDir);
-        assert!(e.message().starts_with(&format!("lease directory {}", file.display())), "{e}");
+        assert!(e.message().starts_with(&format!("lease directory {}", quote_path(&file))), "{e}");
         let e = LeaseDir::open(&file.join("sub")).map(|_| ()).unwrap_err();
         assert_eq!(e.code(), Code::LeaseDir);
     }

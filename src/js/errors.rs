@@ -39,7 +39,14 @@ pub(crate) fn check(status: sys::napi_status) -> Result<()> {
 /// Proxy trap that threw leaves its exception pending: it is replaced by a coded `TypeError` about `what`, so that
 /// every failure of a snowid call is coded.
 pub(crate) fn check_reading(env: sys::napi_env, status: sys::napi_status, what: &str) -> Result<()> {
-    if status != sys::Status::napi_pending_exception {
+    if status == sys::Status::napi_ok {
+        return Ok(());
+    }
+    // Node reports a throw inside a read as a generic failure with the exception pending.
+    let mut pending = false;
+    // SAFETY: `env` is the live env of the current call.
+    check(unsafe { sys::napi_is_exception_pending(env, &mut pending) })?;
+    if !pending {
         return check(status);
     }
     let mut thrown = std::ptr::null_mut();
