@@ -105,9 +105,19 @@ pub fn quote(text: &str) -> String {
     format!("{head:?}... ({chars} characters)")
 }
 
-/// Quotes a path for a message, bounded as [`quote`] is.
+/// The most characters of a path that a message repeats: enough for any ordinary path.
+pub const QUOTE_PATH_CHARS: usize = 160;
+
+/// Quotes a path for a message. A path longer than [`QUOTE_PATH_CHARS`] characters keeps its end, which names the
+/// file, and gives its length.
 pub fn quote_path(path: &std::path::Path) -> String {
-    quote(&path.to_string_lossy())
+    let text = path.to_string_lossy();
+    let chars = text.chars().count();
+    if chars <= QUOTE_PATH_CHARS {
+        return format!("{text:?}");
+    }
+    let tail: String = text.chars().skip(chars - QUOTE_PATH_CHARS / 2).collect();
+    format!("...{tail:?} ({chars} characters)")
 }
 
 #[cfg(test)]
@@ -121,6 +131,10 @@ mod tests {
         let long = "x".repeat(1 << 20);
         let q = quote(&long);
         assert_eq!(q, format!("\"{}\"... (1048576 characters)", "x".repeat(QUOTE_CHARS)));
+        let p = format!("/{}/dc0-worker0.lease", "d".repeat(1 << 16));
+        let q = quote_path(std::path::Path::new(&p));
+        assert!(q.starts_with("...\"ddd") && q.ends_with("/dc0-worker0.lease\" (65555 characters)"), "{q}");
+        assert_eq!(quote_path(std::path::Path::new("/tmp/snowid")), "\"/tmp/snowid\"");
         let exact = "é".repeat(QUOTE_CHARS);
         assert_eq!(quote(&exact), format!("{exact:?}"));
     }
