@@ -314,3 +314,21 @@ test("a Snowflake's fast methods are its own, hidden, and work detached; the pro
   global.gc?.()
   assert.equal(new Snowflake({ workerId: 9 }).decode(new Snowflake({ workerId: 9 }).nextId()).workerId, 9)
 })
+
+test("the article's transcription handles a step back of the clock, which the original's logger.warn line broke", () => {
+  const a = new ArticleSnowflake({ workerId: 1 })
+  const start = Date.now() + 10_000
+  let now = start
+  a.getTimestamp = () => now
+  const first = a.nextId()
+  now -= 5
+  const second = a.nextId()
+  const fields = (id) => ({ tsBack: Number((id >> 12n) & 3n), ts: Number(id >> 22n) + 1580486400000 })
+  assert.deepEqual(fields(first), { tsBack: 0, ts: start })
+  assert.deepEqual(fields(second), { tsBack: 1, ts: start - 5 })
+  // As published, the warning line is `console.log.warn(...)`, which throws on that same call.
+  assert.throws(() => console.log.warn('clock is moving backwards'), TypeError)
+  const header = require('node:fs').readFileSync(require.resolve('../benchmark/article.js'), 'utf8').split('\n\n')[1]
+  assert.match(header, /Three things differ from the original/)
+  assert.match(header, /logger\.warn/)
+})
