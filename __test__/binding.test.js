@@ -277,3 +277,25 @@ test('huge bigints are refused by their size, without reading them', () => {
   assert.equal(decode(0n).id, '0')
   assert.equal(decode(2n ** 63n - 1n).id, '9223372036854775807')
 })
+
+test('no binary for this platform: a coded error that names the platform, lists the supported ones and says how to build', () => {
+  // The generated loader tries this path alone when it is set; a path with no file fails the load as an unsupported
+  // platform would.
+  const r = runNode(
+    `try { require('.'); console.log('loaded') } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message, cause: String(e.cause) })) }`,
+    { NAPI_RS_NATIVE_LIBRARY_PATH: '/nonexistent/snowid.node' },
+  )
+  assert.equal(r.status, 0, r.stderr)
+  const e = JSON.parse(r.stdout)
+  assert.equal(e.code, 'ERR_SNOWID_NO_BINARY')
+  assert.match(e.message, new RegExp(`^snowid: no native binary loads on ${process.platform}-${process.arch} \\(glibc [0-9.]+\\) under Node v`))
+  for (const target of ['linux-x64-gnu', 'linux-arm64-gnu', 'linux-x64-musl', 'linux-arm64-musl', 'darwin-x64', 'darwin-arm64', 'win32-x64-msvc']) {
+    assert.ok(e.message.includes(target), target)
+  }
+  assert.match(e.message, /build from source: install Rust/)
+  assert.doesNotMatch(e.message, /npm has a bug/)
+  assert.match(e.cause, /Cannot find native binding/)
+  // The subpath modules fail the same way.
+  const sub = runNode(`try { require('snowid/redis') } catch (e) { console.log(e.code) }`, { NAPI_RS_NATIVE_LIBRARY_PATH: '/nonexistent/snowid.node' })
+  assert.equal(sub.stdout.trim(), 'ERR_SNOWID_NO_BINARY', sub.stderr)
+})

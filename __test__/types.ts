@@ -113,3 +113,18 @@ const functionsSql: string = postgresFunctions(config()) + postgresFunctions(gen
 // @ts-expect-error: a layout is required
 postgresFunctions()
 export { functionsSql }
+
+// Reading ids of another layout, without generating.
+import { SnowflakeLayout } from 'snowid'
+import type { LayoutOptions, LayoutSpec } from 'snowid'
+const discordOptions: LayoutOptions = { epoch: 1420070400000, datacenterBits: 5, workerBits: 5, clockBackBits: 0, sequenceBits: 12 }
+const discord = new SnowflakeLayout(discordOptions)
+const discordFields: DecodedId = discord.decode(175928847299117063n)
+const discordMs: number = discord.timestampOf('175928847299117063')
+const discordRange: bigint[] = [discord.minIdAt(new Date()), discord.maxIdAt(Date.now())]
+const spec: LayoutSpec = discord.layout()
+const specBits: number = spec.timestampBits + discordFields.sequence + discordMs + discordRange.length
+// @ts-expect-error a layout has no worker id
+new SnowflakeLayout({ workerId: 3 })
+// @ts-expect-error the fence is not part of the typed API
+gen._fence(0)

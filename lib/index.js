@@ -5,7 +5,7 @@
 // class's promises with coded errors: a call without `new` throws and changes nothing, a method called on anything
 // but an instance throws, and every method also works taken off its instance.
 
-const binding = require('../binding.js')
+const binding = require('./native.js')
 
 const CODE = 'ERR_SNOWID_INVALID_ARGUMENT'
 
