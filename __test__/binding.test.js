@@ -288,7 +288,7 @@ test('no binary for this platform: a coded error that names the platform, lists 
   assert.equal(r.status, 0, r.stderr)
   const e = JSON.parse(r.stdout)
   assert.equal(e.code, 'ERR_SNOWID_NO_BINARY')
-  assert.match(e.message, new RegExp(`^snowid: no native binary loads on ${process.platform}-${process.arch} \\(glibc [0-9.]+\\) under Node v`))
+  assert.match(e.message, new RegExp(`^snowid: no native binary loads on ${process.platform}-${process.arch}( \\((glibc [0-9.]+|musl)\\))? under Node v`))
   for (const target of ['linux-x64-gnu', 'linux-arm64-gnu', 'linux-x64-musl', 'linux-arm64-musl', 'darwin-x64', 'darwin-arm64', 'win32-x64-msvc']) {
     assert.ok(e.message.includes(target), target)
   }

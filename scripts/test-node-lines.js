@@ -1,0 +1,49 @@
+#!/usr/bin/env node
+'use strict'
+
+// npm run test:lines: the JS suite (`__test__/*.test.*`, what `npm run test:js` runs) on each supported Node line
+// but the host's, with the pinned official binaries (scripts/tools.js). Each line's `node` comes first on PATH, so
+// the processes the tests start run on it too. `--lines 22,24` picks lines. Prints one line per Node line and exits
+// non-zero if any failed.
+
+const fs = require('node:fs')
+const path = require('node:path')
+const { spawnSync } = require('node:child_process')
+const { NODE_VERSIONS, cachedNode } = require('./tools.js')
+
+const ROOT = path.resolve(__dirname, '..')
+// The suite of one line may take several minutes: it starts PostgreSQL, Redis and MariaDB, and forks clusters.
+const TIMEOUT_MS = 30 * 60_000
+
+function testFiles() {
+  const dir = path.join(ROOT, '__test__')
+  return fs
+    .readdirSync(dir)
+    .filter((f) => /\.test\.[cm]?[jt]s$/.test(f))
+    .sort()
+    .map((f) => path.join('__test__', f))
+}
+
+async function main() {
+  const at = process.argv.indexOf('--lines')
+  const host = process.versions.node.split('.')[0]
+  const lines = at > 0 ? process.argv[at + 1].split(',') : Object.keys(NODE_VERSIONS).filter((l) => l !== host)
+  const results = []
+  for (const line of lines) {
+    const node = await cachedNode(line)
+    const env = { ...process.env, PATH: `${path.dirname(node)}${path.delimiter}${process.env.PATH}` }
+    const started = Date.now()
+    console.log(`\n=== Node ${NODE_VERSIONS[line]}: node --test ${testFiles().length} files ===`)
+    const r = spawnSync(node, ['--test', ...testFiles()], { cwd: ROOT, env, stdio: 'inherit', timeout: TIMEOUT_MS })
+    const s = Math.round((Date.now() - started) / 1000)
+    const ok = r.status === 0
+    results.push(`Node ${NODE_VERSIONS[line]}: ${ok ? 'passed' : `FAILED (${r.signal ?? `exit ${r.status}`})`} in ${s} s`)
+  }
+  console.log(`\n${results.join('\n')}`)
+  if (results.some((r) => r.includes('FAILED'))) process.exitCode = 1
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exitCode = 1
+})
