@@ -41,6 +41,13 @@ async function primary(api, { threadFile }) {
     console.log(`# loaded ${loaded[0]}`)
   })
 
+  await check('process.env assigned from JS before the first id', () => {
+    // Read through the runtime's own process.env: Bun does not pass such assignments down to the OS environment.
+    process.env.SNOWID_DATACENTER_ID = '5'
+    assert.equal(api.decode(api.nextId()).datacenterId, 5)
+    assert.deepEqual([api.config().datacenterId, api.config().sources.datacenterId], [5, 'env'])
+  })
+
   await check('ids', () => {
     const ids = []
     for (let i = 0; i < 10_000; i++) ids.push(api.nextId())
