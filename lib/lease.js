@@ -1,0 +1,412 @@
+'use strict'
+
+// The lease of a (datacenterId, workerId) slot from a shared store, for services on more than one host: one state
+// machine (take, hold, renew, lose, take again, release) and its events, used by every store (snowid/redis,
+// snowid/postgres). A store supplies only its primitives, as an object:
+//
+//   name                        the store's name for messages ('Redis', 'PostgreSQL')
+//   unavailableCode             the code of "the store did not answer" (ERR_SNOWID_REDIS_UNAVAILABLE, ...)
+//   slotName(workerId)          how messages name a slot (a key, a row)
+//   take(token, preferred, only)
+//                               takes the first free slot (`preferred` first when >= 0, and only it when `only`) for
+//                               `token`, with a TTL, in one atomic step. Resolves to null when none is free, else to
+//                               { workerId, mark }: `mark` is the slot's high-water mark (Unix ms), or undefined when
+//                               the slot has no history. Throws ERR_SNOWID_LEASE_CORRUPT (having given the slot back)
+//                               for a slot whose record it cannot read.
+//   renew(workerId, token, until, clockBack)
+//                               if `token` still holds the slot: raises its mark to `until` (when not null), with
+//                               `clockBack`, then extends the TTL, in one atomic step. Resolves true, or false when
+//                               the slot is no longer `token`'s. Throws ERR_SNOWID_LEASE_CORRUPT for a mark it cannot
+//                               read, leaving it as found.
+//   release(workerId, token, last)
+//                               if `token` still holds the slot: lowers its mark to `last` (when not null), then
+//                               frees the slot.
+//   abandon(token)              frees any slot `token` holds: sent after a take whose answer did not come in time,
+//                               so that the take, if it still runs, leaves nothing held.
+//   classify(err)               an error from the store as a coded error: a permission error as
+//                               ERR_SNOWID_STORE_PERMISSION_DENIED, naming what is missing; null for anything else.
+//
+// The generator may issue ids until its deadline: the send time of the last confirmed renewal plus ttlMs, less
+// marginMs, checked in Rust on every call. Every renewal first raises the slot's mark past that deadline, so a later
+// holder starts past every id this one may have issued.
+
+const { EventEmitter } = require('node:events')
+const { randomUUID } = require('node:crypto')
+const snowid = require('./index.js')
+// Sets a generator's lease deadline and takes in an earlier holder's mark; not reachable from user code.
+const { fenceSnowflake } = require('./native.js')
+
+const DEFAULTS = { ttlMs: 10_000, waitMs: 0 }
+/** Options every store takes; each store adds its own. */
+const OPTION_NAMES = ['client', 'datacenterId', 'ttlMs', 'waitMs', 'marginMs', 'snowflake', 'reacquire']
+
+function codedError(Class, code, message, cause) {
+  const err = new Class(message, cause === undefined ? undefined : { cause })
+  err.code = code
+  return err
+}
+
+function isCoded(err) {
+  return Boolean(err) && typeof err.code === 'string' && err.code.startsWith('ERR_SNOWID_')
+}
+
+function integerOption(options, name, min, max, fallback) {
+  const v = options[name]
+  if (v === undefined) return fallback
+  if (typeof v !== 'number') {
+    throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', `${name}: expected an integer from ${min} to ${max}, found ${typeof v}`)
+  }
+  if (!Number.isInteger(v) || v < min || v > max) {
+    throw codedError(RangeError, 'ERR_SNOWID_INVALID_ARGUMENT', `${name}: expected an integer from ${min} to ${max}, found ${v}`)
+  }
+  return v
+}
+
+/**
+ * Checks the options every store takes and fills in the defaults; `storeOptions` names the store's own. Returns the
+ * settings of the lease (`o`), without the store.
+ */
+function readOptions(options, storeOptions) {
+  if (options === null || typeof options !== 'object') {
+    throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', 'options: expected an object with a client')
+  }
+  const known = [...OPTION_NAMES, ...storeOptions]
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) {
+      throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', `options: expected only ${known.join(', ')}, found ${JSON.stringify(key).slice(0, 60)}`)
+    }
+  }
+  const ttlMs = integerOption(options, 'ttlMs', 100, 3_600_000, DEFAULTS.ttlMs)
+  const waitMs = integerOption(options, 'waitMs', 0, 3_600_000, DEFAULTS.waitMs)
+  const snowflake = options.snowflake ?? {}
+  if (snowflake === null || typeof snowflake !== 'object') {
+    throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', 'snowflake: expected an object of Snowflake options')
+  }
+  for (const key of ['datacenterId', 'workerId', 'lease', 'leaseDir']) {
+    if (key in snowflake) {
+      throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', `snowflake.${key}: expected it left out, since the lease decides it`)
+    }
+  }
+  // The slot's count and the datacenter id, as the generator will see them (options over SNOWID_* variables).
+  const env = { SNOWID_LEASE: 'off' }
+  if (snowflake.workerBits !== undefined) env.SNOWID_WORKER_BITS = String(snowflake.workerBits)
+  if (snowflake.datacenterBits !== undefined) env.SNOWID_DATACENTER_BITS = String(snowflake.datacenterBits)
+  if (options.datacenterId !== undefined) {
+    integerOption(options, 'datacenterId', 0, 2 ** 31, 0)
+    env.SNOWID_DATACENTER_ID = String(options.datacenterId)
+  }
+  const slots = snowid.workerSlots(env)
+  // The generator's options are checked up front, on a layout-only reading of them where possible.
+  const probe = new snowid.Snowflake({ ...snowflake, datacenterId: slots.datacenterId, workerId: 0, lease: false }).config()
+  const maxLeadMs = probe.maxLeadMs
+  // The margin covers the time between reading the clock and the store running the renewal, and the lead.
+  const marginMs = integerOption(options, 'marginMs', 1, ttlMs - 1, Math.max(Math.floor(ttlMs / 5), 50) + maxLeadMs)
+  if (marginMs <= maxLeadMs) {
+    throw codedError(RangeError, 'ERR_SNOWID_INVALID_ARGUMENT', `marginMs: expected more than maxLeadMs (${maxLeadMs}), found ${marginMs}`)
+  }
+  if (options.reacquire !== undefined && typeof options.reacquire !== 'boolean') {
+    throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', 'reacquire: expected a boolean')
+  }
+  return {
+    ttlMs,
+    waitMs,
+    marginMs,
+    maxLeadMs,
+    snowflake,
+    datacenterId: slots.datacenterId,
+    slotCount: 2 ** slots.workerBits,
+    reacquire: options.reacquire ?? true,
+    // How long a renewal may take: a third of the TTL, so that two more tries fit before the deadline.
+    renewTimeoutMs: Math.max(Math.floor(ttlMs / 3), 50),
+    // How long taking a slot may take: generous, since a take that times out is abandoned and retried.
+    takeTimeoutMs: Math.max(ttlMs, 5000),
+  }
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** `promise`, or a rejection after `ms` that says the store did not answer. */
+function withTimeout(store, promise, ms) {
+  let timer
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error(`no answer from ${store.name} within ${ms} ms`), { timedOut: true })), ms)
+  })
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
+
+/** An error from a store call made for `what`, as a coded error. */
+function storeError(store, what, err) {
+  if (isCoded(err)) return err
+  const classified = store.classify(err)
+  if (classified) return classified
+  return codedError(Error, store.unavailableCode, `${what}: ${(err && err.message) || err}`, err)
+}
+
+/**
+ * A worker-id slot leased from a store. Emits 'renewed' ({ deadline }), 'renewFailed' (error: a renewal the store
+ * did not answer, the lease keeps trying until its deadline; or, after a loss, a failed attempt to take a slot
+ * again), 'lost' (error) and 'reacquired' (lease).
+ */
+class StoreLease extends EventEmitter {
+  #store
+  #o
+  #token
+  #deadline = 0
+  #timer = null
+  #released = false
+  #renewing = false
+  #onDefault
+  // The worker id that #token holds. It differs from `workerId` only while a lost lease is taking another slot:
+  // `workerId` and `snowflake` move to it together, once it may be used.
+  #slot
+
+  constructor(store, o, workerId, token, onDefault) {
+    super()
+    this.#store = store
+    this.#o = o
+    this.#token = token
+    this.#onDefault = onDefault
+    this.#slot = workerId
+    /** The datacenter id of the slot. */
+    this.datacenterId = o.datacenterId
+    /** The worker id of the slot. */
+    this.workerId = workerId
+    /** A generator bound to the slot. It throws ERR_SNOWID_LEASE_LOST past the lease's deadline. */
+    this.snowflake = null
+  }
+
+  /** Unix ms until which the generator may issue ids: the last confirmed expiry less the margin. */
+  get deadline() {
+    return this.#deadline
+  }
+
+  /** Holds the slot just taken, renewing it without a mark, until it may be used (see `holdUntilUsable`). */
+  #hold(mark) {
+    return holdUntilUsable(this.#o, mark, () => this.#renew({ withMark: false }))
+  }
+
+  /** Renews the lease once: raises the mark past the new deadline, extends the TTL, then returns the deadline (0 when lost). */
+  async #renew({ withMark = true } = {}) {
+    const { ttlMs, marginMs, maxLeadMs, renewTimeoutMs } = this.#o
+    const sent = Date.now()
+    const deadline = sent + ttlMs - marginMs
+    // The generator issues ids stamped at most maxLeadMs past the clock, and only before the deadline.
+    const until = withMark ? deadline + maxLeadMs : null
+    const clockBack = this.snowflake && this.workerId === this.#slot ? this.snowflake.stats().clockBack : 0
+    const held = await withTimeout(this.#store, this.#store.renew(this.#slot, this.#token, until, clockBack), renewTimeoutMs)
+    return held ? deadline : 0
+  }
+
+  /** Takes a slot (see `acquire`), holds it until usable, and starts the generator on it. */
+  async _open(taken) {
+    await this.#hold(taken.mark)
+    if (this.#onDefault && !this.snowflake) this.#onDefault(this)
+    return this.#start(taken.mark)
+  }
+
+  /** Starts the generator once the lease is confirmed. */
+  async #start(mark) {
+    const deadline = await this.#renew()
+    const name = this.#store.slotName(this.#slot)
+    if (!deadline) throw codedError(Error, 'ERR_SNOWID_LEASE_LOST', `lease: the slot ${name} was lost before it was used`)
+    // release() may have run while the renewal was out: the slot is given back, so no generator may be opened on it.
+    if (this.#released) throw codedError(Error, 'ERR_SNOWID_LEASE_LOST', `lease: released before the slot ${name} was used`)
+    let snowflake = this.snowflake
+    if (!snowflake || this.workerId !== this.#slot) {
+      snowflake = new snowid.Snowflake({ ...this.#o.snowflake, datacenterId: this.datacenterId, workerId: this.#slot, lease: false })
+    }
+    fenceSnowflake(snowflake, deadline, mark)
+    this.workerId = this.#slot
+    this.snowflake = snowflake
+    this.#deadline = deadline
+    this.#schedule()
+    return this
+  }
+
+  #schedule() {
+    clearTimeout(this.#timer)
+    if (this.#released) return
+    this.#timer = setTimeout(() => this.#tick(), Math.max(Math.floor(this.#o.ttlMs / 3), 20))
+    this.#timer.unref()
+  }
+
+  async #tick() {
+    if (this.#released || this.#renewing) return
+    this.#renewing = true
+    try {
+      const deadline = await this.#renew()
+      if (this.#released) return
+      if (deadline) {
+        this.#deadline = deadline
+        fenceSnowflake(this.snowflake, deadline)
+        this.emit('renewed', { deadline })
+        this.#schedule()
+        return
+      }
+      this.#lose(`the slot is no longer held by this process (its lease expired, or ${this.#store.name} lost it)`)
+    } catch (err) {
+      if (this.#released) return
+      const coded = storeError(this.#store, 'renew', err)
+      if (coded.code === 'ERR_SNOWID_LEASE_CORRUPT') {
+        this.#lose(coded.message)
+        return
+      }
+      // The store is unreachable or slow: keep trying until the deadline; the generator stops by itself there.
+      if (Date.now() >= this.#deadline) {
+        this.#lose(`no renewal was confirmed before the deadline: ${coded.message}`)
+        return
+      }
+      this.emit('renewFailed', coded)
+      this.#schedule()
+    } finally {
+      this.#renewing = false
+    }
+  }
+
+  #lose(why) {
+    fenceSnowflake(this.snowflake, 0)
+    this.#deadline = 0
+    clearTimeout(this.#timer)
+    const err = codedError(Error, 'ERR_SNOWID_LEASE_LOST', `lease: lost datacenterId ${this.datacenterId} workerId ${this.workerId}: ${why}`)
+    this.emit('lost', err)
+    if (this.#o.reacquire && !this.#released) this.#reacquire()
+  }
+
+  /**
+   * Takes a slot again after a loss: this one when it is free, else (unless bound to the default generator) another.
+   * Until then `snowflake` stays the fenced generator of the lost slot, so it throws ERR_SNOWID_LEASE_LOST. Each
+   * failed attempt is reported as 'renewFailed', and a slot taken but not brought into use is given back at once.
+   */
+  async #reacquire() {
+    const delay = Math.max(Math.floor(this.#o.ttlMs / 10), 20)
+    while (!this.#released) {
+      let taken = null
+      try {
+        taken = await takeSlot(this.#store, this.#o, this.workerId, Boolean(this.#onDefault))
+        if (taken) {
+          this.#slot = taken.workerId
+          this.#token = taken.token
+          if (this.#released) return await giveBack(this.#store, taken)
+          await this.#hold(taken.mark)
+          await this.#start(taken.mark)
+          this.emit('reacquired', this)
+          return
+        }
+      } catch (err) {
+        if (taken) await giveBack(this.#store, taken)
+        if (this.#released) return
+        const coded = storeError(this.#store, 'reacquire', err)
+        this.emit('renewFailed', coded)
+        if (coded.code === 'ERR_SNOWID_LEASE_CORRUPT' || coded.code === 'ERR_SNOWID_STORE_PERMISSION_DENIED') return
+      }
+      await sleep(delay)
+    }
+  }
+
+  /**
+   * Stops the generator, then gives the slot back. The mark stays, for the next holder. Rejects only when the store
+   * refuses the release for lack of a permission; a store that does not answer frees the slot when its TTL runs out.
+   */
+  async release() {
+    if (this.#released) return
+    this.#released = true
+    clearTimeout(this.#timer)
+    const stopped = this.snowflake ? fenceSnowflake(this.snowflake, 0) : 0
+    // The mark is lowered only to the last id of a generator in use on the slot held: after a loss, the slot being
+    // re-taken keeps the mark it has (another holder may have issued ids past this generator's last one meanwhile).
+    const last = this.#deadline > 0 ? stopped : null
+    this.#deadline = 0
+    await giveBack(this.#store, { workerId: this.#slot, token: this.#token }, last, { strict: true })
+  }
+}
+
+/**
+ * Gives a slot back if `token` still holds it, first lowering its mark to `last` (Unix ms of the last id issued
+ * under it) when given. A store that does not answer is left to free the slot by its TTL; with `strict`, a
+ * permission error is thrown.
+ */
+async function giveBack(store, { workerId, token }, last = null, { strict = false } = {}) {
+  try {
+    await withTimeout(store, store.release(workerId, token, last), 5000)
+  } catch (err) {
+    const classified = isCoded(err) ? err : store.classify(err)
+    if (strict && classified && classified.code === 'ERR_SNOWID_STORE_PERMISSION_DENIED') throw classified
+  }
+}
+
+/**
+ * Holds a freshly taken slot, renewing it without a mark, until it may be used: one TTL after it was taken when it
+ * has no recorded history (so any earlier holder's deadline has passed), else just past the mark an earlier holder
+ * left. Throws when the slot is lost meanwhile, or when the mark is further ahead of this host's clock than a TTL.
+ */
+async function holdUntilUsable(o, mark, renew) {
+  const now = Date.now()
+  const until = mark === undefined ? now + o.ttlMs : mark + 1
+  if (until - now > o.ttlMs) {
+    throw codedError(
+      Error,
+      'ERR_SNOWID_CLOCK_BACKWARDS',
+      `clock: expected a time within ttlMs (${o.ttlMs}) of the mark ${mark} that the slot's last holder left, found ${now}, ${mark - now} ms behind it: are this host's and that host's clocks in sync?`,
+    )
+  }
+  while (Date.now() < until) {
+    await sleep(Math.min(Math.max(Math.floor(o.ttlMs / 3), 20), until - Date.now()))
+    const ok = await renew()
+    if (!ok) throw codedError(Error, 'ERR_SNOWID_LEASE_LOST', 'lease: the slot was lost while it was held before use')
+  }
+}
+
+/**
+ * Tries once to take a slot. Returns `{ workerId, token, mark }`, or `null` when no slot is free. A take whose answer
+ * does not come in time is abandoned: the store frees whatever it may still take for that token.
+ */
+async function takeSlot(store, o, preferred = -1, only = false) {
+  const token = randomUUID()
+  let taken
+  try {
+    taken = await withTimeout(store, store.take(token, preferred, only), o.takeTimeoutMs)
+  } catch (err) {
+    if (err && err.timedOut) store.abandon(token).catch(() => {})
+    throw storeError(store, 'acquire', err)
+  }
+  return taken ? { ...taken, token } : null
+}
+
+/**
+ * Leases a free slot from `store` with the settings `o`, waiting up to `o.waitMs` for one, and returns the started
+ * lease (an instance of `Lease`). `onDefault(lease)` is called once the slot may be used, before the generator starts.
+ */
+async function acquire(store, o, Lease, onDefault) {
+  const started = Date.now()
+  const retryMs = Math.max(Math.floor(Math.min(o.ttlMs, 1000) / 10), 10)
+  for (;;) {
+    const taken = await takeSlot(store, o)
+    if (taken) {
+      const lease = new Lease(store, o, taken.workerId, taken.token, onDefault)
+      try {
+        return await lease._open(taken)
+      } catch (err) {
+        await lease.release().catch(() => {})
+        throw storeError(store, 'acquire', err)
+      }
+    }
+    const left = o.waitMs - (Date.now() - started)
+    if (left <= 0) {
+      throw codedError(
+        Error,
+        'ERR_SNOWID_NO_FREE_WORKER_ID',
+        `acquireWorkerId: expected a free worker id among the ${o.slotCount} of datacenterId ${o.datacenterId}, found every one leased after waiting ${Date.now() - started} ms (waitMs ${o.waitMs})`,
+      )
+    }
+    await sleep(Math.min(retryMs, left))
+  }
+}
+
+/** The default generator configured with a lease's slot, for `configureWorkerId`. */
+function configureDefault(options) {
+  return (lease) => {
+    snowid.configure({ ...options.snowflake, datacenterId: lease.datacenterId, workerId: lease.workerId, lease: false })
+  }
+}
+
+module.exports = { StoreLease, acquire, configureDefault, codedError, readOptions }
