@@ -86,7 +86,7 @@ function postgresBinDir() {
 
 /**
  * Starts a throwaway PostgreSQL cluster on a free loopback port: trust auth for the user `snowid`, no fsync.
- * Returns `{ port, host, user, database, stop() }`, or `undefined` when PostgreSQL is not installed.
+ * Returns `{ port, host, user, database, restart(), stop() }`, or `undefined` when PostgreSQL is not installed.
  */
 async function startPostgres() {
   const bin = postgresBinDir()
@@ -111,12 +111,24 @@ async function startPostgres() {
     '-c synchronous_commit=off',
     '-c full_page_writes=off',
   ].join(' ')
-  runAs('postgres', path.join(bin, 'pg_ctl'), ['-D', data, '-l', path.join(root, 'log'), '-o', options, '-w', '-t', '60', 'start'])
+  const start = () => runAs('postgres', path.join(bin, 'pg_ctl'), ['-D', data, '-l', path.join(root, 'log'), '-o', options, '-w', '-t', '60', 'start'])
+  start()
   return {
     host: '127.0.0.1',
     port,
     user: 'snowid',
     database: 'postgres',
+    /**
+     * Stops the server (`pg_ctl stop -m fast`: clients are disconnected, the data stays), waits `downMs`, and starts
+     * it again. Resolves to the `Date.now()` just before it was started again.
+     */
+    async restart(downMs = 0) {
+      runAs('postgres', path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop'])
+      await new Promise((r) => setTimeout(r, downMs))
+      const startedAt = Date.now()
+      start()
+      return startedAt
+    },
     stop() {
       try {
         runAs('postgres', path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop'])

@@ -1,0 +1,219 @@
+'use strict'
+
+// What every store's lease must do, as scenarios with real processes (fixtures/lease-holder.js) that each store's
+// test file runs against its own server: redis.test.js and postgres-lease.test.js. `base` holds the store, the
+// client and the server of the holders.
+
+const assert = require('node:assert/strict')
+const { spawn } = require('node:child_process')
+const path = require('node:path')
+const { setTimeout: sleep } = require('node:timers/promises')
+
+const { ROOT, cleanEnv } = require('./helpers.js')
+const snowid = require('..')
+
+const HOLDER = path.join(__dirname, 'fixtures', 'lease-holder.js')
+
+/** A holder process: its parsed output lines so far, and a way to wait for one. */
+function holder(settings) {
+  const child = spawn(process.execPath, [HOLDER], {
+    cwd: ROOT,
+    env: cleanEnv({ SNOWID_TEST_LEASE: JSON.stringify(settings) }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const events = []
+  let rest = ''
+  let stderr = ''
+  const waiters = []
+  child.stdout.setEncoding('utf8')
+  child.stdout.on('data', (chunk) => {
+    rest += chunk
+    const lines = rest.split('\n')
+    rest = lines.pop()
+    for (const line of lines) {
+      if (!line) continue
+      events.push(JSON.parse(line))
+      for (const w of [...waiters]) w()
+    }
+  })
+  child.stderr.on('data', (d) => (stderr += d))
+  const exited = new Promise((resolve) => child.on('exit', resolve))
+  return {
+    child,
+    events,
+    exited,
+    get stderr() {
+      return stderr
+    },
+    /** Resolves with the first event matching `pred`, or rejects after `ms`. */
+    waitFor(pred, ms = 20_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const e = events.find(pred)
+          if (e) {
+            waiters.splice(waiters.indexOf(check), 1)
+            clearTimeout(timer)
+            resolve(e)
+          }
+        }
+        const timer = setTimeout(() => {
+          waiters.splice(waiters.indexOf(check), 1)
+          reject(new Error(`no matching event in ${ms} ms; events: ${JSON.stringify(events.map((e) => e.event))}; stderr: ${stderr}`))
+        }, ms)
+        waiters.push(check)
+        check()
+      })
+    },
+    ids() {
+      return events.filter((e) => e.event === 'ids').flatMap((e) => e.ids)
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+      await exited
+    },
+  }
+}
+
+function assertNoDuplicates(ids, what) {
+  const seen = new Set()
+  let dups = 0
+  for (const id of ids) {
+    if (seen.has(id)) dups++
+    seen.add(id)
+  }
+  assert.equal(dups, 0, `${dups} duplicate ids ${what}`)
+}
+
+/** Resolves once `pred()` is true, polling every 10 ms; rejects after `ms`. */
+async function until(pred, ms, what) {
+  const end = Date.now() + ms
+  while (!(await pred())) {
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`)
+    await sleep(10)
+  }
+}
+
+
+/** 40 processes across 2 datacenter ids acquire at once: 40 distinct slots, 200,000 ids, 0 duplicates. */
+async function manyAtOnce(tt, base) {
+  const procs = Array.from({ length: 40 }, (_, i) => holder({ ...base, mode: 'burst', count: 5000, ttlMs: 1000, datacenterId: i % 2 }))
+  try {
+    const acquired = await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'acquired' || e.event === 'error', 120_000)))
+    assert.deepEqual(acquired.filter((e) => e.event !== 'acquired'), [], 'every process got a slot')
+    await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'ids', 120_000)))
+    const slots = new Set(acquired.map((e) => `${e.datacenterId}:${e.workerId}`))
+    assert.equal(slots.size, 40, 'all slots distinct')
+    const ids = procs.flatMap((p) => p.ids())
+    assert.equal(ids.length, 200_000)
+    assertNoDuplicates(ids, 'among 40 holders')
+    for (const [i, p] of procs.entries()) {
+      const d = snowid.decode(p.ids()[0])
+      assert.deepEqual([d.datacenterId, d.workerId], [acquired[i].datacenterId, acquired[i].workerId])
+    }
+    tt.diagnostic(`40 holders, ${slots.size} distinct slots, ${ids.length} ids, 0 duplicates`)
+  } finally {
+    await Promise.all(procs.map((p) => p.stop()))
+  }
+}
+
+/** More contenders than slots: the extras get ERR_SNOWID_NO_FREE_WORKER_ID after waitMs. */
+async function moreContendersThanSlots(tt, base) {
+  // workerBits 2: four slots in datacenter 3.
+  const procs = Array.from({ length: 7 }, () => holder({ ...base, mode: 'burst', count: 100, ttlMs: 500, waitMs: 1500, workerBits: 2, datacenterId: 3 }))
+  try {
+    const first = await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'acquired' || e.event === 'error', 120_000)))
+    const winners = first.filter((e) => e.event === 'acquired')
+    const losers = first.filter((e) => e.event === 'error')
+    assert.equal(winners.length, 4)
+    assert.equal(new Set(winners.map((e) => e.workerId)).size, 4, 'no slot shared')
+    assert.equal(losers.length, 3)
+    for (const e of losers) {
+      assert.equal(e.code, 'ERR_SNOWID_NO_FREE_WORKER_ID', e.message)
+      assert.ok(e.elapsed >= 1500, `gave up after ${e.elapsed} ms`)
+    }
+    tt.diagnostic(`4 winners; 3 refused after ${losers.map((e) => e.elapsed).join(', ')} ms`)
+  } finally {
+    await Promise.all(procs.map((p) => p.stop()))
+  }
+}
+
+/** A holder stopped (SIGSTOP) past its TTL: another takes the slot, and the first throws ERR_SNOWID_LEASE_LOST on resuming. */
+async function stalledHolder(tt, base) {
+  // workerBits 0: a single slot in datacenter 4, so the second process must take the stalled one's.
+  const settings = { ...base, ttlMs: 600, workerBits: 0, datacenterId: 4, waitMs: 5000 }
+  const a = holder({ ...settings, mode: 'stream' })
+  let b
+  try {
+    await a.waitFor((e) => e.event === 'acquired')
+    await sleep(300)
+    a.child.kill('SIGSTOP')
+    const stoppedAt = Date.now()
+    b = holder({ ...settings, mode: 'stream' })
+    const bAcquired = await b.waitFor((e) => e.event === 'acquired')
+    await sleep(300)
+    a.child.kill('SIGCONT')
+    const refused = await a.waitFor((e) => e.event === 'refused')
+    assert.equal(refused.code, 'ERR_SNOWID_LEASE_LOST')
+    await a.waitFor((e) => e.event === 'lost')
+    await sleep(200)
+    await a.stop()
+    await b.stop()
+    // Every id A made carries a time before a deadline it had confirmed, so before B could hold the slot.
+    const deadlines = a.events.filter((e) => e.deadline).map((e) => e.deadline)
+    const lastDeadline = Math.max(...deadlines)
+    const aIds = a.ids()
+    const bIds = b.ids()
+    assert.ok(aIds.length > 0 && bIds.length > 0)
+    for (const id of aIds) assert.ok(snowid.timestampOf(id) < lastDeadline)
+    assert.ok(lastDeadline <= bAcquired.at, 'A stopped issuing before B started')
+    assertNoDuplicates([...aIds, ...bIds], 'between the stalled holder and its successor')
+    tt.diagnostic(
+      `A stopped; B took the slot ${bAcquired.at - stoppedAt} ms later; A: ${aIds.length} ids, then ERR_SNOWID_LEASE_LOST on resuming; B: ${bIds.length} ids; 0 duplicates`,
+    )
+  } finally {
+    a.child.kill('SIGCONT')
+    await a.stop()
+    if (b) await b.stop()
+  }
+}
+
+/**
+ * 3 holders stream ids while `disrupt()` takes their store away (it resolves to the time the store came back): they
+ * stop by their deadlines, report the loss, take a slot again and make 0 duplicates. `noHistory`: the store lost its
+ * data, so a recovered slot is held one TTL before use.
+ */
+async function holdersThroughAnOutage(tt, base, disrupt, { noHistory = false, settings = {} } = {}) {
+  const ttlMs = 800
+  const procs = Array.from({ length: 3 }, () => holder({ ...base, mode: 'stream', ttlMs, datacenterId: 1, ...settings }))
+  try {
+    await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'acquired', 60_000)))
+    await sleep(500)
+    const backAt = await disrupt(procs)
+    const back = await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'reacquired', 60_000)))
+    await sleep(500)
+    await Promise.all(procs.map((p) => p.stop()))
+    for (const [i, p] of procs.entries()) {
+      assert.ok(p.events.some((e) => e.event === 'refused' && e.code === 'ERR_SNOWID_LEASE_LOST'), `holder ${i} stopped while the store was away`)
+      const lostAt = p.events.findIndex((e) => e.event === 'lost')
+      assert.equal(p.events[lostAt]?.code, 'ERR_SNOWID_LEASE_LOST', `holder ${i} reported the loss`)
+      assert.ok(lostAt < p.events.findIndex((e) => e.event === 'reacquired'), `holder ${i}: lost, then reacquired`)
+      // Before the loss it issued only ids stamped before the last deadline the store had confirmed.
+      const confirmed = Math.max(...p.events.slice(0, lostAt).filter((e) => e.deadline).map((e) => e.deadline))
+      const before = p.ids().filter((id) => snowid.timestampOf(id) < back[i].at)
+      assert.ok(before.length > 0 && before.every((id) => snowid.timestampOf(id) < confirmed), `holder ${i} stopped at its deadline`)
+      const after = p.ids().filter((id) => snowid.timestampOf(id) > back[i].at)
+      assert.ok(after.length > 0, `holder ${i} issued ids again after recovering`)
+      // A slot with no history (the store lost it) is held one TTL before use.
+      if (noHistory) assert.ok(back[i].at - backAt >= ttlMs, `holder ${i} recovered ${back[i].at - backAt} ms after the restart`)
+    }
+    const ids = procs.flatMap((p) => p.ids())
+    assertNoDuplicates(ids, 'across the outage')
+    tt.diagnostic(
+      `${ids.length} ids from 3 holders across the outage, 0 duplicates; recovered after ${back.map((e) => e.at - backAt).join(', ')} ms; renewFailed ${procs.map((p) => p.events.filter((e) => e.event === 'renewFailed').length).join(', ')} times`,
+    )
+  } finally {
+    await Promise.all(procs.map((p) => p.stop()))
+  }
+}
+
+module.exports = { holder, assertNoDuplicates, until, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage }
