@@ -11,7 +11,7 @@ const { setTimeout: sleep } = require('node:timers/promises')
 process.env.SNOWID_LEASE_DIR = require('./helpers.js').freshLeaseDir()
 
 const { ROOT, cleanEnv } = require('./helpers.js')
-const { until, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage } = require('./holders.js')
+const { holder, until, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage } = require('./holders.js')
 const { reportMissing, startRedis, freePort } = require('./servers.js')
 const snowid = require('..')
 const { acquireWorkerId, configureWorkerId } = require('../lib/redis.js')
@@ -19,16 +19,16 @@ const { acquireWorkerId, configureWorkerId } = require('../lib/redis.js')
 // The newest of each client, and the lowest major the peer ranges declare (installed under aliases).
 const CLIENTS = ['ioredis', 'redis', 'ioredis-5', 'redis-4']
 
-async function connect(kind, port) {
+async function connect(kind, port, auth = {}) {
   if (kind.startsWith('ioredis')) {
     const Redis = require(kind)
-    const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 })
+    const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, ...auth })
     client.on('error', () => {})
     await client.connect().catch(() => {})
     return { client, raw: (...args) => client.call(...args), close: () => client.disconnect() }
   }
   const { createClient } = require(kind)
-  const client = createClient({ url: `redis://127.0.0.1:${port}`, socket: { reconnectStrategy: false } })
+  const client = createClient({ url: `redis://127.0.0.1:${port}`, socket: { reconnectStrategy: false }, ...auth })
   client.on('error', () => {})
   await client.connect().catch(() => {})
   // node-redis 5 closes with destroy(), 4 with disconnect().
@@ -202,6 +202,88 @@ async function main() {
           assert.equal(await raw('EXISTS', '{rel}:5:1:lease'), 0)
         } finally {
           close()
+        }
+      })
+
+      await t.test('a stall past the take timeout leaves no stray lease keys (CLIENT PAUSE)', async (tt) => {
+        const { raw, close } = await connect(kind, redis.port)
+        const procs = Array.from({ length: 3 }, () => holder({ ...base, mode: 'stream', ttlMs: 800, datacenterId: 2 }))
+        try {
+          await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'acquired', 60_000)))
+          // Longer than a take's timeout (5 s): the holders lose their slots, and their takes time out while Redis
+          // holds them back, then run when it lets them through.
+          await raw('CLIENT', 'PAUSE', '6500', 'ALL')
+          await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'reacquired', 60_000)))
+          await sleep(1000)
+          const keys = await raw('KEYS', '{snowid}:2:*:lease')
+          assert.equal(keys.length, 3, `one lease key per holder, found ${keys.sort().join(', ')}`)
+          const failed = procs.map((p) => p.events.filter((e) => e.event === 'renewFailed').length)
+          assert.ok(failed.every((n) => n > 0), 'each holder reported a failed take')
+          tt.diagnostic(`3 holders, ${keys.length} lease keys after the stall; failed attempts ${failed.join(', ')}`)
+        } finally {
+          await Promise.all(procs.map((p) => p.stop()))
+          await close()
+        }
+      })
+
+      await t.test('ACL refusals are ERR_SNOWID_STORE_PERMISSION_DENIED naming what is missing; the documented ACL works', async () => {
+        const { raw, close } = await connect(kind, redis.port)
+        const users = {
+          full: ['~{snowid}:*', '+eval', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire', '+del'],
+          noEval: ['~{snowid}:*', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire', '+del'],
+          noHmget: ['~{snowid}:*', '+eval', '+set', '+get', '+hget', '+hset', '+pexpire', '+del'],
+          noDel: ['~{snowid}:*', '+eval', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire'],
+          noKeys: ['~other:*', '+eval', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire', '+del'],
+        }
+        const opened = []
+        const as = async (user) => {
+          const c = await connect(kind, redis.port, { username: `${kind}-${user}`, password: 'pw' })
+          opened.push(c)
+          return c.client
+        }
+        try {
+          for (const [user, rules] of Object.entries(users)) await raw('ACL', 'SETUSER', `${kind}-${user}`, 'reset', 'on', '>pw', ...rules)
+          const options = (client) => ({ client, datacenterId: 3, ttlMs: 200, snowflake: { workerBits: 1 } })
+          const ok = await acquireWorkerId(options(await as('full')))
+          assert.equal(typeof ok.snowflake.nextId(), 'bigint')
+          await ok.release()
+          const refused = async (user, pattern) =>
+            assert.rejects(acquireWorkerId(options(await as(user))), (err) => {
+              assert.equal(err.code, 'ERR_SNOWID_STORE_PERMISSION_DENIED', `${user}: ${err.message}`)
+              assert.match(err.message, pattern)
+              return true
+            })
+          await refused('noEval', /the command EVAL \(\+eval\)/)
+          await refused('noHmget', /the command HMGET \(\+hmget\)/)
+          await refused('noKeys', /access to the lease keys/)
+          const lease = await acquireWorkerId(options(await as('noDel')))
+          await assert.rejects(lease.release(), (err) => {
+            assert.equal(err.code, 'ERR_SNOWID_STORE_PERMISSION_DENIED')
+            assert.match(err.message, /the command DEL \(\+del\)/)
+            return true
+          })
+        } finally {
+          for (const c of opened) await c.close()
+          for (const user of Object.keys(users)) await raw('ACL', 'DELUSER', `${kind}-${user}`).catch(() => {})
+          await raw('DEL', '{snowid}:3:0:lease', '{snowid}:3:1:lease').catch(() => {})
+          await close()
+        }
+      })
+
+      await t.test('a renewal Redis holds back is one renewFailed, whose message names it once, in whole ms', async () => {
+        const { client, raw, close } = await connect(kind, redis.port)
+        try {
+          await raw('HSET', '{slow}:5:0:marks', 'until', String(Date.now() - 1))
+          const lease = await acquireWorkerId({ client, datacenterId: 5, ttlMs: 1000, keyPrefix: 'slow', snowflake: { workerBits: 0 } })
+          const failed = once(lease, 'renewFailed')
+          await raw('CLIENT', 'PAUSE', '600', 'WRITE')
+          const [err] = await failed
+          assert.equal(err.code, 'ERR_SNOWID_REDIS_UNAVAILABLE')
+          assert.equal(err.message, 'renew: no answer from Redis within 333 ms')
+          await once(lease, 'renewed')
+          await lease.release()
+        } finally {
+          await close()
         }
       })
 

@@ -128,3 +128,21 @@ const specBits: number = spec.timestampBits + discordFields.sequence + discordMs
 new SnowflakeLayout({ workerId: 3 })
 // @ts-expect-error the fence is not part of the typed API
 gen._fence(0)
+
+// snowid/postgres: the same lease object as snowid/redis.
+import { acquireWorkerId as acquireFromPostgres, PostgresLease, tableSql } from 'snowid/postgres'
+import type { PostgresAcquireOptions, SnowidPostgresError } from 'snowid/postgres'
+declare const pgPool: { query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> }
+declare const postgresJs: { unsafe(text: string, values?: unknown[]): Promise<unknown[]> }
+const pgOptions: PostgresAcquireOptions = { client: pgPool, datacenterId: 1, table: 'ids.snowid_workers', ttlMs: 10000 }
+async function pgLease(): Promise<void> {
+  const lease: PostgresLease = await acquireFromPostgres(pgOptions)
+  const next: bigint = lease.snowflake.nextId()
+  lease.on('lost', (err: SnowidPostgresError) => err.code === 'ERR_SNOWID_LEASE_LOST')
+  lease.on('reacquired', (l: PostgresLease) => l.workerId + Number(next))
+  await lease.release()
+  await acquireFromPostgres({ client: postgresJs })
+  // @ts-expect-error keyPrefix is snowid/redis's
+  await acquireFromPostgres({ client: pgPool, keyPrefix: 'x' })
+}
+const ddl: string = tableSql('ids.slots')

@@ -15,16 +15,37 @@ const { StoreLease, acquire, configureDefault, codedError, readOptions } = requi
 
 const DEFAULT_PREFIX = 'snowid'
 
+// Every script starts with these. `call` runs a command and returns ok and its reply, or false and the error; a
+// refusal by an ACL is raised instead, naming the command, so that the client can say what is missing. `must` raises
+// any error.
+const PRELUDE = `
+local function refused(e)
+  return string.find(e, "can't run", 1, true) or string.find(e, "can't access", 1, true) or string.find(e, 'NOPERM', 1, true)
+end
+local function call(cmd, ...)
+  local ok, r = pcall(redis.call, cmd, ...)
+  if ok then return true, r end
+  local e = type(r) == 'table' and r.err or tostring(r)
+  if refused(e) then error({err = 'NOPERM snowid ' .. cmd .. ': ' .. e}) end
+  return false, e
+end
+local function must(cmd, ...)
+  local ok, r = call(cmd, ...)
+  if not ok then error({err = r}) end
+  return r
+end
+`
+
 // Takes the first free slot of a datacenter: the preferred one first when given (ARGV[6] >= 0), and only that one
 // when ARGV[7] is 'only'. Returns { workerId, until, clockBack } of the slot taken, with the marks as stored (or
 // false when there are none), or 'corrupt' and the error when the marks cannot be read.
-const ACQUIRE = `
+const ACQUIRE = PRELUDE + `
 local prefix, dc, slots, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local function try(w)
   local base = prefix .. ':' .. dc .. ':' .. w
-  if not redis.call('SET', base .. ':lease', token, 'NX', 'PX', ttl) then return nil end
-  local ok, m = pcall(redis.call, 'HMGET', base .. ':marks', 'until', 'clockBack')
-  if not ok then return {w, 'corrupt', tostring(m.err or m)} end
+  if not must('SET', base .. ':lease', token, 'NX', 'PX', ttl) then return nil end
+  local ok, m = call('HMGET', base .. ':marks', 'until', 'clockBack')
+  if not ok then return {w, 'corrupt', m} end
   return {w, m[1] or false, m[2] or false}
 end
 local preferred = tonumber(ARGV[6])
@@ -41,41 +62,41 @@ return false
 
 // Extends the lease if it still holds our token, and first raises the mark to ARGV[3] (when given). Returns 1, 0
 // when the lease is gone or held by another token, or -1 when the stored mark is not a number.
-const RENEW = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+const RENEW = PRELUDE + `
+if must('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if ARGV[3] ~= '' then
-  local ok, old = pcall(redis.call, 'HGET', KEYS[2], 'until')
+  local ok, old = call('HGET', KEYS[2], 'until')
   if not ok then return -1 end
   if old and not string.match(old, '^%d+$') then return -1 end
   if not old or tonumber(ARGV[3]) > tonumber(old) then
-    redis.call('HSET', KEYS[2], 'until', ARGV[3], 'clockBack', ARGV[4])
+    must('HSET', KEYS[2], 'until', ARGV[3], 'clockBack', ARGV[4])
   end
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+must('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 `
 
 // Gives the lease back if it still holds our token. With ARGV[2], first lowers the mark to it: the generator has
 // stopped, and ARGV[2] is the time of its last id, so the next holder need not wait for the deadline's mark.
-const RELEASE = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+const RELEASE = PRELUDE + `
+if must('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if ARGV[2] and ARGV[2] ~= '' then
-  local ok, old = pcall(redis.call, 'HGET', KEYS[2], 'until')
+  local ok, old = call('HGET', KEYS[2], 'until')
   if ok and old and string.match(old, '^%d+$') and tonumber(ARGV[2]) < tonumber(old) then
-    redis.call('HSET', KEYS[2], 'until', ARGV[2])
+    must('HSET', KEYS[2], 'until', ARGV[2])
   end
 end
-return redis.call('DEL', KEYS[1])
+return must('DEL', KEYS[1])
 `
 
 // Deletes every lease key of a datacenter that holds the token ARGV[3]: sent after a take whose answer timed out. Redis
 // runs the commands of one connection in order, so this runs after the stray take, whatever it took.
-const ABANDON = `
+const ABANDON = PRELUDE + `
 local prefix, dc, slots, token = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local n = 0
 for w = 0, slots - 1 do
   local key = prefix .. ':' .. dc .. ':' .. w .. ':lease'
-  if redis.call('GET', key) == token then n = n + redis.call('DEL', key) end
+  if must('GET', key) == token then n = n + must('DEL', key) end
 end
 return n
 `
@@ -97,17 +118,22 @@ function scriptRunner(client) {
   )
 }
 
-// What an ACL refusal says: "NOPERM User u has no permissions to run the 'hget' command", or "No permissions to
-// access a key", from EVAL itself or from a command inside the script.
+// What an ACL refusal says: EVAL itself answers "NOPERM this user has no permissions to run the 'eval' command";
+// a command inside a script is raised by the scripts as "NOPERM snowid HGET: ... can't run this command ..." or
+// "... can't access at least one of the keys ...".
 const NOPERM = /NOPERM\b[^\n]*/
 
-/** A Redis permission error as ERR_SNOWID_STORE_PERMISSION_DENIED, naming the command or key refused; else null. */
+/** A Redis permission error as ERR_SNOWID_STORE_PERMISSION_DENIED, naming the command or keys refused; else null. */
 function classify(err) {
   const text = String((err && err.message) || err)
   const refused = NOPERM.exec(text)
   if (!refused) return null
-  const command = /run the '([^']+)' command/.exec(refused[0])
-  const missing = command ? `the command ${command[1].toUpperCase()} (+${command[1].toLowerCase()})` : 'access to the keys ~{prefix}:*'
+  const command = /NOPERM snowid (\w+)/.exec(refused[0]) ?? /run the '(\w+)' command/.exec(refused[0])
+  const missing = /can't access|permissions to access/.test(refused[0])
+    ? 'access to the lease keys (~{prefix}:*, with the braces)'
+    : command
+      ? `the command ${command[1].toUpperCase()} (+${command[1].toLowerCase()})`
+      : 'a command the lease runs'
   return codedError(
     Error,
     'ERR_SNOWID_STORE_PERMISSION_DENIED',

@@ -24,8 +24,7 @@ const TARGETS = [
   binary: path.join(ROOT, 'npm', t.platform, `${napi.binaryName}.${t.platform}.node`),
 }))
 
-// Python tools, pinned, in a virtual environment under the ignored .cache/.
-const PYTHON_TOOLS = ['ziglang==0.15.2', 'cargo-zigbuild==0.22.3']
-const VENV = path.join(ROOT, '.cache', 'python')
+// The Python tools that build them, pinned (scripts/tools.js's cachedPython).
+const ZIG_TOOLS = ['ziglang==0.15.2', 'cargo-zigbuild==0.22.3']
 
-module.exports = { ROOT, GLIBC_FLOOR, TARGETS, PYTHON_TOOLS, VENV }
+module.exports = { ROOT, GLIBC_FLOOR, TARGETS, ZIG_TOOLS }

@@ -7,7 +7,7 @@
 //   so they are checked as ELF files only; the release workflow loads them on Alpine.
 // - Each is an ELF of its architecture. The x64 gnu binary runs the smoke check (scripts/binary-smoke.js) on every
 //   pinned Node line; the arm64 gnu binary runs it under qemu-aarch64 on the official arm64 Node 20 and 24.
-// `--only linux-arm64-gnu,...` checks some. Prints one line per check and exits non-zero if any failed.
+// `--only linux-arm64-gnu,...` checks some; `--no-load` checks the files only. Prints one line per check and exits non-zero if any failed.
 
 const fs = require('node:fs')
 const path = require('node:path')
@@ -41,6 +41,7 @@ async function main() {
   const only = at > 0 ? process.argv[at + 1].split(',') : TARGETS.map((t) => t.platform)
   const unknown = only.filter((p) => !TARGETS.some((t) => t.platform === p))
   if (unknown.length) throw new Error(`--only: expected names among ${TARGETS.map((t) => t.platform).join(', ')}, found ${unknown.join(', ')}`)
+  const load = !process.argv.includes('--no-load')
   const results = []
   const check = async (label, fn) => {
     try {
@@ -81,11 +82,11 @@ async function main() {
   const x64 = TARGETS.find((t) => t.platform === 'linux-x64-gnu')
   const arm64 = TARGETS.find((t) => t.platform === 'linux-arm64-gnu')
   for (const line of Object.keys(NODE_VERSIONS)) {
-    if (!only.includes(x64.platform) || !fs.existsSync(x64.binary)) break
+    if (!load || !only.includes(x64.platform) || !fs.existsSync(x64.binary)) break
     await check(`linux-x64-gnu loads on Node ${NODE_VERSIONS[line]}`, async () => JSON.stringify(smoke(await cachedNode(line), [], x64.binary)))
   }
   for (const line of ['20', '24']) {
-    if (!only.includes(arm64.platform) || !fs.existsSync(arm64.binary)) break
+    if (!load || !only.includes(arm64.platform) || !fs.existsSync(arm64.binary)) break
     await check(`linux-arm64-gnu loads on Node ${NODE_VERSIONS[line]} arm64 under qemu-aarch64`, async () => {
       const node = await cachedNode(line, 'arm64')
       return JSON.stringify(smoke('qemu-aarch64', ['-L', ARM64_SYSROOT, node], arm64.binary))

@@ -118,4 +118,35 @@ async function cachedNode(line, arch = 'x64') {
   return path.join(await cachedPackage(`node-linux-${arch}`, version, dir), 'bin', 'node')
 }
 
-module.exports = { CACHE, NODE_VERSIONS, run, killAll, cachedPackage, cachedNode }
+/**
+ * Pinned Python tools (pip `requirements`), installed into a virtual environment `.cache/python/<name>/` unless it
+ * already has exactly them. Resolves to its `bin` directory. pip's build folders stay inside the cache.
+ */
+async function cachedPython(name, requirements, { timeoutMs = 600_000 } = {}) {
+  const dir = path.join(CACHE, 'python', name)
+  const stamp = path.join(dir, 'snowid-requirements.txt')
+  const bin = path.join(dir, 'bin')
+  if (fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === requirements.join('\n')) return bin
+  fs.rmSync(dir, { recursive: true, force: true })
+  fs.mkdirSync(path.dirname(dir), { recursive: true })
+  console.log(`installing ${requirements.join(' ')} into ${path.relative(process.cwd(), dir)}`)
+  const venv = await run('python3', ['-m', 'venv', dir], { env: process.env, timeoutMs })
+  if (venv.code !== 0) throw new Error(`python3 -m venv ${dir}: exit ${venv.code}: ${venv.stderr.trim()}`)
+  const tmp = fs.mkdtempSync(path.join(path.dirname(dir), `.tmp-${name}-`))
+  try {
+    const pip = await run(path.join(bin, 'pip'), ['install', '--quiet', '--disable-pip-version-check', ...requirements], {
+      env: { ...process.env, TMPDIR: tmp },
+      timeoutMs,
+    })
+    if (pip.code !== 0) {
+      fs.rmSync(dir, { recursive: true, force: true })
+      throw new Error(`pip install ${requirements.join(' ')}: exit ${pip.code}${pip.timedOut ? ' (timed out)' : ''}: ${pip.stderr.trim()}`)
+    }
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true })
+  }
+  fs.writeFileSync(stamp, requirements.join('\n'))
+  return bin
+}
+
+module.exports = { CACHE, NODE_VERSIONS, run, killAll, cachedPackage, cachedNode, cachedPython }

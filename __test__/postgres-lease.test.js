@@ -1,0 +1,263 @@
+'use strict'
+
+// snowid/postgres against a real PostgreSQL (started by the test on a free loopback port), with each client: pg (a
+// Pool, and a Client) and postgres.js. The scenarios every store must pass are __test__/holders.js's.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { once } = require('node:events')
+const { setTimeout: sleep } = require('node:timers/promises')
+
+process.env.SNOWID_LEASE_DIR = require('./helpers.js').freshLeaseDir()
+
+const { reportMissing, startPostgres, freePort } = require('./servers.js')
+const { holder, assertNoDuplicates, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage } = require('./holders.js')
+const { acquireWorkerId, configureWorkerId, PostgresLease, tableSql } = require('../lib/postgres.js')
+const { runNode } = require('./helpers.js')
+
+const CLIENTS = ['pg', 'postgres']
+
+function connect(kind, server, extra = {}) {
+  const settings = { host: server.host, port: server.port, user: extra.user ?? server.user, database: server.database }
+  if (kind === 'pg') {
+    const { Pool } = require('pg')
+    const client = new Pool({ ...settings, max: 4 })
+    client.on('error', () => {})
+    return { client, sql: (text, params) => client.query(text, params).then((r) => r.rows), close: () => client.end() }
+  }
+  const postgres = require('postgres')
+  const client = postgres({ ...settings, max: 4, onnotice: () => {} })
+  return { client, sql: (text, params) => client.unsafe(text, params).then((rows) => Array.from(rows)), close: () => client.end({ timeout: 1 }) }
+}
+
+async function main() {
+  const server = await startPostgres()
+  if (!server) {
+    reportMissing(test, 'PostgreSQL', "apt-get install postgresql (Debian's package)")
+    return
+  }
+  test.after(() => server.stop())
+  const admin = connect('pg', server)
+  test.after(() => admin.close())
+
+  for (const kind of CLIENTS) {
+    test(`with ${kind}`, async (t) => {
+      const base = { store: 'postgres', client: kind, host: server.host, port: server.port, user: server.user, database: server.database }
+      const { client, sql, close } = connect(kind, server)
+      t.after(() => close())
+
+      await t.test('a lease issues ids under its slot, renews, and releases with the mark lowered to its last id', async () => {
+        const started = Date.now()
+        const lease = await acquireWorkerId({ client, datacenterId: 6, ttlMs: 300, table: `lease_${kind}` })
+        assert.ok(lease instanceof PostgresLease)
+        assert.ok(Date.now() - started >= 300, 'a slot with no mark is held one TTL before use')
+        assert.deepEqual([lease.datacenterId, lease.workerId], [6, 0])
+        const d = lease.snowflake.decode(lease.snowflake.nextId())
+        assert.deepEqual([d.datacenterId, d.workerId], [6, 0])
+        const { deadline } = await once(lease, 'renewed').then(([e]) => e)
+        assert.equal(deadline, lease.deadline)
+        const [row] = await sql(`SELECT token, mark_ms::text AS mark FROM lease_${kind} WHERE datacenter_id = 6 AND worker_id = 0`)
+        assert.ok(row.token && Number(row.mark) >= deadline, 'the mark covers the deadline')
+        const last = lease.snowflake.nextId()
+        await lease.release()
+        assert.throws(() => lease.snowflake.nextId(), { code: 'ERR_SNOWID_LEASE_LOST' })
+        const [after] = await sql(`SELECT token, mark_ms::text AS mark FROM lease_${kind} WHERE datacenter_id = 6 AND worker_id = 0`)
+        assert.equal(after.token, null)
+        assert.equal(Number(after.mark), lease.snowflake.timestampOf(last), 'release lowers the mark to the last id')
+        // The next holder finds the mark, so it starts at once, past every id the first one made.
+        const t0 = Date.now()
+        const again = await acquireWorkerId({ client, datacenterId: 6, ttlMs: 300, table: `lease_${kind}` })
+        assert.ok(Date.now() - t0 < 300, `started past the mark without a TTL's wait (${Date.now() - t0} ms)`)
+        assert.equal(again.workerId, 0)
+        assert.ok(again.snowflake.nextId() > last)
+        await again.release()
+      })
+
+      await t.test('the table is created on first use, under a schema-qualified name, as snowid sql postgres prints it', async () => {
+        await sql(`CREATE SCHEMA IF NOT EXISTS ids_${kind}`)
+        const lease = await acquireWorkerId({ client, datacenterId: 1, ttlMs: 200, table: `ids_${kind}.slots`, snowflake: { workerBits: 1 } })
+        await lease.release()
+        const columns = await sql(
+          `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'slots' ORDER BY ordinal_position`,
+          [`ids_${kind}`],
+        )
+        assert.deepEqual(columns.map((c) => `${c.column_name} ${c.data_type}`), [
+          'datacenter_id integer',
+          'worker_id integer',
+          'token text',
+          'expires_at timestamp with time zone',
+          'mark_ms bigint',
+          'clock_back integer',
+        ])
+        assert.equal((await sql(`SELECT count(*)::int AS n FROM ids_${kind}.slots`))[0].n, 2, 'a row per slot of the datacenter')
+        assert.match(tableSql(`ids_${kind}.slots`), new RegExp(`CREATE TABLE IF NOT EXISTS ids_${kind}\\.slots`))
+      })
+
+      await t.test('40 processes across 2 datacenter ids acquire at once: distinct slots, 0 duplicate ids', (tt) => manyAtOnce(tt, base))
+
+      await t.test('more contenders than slots: the extras get ERR_SNOWID_NO_FREE_WORKER_ID after waitMs', (tt) => moreContendersThanSlots(tt, base))
+
+      await t.test('a holder stopped past its TTL throws ERR_SNOWID_LEASE_LOST on resuming, with 0 duplicates', (tt) => stalledHolder(tt, base))
+
+      await t.test('a row that holds something snowid did not write is ERR_SNOWID_LEASE_CORRUPT, and is left as found', async () => {
+        const table = `bad_${kind}`
+        const opts = { client, datacenterId: 7, ttlMs: 200, table, snowflake: { workerBits: 0 } }
+        await sql(tableSql(table))
+        for (const [mark, clockBack] of [[-5, null], [null, 3], [1700000000000, 5000], [2 ** 60, 0]]) {
+          await sql(`DELETE FROM ${table}`)
+          await sql(`INSERT INTO ${table} (datacenter_id, worker_id, mark_ms, clock_back) VALUES (7, 0, $1, $2)`, [mark, clockBack])
+          const before = await sql(`SELECT * FROM ${table}`)
+          await assert.rejects(acquireWorkerId(opts), (err) => {
+            assert.equal(err.code, 'ERR_SNOWID_LEASE_CORRUPT', `${mark}/${clockBack}: ${err.message}`)
+            assert.match(err.message, new RegExp(`the row \\(7, 0\\) of ${table}`))
+            return true
+          })
+          assert.deepEqual(await sql(`SELECT * FROM ${table}`), before, 'the row is left as found')
+        }
+      })
+    })
+  }
+
+  test('the server restarted (pg_ctl restart -m fast) while 3 holders stream: they stop by their deadlines, recover, 0 duplicates', (tt) =>
+    holdersThroughAnOutage(tt, { store: 'postgres', client: 'pg', ...server }, () => server.restart(1200)))
+
+  test("pg_terminate_backend on the leases' connections: the holders stop by their deadlines, recover, 0 duplicates", async (tt) => {
+    // The holders log in as a role of their own, with the documented grants, so that its connections can be both
+    // refused (CONNECTION LIMIT 0) and ended; a pool would otherwise reconnect at once.
+    await admin.sql(tableSql())
+    await admin.sql(`DROP ROLE IF EXISTS snowid_holder`)
+    await admin.sql(`CREATE ROLE snowid_holder LOGIN`)
+    await admin.sql(`GRANT SELECT, INSERT, UPDATE ON snowid_workers TO snowid_holder`)
+    await holdersThroughAnOutage(tt, { store: 'postgres', client: 'pg', ...server, user: 'snowid_holder' }, async () => {
+      await admin.sql(`ALTER ROLE snowid_holder CONNECTION LIMIT 0`)
+      const ended = await admin.sql(`SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE usename = 'snowid_holder'`)
+      assert.ok(ended[0].n >= 3, `ended ${ended[0].n} connections`)
+      await sleep(1500)
+      await admin.sql(`ALTER ROLE snowid_holder CONNECTION LIMIT -1`)
+      return Date.now()
+    })
+  })
+
+  test('a pg.Pool whose every connection is busy: the holders stop by their deadlines, recover, 0 duplicates', (tt) =>
+    holdersThroughAnOutage(
+      tt,
+      { store: 'postgres', client: 'pg', ...server },
+      async (procs) => {
+        for (const p of procs) p.child.kill('SIGUSR2')
+        await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'busy')))
+        await sleep(1500)
+        return Date.now()
+      },
+      { settings: { poolMax: 1, busyMs: 1500 } },
+    ))
+
+  test('permission errors are ERR_SNOWID_STORE_PERMISSION_DENIED; the documented grants are enough', async () => {
+    await admin.sql(`DROP ROLE IF EXISTS snowid_app`)
+    await admin.sql(`DROP ROLE IF EXISTS snowid_none`)
+    await admin.sql(`CREATE ROLE snowid_app LOGIN`)
+    await admin.sql(`CREATE ROLE snowid_none LOGIN`)
+    await admin.sql(`CREATE SCHEMA IF NOT EXISTS granted`)
+    await admin.sql(tableSql('granted.slots'))
+    await admin.sql(`REVOKE CREATE ON SCHEMA public FROM PUBLIC`)
+    await admin.sql(`GRANT USAGE ON SCHEMA granted TO snowid_app`)
+    await admin.sql(`GRANT SELECT, INSERT, UPDATE ON granted.slots TO snowid_app`)
+    const app = connect('pg', server, { user: 'snowid_app' })
+    const none = connect('postgres', server, { user: 'snowid_none' })
+    try {
+      // The grants the README lists, on a table made beforehand: enough, although the role cannot create it.
+      const lease = await acquireWorkerId({ client: app.client, datacenterId: 2, ttlMs: 200, table: 'granted.slots', snowflake: { workerBits: 1 } })
+      assert.equal(typeof lease.snowflake.nextId(), 'bigint')
+      await lease.release()
+      for (const [client, table] of [[none.client, 'granted.slots'], [app.client, 'public.elsewhere']]) {
+        await assert.rejects(acquireWorkerId({ client, datacenterId: 2, ttlMs: 200, table }), (err) => {
+          assert.equal(err.code, 'ERR_SNOWID_STORE_PERMISSION_DENIED', err.message)
+          assert.match(err.message, /permission denied/)
+          assert.match(err.message, /SELECT, INSERT and UPDATE on the table/)
+          return true
+        })
+      }
+    } finally {
+      await app.close()
+      await none.close()
+    }
+  })
+
+  test('PostgreSQL unreachable at acquire is ERR_SNOWID_POSTGRES_UNAVAILABLE, with either client', async () => {
+    const port = await freePort()
+    for (const kind of CLIENTS) {
+      const { client, close } = connect(kind, { ...server, port })
+      try {
+        await assert.rejects(acquireWorkerId({ client, ttlMs: 500 }), (err) => {
+          assert.equal(err.code, 'ERR_SNOWID_POSTGRES_UNAVAILABLE', `${kind}: ${err.message}`)
+          return true
+        })
+      } finally {
+        await close()
+      }
+    }
+  })
+
+  test('bad options are coded errors', async () => {
+    const pool = admin.client
+    const bad = [
+      [undefined, TypeError],
+      [{}, TypeError],
+      [{ client: {} }, TypeError],
+      [{ client: pool, ttlMs: 5 }, RangeError],
+      [{ client: pool, waitMs: -1 }, RangeError],
+      [{ client: pool, table: 'a;drop table x' }, TypeError],
+      [{ client: pool, table: 'a.b.c' }, TypeError],
+      [{ client: pool, table: '' }, TypeError],
+      [{ client: pool, table: 5 }, TypeError],
+      [{ client: pool, snowflake: { workerId: 3 } }, TypeError],
+      [{ client: pool, keyPrefix: 'x' }, TypeError],
+    ]
+    for (const [options, Class] of bad) {
+      await assert.rejects(acquireWorkerId(options), (err) => {
+        assert.ok(err instanceof Class, `${JSON.stringify(options && { ...options, client: typeof options.client })}: ${err}`)
+        assert.equal(err.code, 'ERR_SNOWID_INVALID_ARGUMENT')
+        return true
+      })
+    }
+    await assert.rejects(acquireWorkerId({ client: pool, datacenterId: 8 }), { code: 'ERR_SNOWID_INVALID_CONFIG' })
+  })
+
+  test('configureWorkerId gives the default generator the leased slot, with a pg Client', () => {
+    const r = runNode(`
+      const { configureWorkerId } = require('./lib/postgres.js')
+      const { Client } = require('pg')
+      const client = new Client(${JSON.stringify({ host: server.host, port: server.port, user: server.user, database: server.database })})
+      client.connect().then(() => configureWorkerId({ client, datacenterId: 3, ttlMs: 300, table: 'configured' })).then(async (lease) => {
+        const snowid = require('.')
+        const d = snowid.decode(snowid.nextId())
+        await lease.release()
+        let after = 'issued'
+        try { snowid.nextId() } catch (e) { after = e.code }
+        console.log(JSON.stringify({ ids: [d.datacenterId, d.workerId], slot: [lease.datacenterId, lease.workerId], after }))
+        await client.end()
+      })
+    `)
+    assert.equal(r.status, 0, r.stderr)
+    const res = JSON.parse(r.stdout)
+    assert.deepEqual(res.ids, res.slot)
+    assert.equal(res.after, 'ERR_SNOWID_LEASE_LOST', 'the default generator stops with the lease')
+  })
+
+  test('holders of both clients share one table: 0 duplicates', async (tt) => {
+    const procs = ['pg', 'postgres', 'pg', 'postgres'].map((client) =>
+      holder({ store: 'postgres', client, ...server, mode: 'burst', count: 5000, ttlMs: 500, datacenterId: 5 }),
+    )
+    try {
+      const acquired = await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'acquired' || e.event === 'error', 60_000)))
+      assert.deepEqual(acquired.filter((e) => e.event !== 'acquired'), [])
+      await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'ids', 60_000)))
+      assert.equal(new Set(acquired.map((e) => e.workerId)).size, 4)
+      assertNoDuplicates(procs.flatMap((p) => p.ids()), 'between pg and postgres.js holders')
+      tt.diagnostic('4 holders, 2 per client, distinct slots, 20000 ids, 0 duplicates')
+    } finally {
+      await Promise.all(procs.map((p) => p.stop()))
+    }
+  })
+}
+
+main()

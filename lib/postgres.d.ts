@@ -1,0 +1,39 @@
+// Typings of `snowid/postgres`, written by hand. The lease object and its events are lib/lease.d.ts's.
+import type { LeaseOptions, SnowidLeaseError, StoreLease } from './lease'
+
+/**
+ * A PostgreSQL client: a `pg` Pool or Client (connected), or a postgres.js `sql`. snowid runs one parameterized
+ * statement at a time through `client.query(text, values)` (pg) or `sql.unsafe(text, values)` (postgres.js).
+ */
+export type PostgresClient =
+  | { query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> }
+  | { unsafe(text: string, values?: unknown[]): PromiseLike<unknown> }
+
+export interface PostgresAcquireOptions extends LeaseOptions {
+  /** The client to use. snowid does not connect or close it. */
+  client: PostgresClient
+  /** The lease table, `table` or `schema.table` (letters, digits and `_`). Created on first use if missing.
+   * @default 'snowid_workers' */
+  table?: string
+}
+
+/** A coded error of snowid/postgres. */
+export type SnowidPostgresError = SnowidLeaseError
+
+/** A (datacenterId, workerId) slot leased from a PostgreSQL table, renewed in the background. */
+export declare class PostgresLease extends StoreLease {}
+
+/**
+ * Leases a free worker id from PostgreSQL and returns the started lease. A slot with no mark is held for one TTL
+ * before it is used; a slot with a mark is used once the clock is past it.
+ * @throws `ERR_SNOWID_NO_FREE_WORKER_ID` when every slot is leased for `waitMs`.
+ * @throws `ERR_SNOWID_POSTGRES_UNAVAILABLE` when the database does not answer; `ERR_SNOWID_LEASE_CORRUPT` for a row
+ * that holds something else than snowid wrote; `ERR_SNOWID_STORE_PERMISSION_DENIED` for a missing privilege.
+ */
+export declare function acquireWorkerId(options: PostgresAcquireOptions): Promise<PostgresLease>
+
+/** As `acquireWorkerId`, and configures the process's default generator with the slot, before its first id. */
+export declare function configureWorkerId(options: PostgresAcquireOptions): Promise<PostgresLease>
+
+/** The DDL of the lease table (`CREATE TABLE IF NOT EXISTS ...`), as `snowid sql postgres` prints it. */
+export declare function tableSql(table?: string): string
