@@ -8,9 +8,17 @@ const path = require('node:path')
 
 const ROOT = path.resolve(__dirname, '..')
 
-/** A new, empty lease directory. */
+// Lease directories made for this process, removed when it exits, so a test run leaves the OS temp dir as it was.
+const made = []
+process.on('exit', () => {
+  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true })
+})
+
+/** A new, empty lease directory, removed when this process exits. */
 function freshLeaseDir() {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-test-'))
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-test-'))
+  made.push(dir)
+  return dir
 }
 
 /**

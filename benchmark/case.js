@@ -13,7 +13,9 @@ const { Worker, isMainThread, parentPort, workerData } = require('node:worker_th
 
 // Each run leases worker ids in a directory of its own.
 if (isMainThread && !process.env.SNOWID_LEASE_DIR) {
-  process.env.SNOWID_LEASE_DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-bench-'))
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-bench-'))
+  process.env.SNOWID_LEASE_DIR = dir
+  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }))
 }
 
 const { cases } = require('./cases.js')

@@ -2,11 +2,10 @@
 
 // Runs one hot call `n` times, for `npm run bench:instr` (under callgrind). Below the cap (22-bit sequence), so no
 // call waits. node benchmark/instr-case.js <case> <n>
-const fs = require('node:fs')
-const os = require('node:os')
 const path = require('node:path')
 
-process.env.SNOWID_LEASE_DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-instr-'))
+// benchmark/instr.js gives each run a lease directory of its own, and removes it.
+if (!process.env.SNOWID_LEASE_DIR) throw new Error('instr-case.js: expected SNOWID_LEASE_DIR, set by benchmark/instr.js')
 const WIDE = { datacenterBits: 0, workerBits: 0, clockBackBits: 0, sequenceBits: 22 }
 
 // Each call is written as users write it (\`snowid.nextId()\`): calling an extracted function with no receiver

@@ -22,11 +22,21 @@ function hasValgrind() {
 }
 
 function instructions(name, n) {
-  const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-cg-')), 'callgrind.out')
+  // The callgrind output and the run's lease directory, in one folder removed afterwards.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-cg-'))
+  const out = path.join(dir, 'callgrind.out')
+  try {
+    return countIn(out, path.join(dir, 'leases'), name, n)
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+function countIn(out, leaseDir, name, n) {
   execFileSync(
     'valgrind',
     ['--tool=callgrind', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', path.join(__dirname, 'instr-case.js'), name, String(n)],
-    { stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 64 << 20 },
+    { stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 64 << 20, env: { ...process.env, SNOWID_LEASE_DIR: leaseDir } },
   )
   const totals = fs.readFileSync(out, 'utf8').match(/^(?:summary|totals): (\d+)/m)
   if (!totals) throw new Error(`no totals in ${out}`)

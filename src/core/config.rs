@@ -309,7 +309,14 @@ impl Resolver<'_> {
         if text.is_empty() || text.contains('\0') {
             return Err(Error::type_error(Code::InvalidConfig, &name, expected, &quote(&text)));
         }
-        Ok(Sourced { value: PathBuf::from(text), source })
+        // A relative path would mean a different directory in each process's working directory, and so a
+        // different set of leases: two processes could both take worker 0.
+        let path = PathBuf::from(&text);
+        if !path.is_absolute() {
+            let expected = "an absolute directory path (a relative one differs between working directories)";
+            return Err(Error::range_error(Code::InvalidConfig, &name, expected, &quote(&text)));
+        }
+        Ok(Sourced { value: path, source })
     }
 }
 
@@ -617,6 +624,16 @@ mod tests {
         assert_eq!(c.layout.timestamp_bits(), 41);
         assert_eq!((c.worker_id.value, c.on_clock_back.value, c.max_wait_ms.value), (127, ClockBackPolicy::Wait, 250));
         assert_eq!(resolve_env(&[("SNOWID_EPOCH", "1600000000000")]).unwrap().epoch.value, 1_600_000_000_000);
+    }
+
+    #[test]
+    fn a_relative_lease_dir_is_refused() {
+        for dir in ["leases", "./leases", "../x", "~/leases"] {
+            let e = resolve_env(&[("SNOWID_LEASE_DIR", dir)]).unwrap_err();
+            assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::RangeError), "{dir}");
+            assert!(e.message().contains("an absolute directory path"), "{e}");
+        }
+        assert!(resolve_env(&[("SNOWID_LEASE_DIR", "/var/lib/snowid")]).is_ok());
     }
 
     #[test]

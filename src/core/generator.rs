@@ -214,6 +214,21 @@ impl State {
         Ok(st)
     }
 
+    /// Whether `resume` could start on a slot whose earlier holders left `earlier` marks, at `now`: the configured
+    /// clockBack's mark is passed within `max_wait_ms`, or, under `Bits`, another clockBack value is free.
+    pub fn usable(settings: &Settings, clock_back: u32, earlier: &[(u32, u64)], now: u64) -> bool {
+        let mark = mark_of(earlier, clock_back);
+        if mark < now || mark - now < settings.max_wait_ms {
+            return true;
+        }
+        if settings.policy != ClockBackPolicy::Bits {
+            return false;
+        }
+        let values = max_value(settings.layout.widths().clock_back) + 1;
+        let reserved = earlier.iter().filter(|(_, m)| *m >= now).count() as u64;
+        values > reserved
+    }
+
     fn earlier_mark(&self, clock_back: u32) -> u64 {
         mark_of(&self.earlier, clock_back)
     }

@@ -24,9 +24,12 @@
 //! file is a slot with no history. A file in which no record is valid is refused with `ERR_SNOWID_LEASE_CORRUPT`.
 
 use std::collections::HashMap;
+use std::ffi::{CStr, CString};
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{ErrorKind, Read};
-use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
+use std::io::ErrorKind;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, FileExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::io::{AsRawFd, FromRawFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -123,27 +126,105 @@ pub fn read_file(bytes: &[u8], path: &Path) -> Result<Option<Record>> {
 }
 
 fn dir_error(dir: &Path, what: &str, e: &std::io::Error) -> Error {
+    dir_problem(dir, &format!("that {what} failed: {e}"))
+}
+
+fn dir_problem(dir: &Path, found: &str) -> Error {
     Error::new(
         Code::LeaseDir,
         Class::Error,
         format!(
-            "lease directory {}: expected a directory this process can create and lock files in, found that {what} \
-             failed: {e}. Set SNOWID_LEASE_DIR to a usable directory, or SNOWID_LEASE=off with an explicit \
-             SNOWID_WORKER_ID",
+            "lease directory {}: expected a directory this process can create and lock files in, found {found}. Set \
+             SNOWID_LEASE_DIR to a usable directory, or SNOWID_LEASE=off with an explicit SNOWID_WORKER_ID",
             quote_path(dir)
         ),
     )
 }
 
+/// The most slots one process holds at once (one open file each), so that generators of many identities cannot
+/// use up the process's file descriptors.
+pub const MAX_HELD: usize = 1024;
+
+/// The longest a newcomer waits before it uses a slot: a holder that still runs on a file the newcomer can no longer
+/// see (deleted or replaced) notices at its next mark write, so it issues ids at most this far past its last check,
+/// plus its lead.
+pub const TAKEOVER_WAIT_MS: u64 = super::generator::MARK_WINDOW_MS;
+
+/// The (device, inode) of a file: what a path must still lead to for its holder to go on.
+fn identity(m: &std::fs::Metadata) -> (u64, u64) {
+    (m.dev(), m.ino())
+}
+
+/// What a slot file's metadata says about it, refusing anything but a regular file of at most two records.
+fn check_slot_file(m: &std::fs::Metadata, path: &Path) -> Result<()> {
+    let kind = m.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else if kind.is_dir() {
+            "a directory"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        return Err(Error::new(
+            Code::LeaseCorrupt,
+            Class::Error,
+            format!("lease file {}: expected a regular file, found {what}; it is left as found", quote_path(path)),
+        ));
+    }
+    if m.len() > 2 * RECORD_SIZE as u64 {
+        return Err(Error::new(
+            Code::LeaseCorrupt,
+            Class::Error,
+            format!(
+                "lease file {}: expected at most {} bytes (two records), found {}; it is not read, and is left as found",
+                quote_path(path),
+                2 * RECORD_SIZE,
+                m.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads a slot file's records: at most two records' worth, whatever the file.
+fn read_records(file: &File) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; 2 * RECORD_SIZE];
+    let mut filled = 0;
+    while filled < buf.len() {
+        let rest = buf.get_mut(filled..).unwrap_or_default();
+        match file.read_at(rest, filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(filled);
+    Ok(buf)
+}
+
+/// The open file of a lease and its record, changed together.
+#[derive(Debug)]
+struct Held {
+    file: File,
+    record: Record,
+}
+
 /// A slot this process holds, with its record.
 #[derive(Debug)]
 pub struct Lease {
-    file: File,
+    dir: Arc<File>,
+    name: CString,
     path: PathBuf,
     worker_id: u32,
     /// The record as found when the slot was taken: the earlier holders' marks.
     previous: Record,
-    record: Mutex<Record>,
+    held: Mutex<Held>,
 }
 
 impl Lease {
@@ -168,50 +249,116 @@ impl Lease {
             next.marks.retain(|(c, m)| *m >= now && *c != clock_back);
             next.marks.push((clock_back, kept));
             next.marks.sort_unstable();
+            if next.marks.len() > MAX_MARKS {
+                return Err(Error::new(
+                    Code::ClockBackwards,
+                    Class::Error,
+                    format!(
+                        "clock: expected at most {MAX_MARKS} clockBack values reserved ahead of the clock at once (what a \
+                         lease record holds), found {}: the clock stepped back that many times within the marks' reach",
+                        next.marks.len()
+                    ),
+                ));
+            }
+            Ok(())
         })
     }
 
     /// Writes the next version of the record: the current one changed by `edit`, naming this process as holder.
-    fn advance(&self, edit: impl FnOnce(&mut Record)) -> Result<()> {
-        let mut rec = self.record.lock();
-        let mut next = rec.clone();
+    /// First checks that the slot's path still leads to the file this process locked.
+    fn advance(&self, edit: impl FnOnce(&mut Record) -> Result<()>) -> Result<()> {
+        let mut held = self.held.lock();
+        let mut next = held.record.clone();
         next.seq += 1;
         next.pid = std::process::id();
-        edit(&mut next);
-        self.write(&next)?;
-        *rec = next;
+        edit(&mut next)?;
+        self.still_ours(&mut held)?;
+        self.write(&held.file, &next)?;
+        held.record = next;
         Ok(())
     }
 
-    fn write(&self, rec: &Record) -> Result<()> {
+    /// Checks that the slot's path leads to the locked file. When the file was deleted (a tmp cleaner, a person),
+    /// it is made again, locked and written, so that no newcomer can take the slot; when another file is there (a
+    /// rename, or a newcomer's), the slot is lost.
+    fn still_ours(&self, held: &mut Held) -> Result<()> {
+        let mine = held.file.metadata().map_err(|e| self.file_error("checking", &e))?;
+        match fstatat(&self.dir, &self.name) {
+            Ok(now) if identity(&now) == identity(&mine) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                let file = open_at(&self.dir, &self.name, libc::O_RDWR | libc::O_CREAT | libc::O_EXCL)
+                    .map_err(|e| self.lost(&format!("it was deleted, and making it again failed: {e}")))?;
+                file.try_lock().map_err(|_| self.lost("it was deleted, and another process took the slot"))?;
+                self.write(&file, &held.record)?;
+                held.file = file;
+                Ok(())
+            }
+            Ok(_) => Err(self.lost("another file is there now (it was replaced or renamed)")),
+            Err(e) => Err(self.file_error("checking", &e)),
+        }
+    }
+
+    fn lost(&self, why: &str) -> Error {
+        Error::new(
+            Code::LeaseLost,
+            Class::Error,
+            format!(
+                "lease file {}: expected it to be the file this process locked, found that {why}; this process issues \
+                 no more ids on datacenterId/workerId slot {} of it",
+                quote_path(&self.path),
+                self.worker_id
+            ),
+        )
+    }
+
+    fn file_error(&self, what: &str, e: &std::io::Error) -> Error {
+        Error::new(Code::LeaseDir, Class::Error, format!("lease file {}: expected {what} it to work, found: {e}", quote_path(&self.path)))
+    }
+
+    fn write(&self, file: &File, rec: &Record) -> Result<()> {
         let bytes = rec.encode().ok_or_else(|| {
             Error::new(
                 Code::LeaseDir,
                 Class::Error,
-                format!("lease file {}: expected at most {MAX_MARKS} clockBack marks, found more", quote_path(&self.path)),
+                format!("lease file {}: expected its record to fit in {RECORD_SIZE} bytes, found it longer", quote_path(&self.path)),
             )
         })?;
         let offset = (rec.seq % 2) * RECORD_SIZE as u64;
-        self.file.write_all_at(&bytes, offset).map_err(|e| {
-            Error::new(
-                Code::LeaseDir,
-                Class::Error,
-                format!("lease file {}: expected to write its mark, found: {e}", quote_path(&self.path)),
-            )
-        })
+        file.write_all_at(&bytes, offset).map_err(|e| self.file_error("writing", &e))
     }
+}
+
+/// `fstatat` of `name` in `dir`, without following a link.
+fn fstatat(dir: &File, name: &CStr) -> std::io::Result<std::fs::Metadata> {
+    // A path through the directory's fd: /proc/self/fd is not needed, `openat` with O_PATH gives a handle to stat.
+    let file = open_at(dir, name, libc::O_PATH)?;
+    file.metadata()
+}
+
+/// `openat` of `name` in `dir` with `flags`, never following a link, never blocking, closed on exec; a file made
+/// by it is readable by all (so other users' processes can honour its marks) and writable by its owner only.
+fn open_at(dir: &File, name: &CStr, flags: libc::c_int) -> std::io::Result<File> {
+    let flags = flags | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+    // SAFETY: `dir` is an open directory and `name` a NUL-terminated file name; the fd returned is owned below.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags, 0o644 as libc::c_uint) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a new descriptor that nothing else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
 }
 
 /// Where leases live, and the leases this process holds there.
 pub struct LeaseDir {
     path: PathBuf,
+    dir: Arc<File>,
 }
 
 /// The leases this process holds, by (directory, datacenterId, workerId). Kept for the life of the process.
-type Held = Mutex<HashMap<(PathBuf, u32, u32), Arc<Lease>>>;
+type HeldMap = Mutex<HashMap<(PathBuf, u32, u32), Arc<Lease>>>;
 
-fn held() -> &'static Held {
-    static HELD: OnceLock<Held> = OnceLock::new();
+fn held() -> &'static HeldMap {
+    static HELD: OnceLock<HeldMap> = OnceLock::new();
     HELD.get_or_init(Default::default)
 }
 
@@ -225,99 +372,220 @@ enum Attempt {
     Taken(Lease),
     /// Another process holds it; the pid its record names, if readable.
     Held(Option<u32>),
+    /// Its file belongs to another user: its lock and marks are honoured, but it is not this process's to take.
+    Foreign(u32),
+}
+
+/// How a lease directory is shared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharing {
+    /// A directory of this user's own: made with mode 0700 when missing.
+    Private,
+    /// The default directory, shared by every user of the host: made sticky and writable by all (mode 1777) when
+    /// missing, so that each user's processes make, and own, their own slot files in it.
+    Shared,
 }
 
 impl LeaseDir {
-    /// The lease directory at `path`, created (mode 0700) when missing.
-    pub fn open(path: &Path) -> Result<LeaseDir> {
-        match std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path) {
-            Ok(()) => {}
-            Err(e) => return Err(dir_error(path, "creating it", &e)),
+    /// The lease directory at `path` (absolute), made when missing.
+    ///
+    /// It must be a directory, not a link to one, and no other user may be able to replace this process's files
+    /// in it: it belongs to this user and no one else may write to it, or it is sticky (mode 1777, as the OS temp
+    /// dir is), where only a file's owner may remove or rename it.
+    pub fn open(path: &Path, sharing: Sharing) -> Result<LeaseDir> {
+        if let Some(parent) = path.parent() {
+            if let Err(e) = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent) {
+                return Err(dir_error(path, "making its parent", &e));
+            }
         }
-        match std::fs::metadata(path) {
-            Ok(m) if m.is_dir() => Ok(LeaseDir { path: path.to_path_buf() }),
-            Ok(_) => Err(dir_error(path, "using it", &std::io::Error::new(ErrorKind::NotADirectory, "not a directory"))),
-            Err(e) => Err(dir_error(path, "reading it", &e)),
+        match std::fs::DirBuilder::new().mode(0o700).create(path) {
+            Ok(()) => {
+                // The mode is set explicitly: the umask would take the sticky bit and the others' bits away.
+                let mode = if sharing == Sharing::Shared { 0o1777 } else { 0o700 };
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+                    .map_err(|e| dir_error(path, "setting its mode", &e))?;
+            }
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(dir_error(path, "making it", &e)),
         }
+        let dir = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP) => dir_problem(path, "a symbolic link (snowid does not follow links)"),
+                Some(libc::ENOTDIR) => dir_problem(path, "something that is not a directory"),
+                _ => dir_error(path, "opening it", &e),
+            })?;
+        let m = dir.metadata().map_err(|e| dir_error(path, "reading it", &e))?;
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        let sticky = m.mode() & 0o1000 != 0;
+        let others_write = m.mode() & 0o022 != 0;
+        if m.uid() == me && others_write && !sticky {
+            return Err(dir_problem(
+                path,
+                &format!(
+                    "mode {:o}: others may write to it but it is not sticky, so they could replace this process's lease \
+                     files. Run chmod 700 on it (private) or chmod 1777 (shared)",
+                    m.mode() & 0o7777
+                ),
+            ));
+        }
+        if m.uid() != me && !sticky {
+            return Err(dir_problem(
+                path,
+                &format!(
+                    "that it belongs to uid {} and is not sticky (mode {:o}), so its owner could replace this process's \
+                     lease files. Use a directory of your own (SNOWID_LEASE_DIR), or have it made sticky (chmod 1777) if \
+                     it is meant to be shared",
+                    m.uid(),
+                    m.mode() & 0o7777
+                ),
+            ));
+        }
+        Ok(LeaseDir { path: path.to_path_buf(), dir: Arc::new(dir) })
+    }
+
+    fn slot_name(datacenter_id: u32, worker_id: u32) -> String {
+        format!("dc{datacenter_id}-worker{worker_id}.lease")
     }
 
     pub fn slot_path(&self, datacenter_id: u32, worker_id: u32) -> PathBuf {
-        self.path.join(format!("dc{datacenter_id}-worker{worker_id}.lease"))
+        self.path.join(Self::slot_name(datacenter_id, worker_id))
+    }
+
+    /// Opens a slot file to take it: read-write (made if missing) when this user may, else read-only to see its
+    /// lock. Only a regular file of at most two records is accepted.
+    fn open_slot(&self, name: &CStr, path: &Path) -> Result<(File, bool)> {
+        let (file, writable) = match open_at(&self.dir, name, libc::O_RDWR | libc::O_CREAT) {
+            Ok(f) => (f, true),
+            // Another user's file: it is read to honour its lock and marks.
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => (
+                open_at(&self.dir, name, libc::O_RDONLY).map_err(|e| self.open_error(path, &e))?,
+                false,
+            ),
+            Err(e) => return Err(self.open_error(path, &e)),
+        };
+        let m = file.metadata().map_err(|e| dir_error(&self.path, &format!("reading {}", quote_path(path)), &e))?;
+        check_slot_file(&m, path)?;
+        // SAFETY: geteuid has no preconditions.
+        let mine = m.uid() == unsafe { libc::geteuid() };
+        Ok((file, writable && mine))
+    }
+
+    fn open_error(&self, path: &Path, e: &std::io::Error) -> Error {
+        match e.raw_os_error() {
+            Some(libc::ELOOP) => Error::new(
+                Code::LeaseCorrupt,
+                Class::Error,
+                format!("lease file {}: expected a regular file, found a symbolic link (snowid does not follow links); it is left as found", quote_path(path)),
+            ),
+            _ => dir_error(&self.path, &format!("opening {}", quote_path(path)), e),
+        }
     }
 
     fn attempt(&self, datacenter_id: u32, worker_id: u32) -> Result<Attempt> {
         let path = self.slot_path(datacenter_id, worker_id);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| dir_error(&self.path, &format!("opening {}", quote_path(&path)), &e))?;
+        let name = CString::new(Self::slot_name(datacenter_id, worker_id)).map_err(|_| dir_problem(&self.path, "a slot name with a NUL"))?;
+        let (file, ours) = self.open_slot(&name, &path)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
-                let mut bytes = Vec::new();
-                let pid = file
-                    .read_to_end(&mut bytes)
-                    .ok()
-                    .and_then(|_| read_file(&bytes, &path).ok().flatten())
-                    .map(|r| r.pid);
+                let pid = read_records(&file).ok().and_then(|b| read_file(&b, &path).ok().flatten()).map(|r| r.pid);
                 return Ok(Attempt::Held(pid));
             }
             Err(TryLockError::Error(e)) => return Err(dir_error(&self.path, &format!("locking {}", quote_path(&path)), &e)),
         }
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(|e| dir_error(&self.path, &format!("reading {}", quote_path(&path)), &e))?;
+        if !ours {
+            let m = file.metadata().map_err(|e| dir_error(&self.path, &format!("reading {}", quote_path(&path)), &e))?;
+            return Ok(Attempt::Foreign(m.uid()));
+        }
+        let bytes = read_records(&file).map_err(|e| dir_error(&self.path, &format!("reading {}", quote_path(&path)), &e))?;
         let previous = read_file(&bytes, &path)?.unwrap_or_default();
-        let lease = Lease { file, path, worker_id, record: Mutex::new(previous.clone()), previous };
+        let lease = Lease {
+            dir: Arc::clone(&self.dir),
+            name,
+            path,
+            worker_id,
+            held: Mutex::new(Held { file, record: previous.clone() }),
+            previous,
+        };
         // Name this process as the holder at once, keeping the earlier marks.
-        lease.advance(|_| {})?;
+        lease.advance(|_| Ok(()))?;
         Ok(Attempt::Taken(lease))
     }
 
+    fn check_room(&self, map: &HashMap<(PathBuf, u32, u32), Arc<Lease>>) -> Result<()> {
+        if map.len() >= MAX_HELD {
+            return Err(Error::new(
+                Code::LeaseDir,
+                Class::Error,
+                format!(
+                    "lease: expected this process to hold at most {MAX_HELD} slots (one open file each), found it holds \
+                     {} already: generators of that many (datacenterId, workerId) identities in one process. Use fewer, \
+                     or lease: false for generators that need no host lease",
+                    map.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Takes the slot `(datacenter_id, worker_id)` for this process, or returns the lease it already holds.
-    /// A slot another live process holds is `ERR_SNOWID_WORKER_ID_IN_USE`, naming that process.
+    /// A slot another live process holds is `ERR_SNOWID_WORKER_ID_IN_USE`, naming that process; so is one whose file
+    /// another user owns.
     pub fn acquire(&self, datacenter_id: u32, worker_id: u32, what: &str) -> Result<Arc<Lease>> {
         let mut map = held().lock();
         let key = (self.path.clone(), datacenter_id, worker_id);
         if let Some(l) = map.get(&key) {
             return Ok(Arc::clone(l));
         }
-        match self.attempt(datacenter_id, worker_id)? {
-            Attempt::Taken(lease) => Ok(Arc::clone(map.entry(key).or_insert(Arc::new(lease)))),
-            Attempt::Held(pid) => Err(Error::new(
-                Code::WorkerIdInUse,
-                Class::Error,
-                format!(
-                    "{what}: expected a worker id no other process on this host holds, found datacenterId \
-                     {datacenter_id} workerId {worker_id} held by {} (lease file {})",
-                    pid.map_or("another process".to_string(), |p| format!("pid {p}")),
-                    quote_path(&self.slot_path(datacenter_id, worker_id))
-                ),
-            )),
-        }
+        self.check_room(&map)?;
+        let holder = match self.attempt(datacenter_id, worker_id)? {
+            Attempt::Taken(lease) => return Ok(Arc::clone(map.entry(key).or_insert(Arc::new(lease)))),
+            Attempt::Held(pid) => pid.map_or("another process".to_string(), |p| format!("pid {p}")),
+            Attempt::Foreign(uid) => format!("the user with uid {uid}, whose file it is"),
+        };
+        Err(Error::new(
+            Code::WorkerIdInUse,
+            Class::Error,
+            format!(
+                "{what}: expected a worker id no other process on this host holds, found datacenterId {datacenter_id} \
+                 workerId {worker_id} held by {holder} (lease file {})",
+                quote_path(&self.slot_path(datacenter_id, worker_id))
+            ),
+        ))
     }
 
     /// This process's automatic slot for `datacenter_id`: the first time, the lowest slot below `slots` that no
-    /// process holds; after that, the same slot.
-    pub fn acquire_auto(&self, datacenter_id: u32, slots: u64) -> Result<Arc<Lease>> {
+    /// process holds, whose file is this user's (or can be made), and that `usable` accepts; after that, the same
+    /// slot. A slot it cannot use (another user's file, a corrupt or special file, marks too far ahead) is skipped,
+    /// and left as found.
+    pub fn acquire_auto(&self, datacenter_id: u32, slots: u64, usable: &dyn Fn(&Record) -> bool) -> Result<Arc<Lease>> {
         let mut auto = auto_slots().lock();
         if let Some(&w) = auto.get(&(self.path.clone(), datacenter_id)) {
             return self.acquire(datacenter_id, w, "workerId");
         }
         let mut map = held().lock();
+        let mut skipped = 0;
         for w in 0..slots {
             let w = w as u32;
             let key = (self.path.clone(), datacenter_id, w);
             if map.contains_key(&key) {
                 continue;
             }
-            if let Attempt::Taken(lease) = self.attempt(datacenter_id, w)? {
-                auto.insert((self.path.clone(), datacenter_id), w);
-                return Ok(Arc::clone(map.entry(key).or_insert(Arc::new(lease))));
+            self.check_room(&map)?;
+            match self.attempt(datacenter_id, w) {
+                Ok(Attempt::Taken(lease)) if usable(&lease.previous) => {
+                    auto.insert((self.path.clone(), datacenter_id), w);
+                    return Ok(Arc::clone(map.entry(key).or_insert(Arc::new(lease))));
+                }
+                // Dropping the lease closes its file, which frees the lock; its marks stay.
+                Ok(Attempt::Taken(_)) | Ok(Attempt::Foreign(_)) => skipped += 1,
+                Ok(Attempt::Held(_)) => {}
+                Err(e) if e.code() == Code::LeaseCorrupt => skipped += 1,
+                Err(e) => return Err(e),
             }
         }
         Err(Error::new(
@@ -325,14 +593,15 @@ impl LeaseDir {
             Class::Error,
             format!(
                 "workerId: expected a free slot for datacenterId {datacenter_id} in lease directory {}, found all \
-                 {slots} held",
+                 {slots} held ({skipped} of them skipped: another user's, unreadable, or with marks too far ahead)",
                 quote_path(&self.path)
             ),
         ))
     }
 
     /// The (workerId, pid) of every slot of `datacenter_id` whose file names a process, whether or not it still
-    /// runs, sorted by workerId, without taking any lock. Files that cannot be read are left out.
+    /// runs, sorted by workerId, without taking any lock. Files that cannot be read, or are not regular files of a
+    /// lease's size, are left out.
     pub fn recorded(&self, datacenter_id: u32) -> Result<Vec<(u32, u32)>> {
         let prefix = format!("dc{datacenter_id}-worker");
         let entries = std::fs::read_dir(&self.path).map_err(|e| dir_error(&self.path, "listing it", &e))?;
@@ -348,7 +617,13 @@ impl LeaseDir {
                 continue;
             };
             let path = entry.path();
-            if let Some(r) = std::fs::read(&path).ok().and_then(|b| read_file(&b, &path).ok().flatten()) {
+            let Ok(cname) = CString::new(name.as_bytes()) else { continue };
+            let record = open_at(&self.dir, &cname, libc::O_RDONLY)
+                .ok()
+                .filter(|f| f.metadata().map(|m| check_slot_file(&m, &path).is_ok()).unwrap_or(false))
+                .and_then(|f| read_records(&f).ok())
+                .and_then(|b| read_file(&b, &path).ok().flatten());
+            if let Some(r) = record {
                 out.push((worker, r.pid));
             }
         }
@@ -361,11 +636,32 @@ impl LeaseDir {
 mod tests {
     use super::*;
 
-    fn tmp(name: &str) -> PathBuf {
-        let p = std::env::temp_dir().join(format!("snowid-test-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        p
+    /// A directory of the test's own under the OS temp dir, removed when dropped.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(name: &str) -> TempDir {
+            let p = std::env::temp_dir().join(format!("snowid-test-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&p);
+            TempDir(p)
+        }
+
+        fn join(&self, name: &str) -> PathBuf {
+            self.0.join(name)
+        }
     }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn private(t: &TempDir) -> LeaseDir {
+        LeaseDir::open(&t.0, Sharing::Private).unwrap()
+    }
+
+    const ANY: &dyn Fn(&Record) -> bool = &|_| true;
 
     #[test]
     fn records_round_trip_and_refuse_damage() {
@@ -405,7 +701,8 @@ mod tests {
 
     #[test]
     fn a_slot_is_held_once_and_marks_persist() {
-        let dir = LeaseDir::open(&tmp("slots")).unwrap();
+        let t = TempDir::new("slots");
+        let dir = private(&t);
         let a = dir.acquire(1, 2, "workerId").unwrap();
         let again = dir.acquire(1, 2, "workerId").unwrap();
         assert!(Arc::ptr_eq(&a, &again), "one lease per slot per process");
@@ -425,36 +722,40 @@ mod tests {
 
     #[test]
     fn automatic_slots_skip_held_ones_and_run_out_loudly() {
-        let dir = LeaseDir::open(&tmp("auto")).unwrap();
+        let t = TempDir::new("auto");
+        let dir = private(&t);
         let explicit = dir.acquire(0, 0, "workerId").unwrap();
-        let auto = dir.acquire_auto(0, 4).unwrap();
+        let auto = dir.acquire_auto(0, 4, ANY).unwrap();
         assert_eq!((explicit.worker_id(), auto.worker_id()), (0, 1));
-        assert_eq!(dir.acquire_auto(0, 4).unwrap().worker_id(), 1, "the process keeps its automatic slot");
+        assert_eq!(dir.acquire_auto(0, 4, ANY).unwrap().worker_id(), 1, "the process keeps its automatic slot");
         let me = std::process::id();
         assert_eq!(dir.recorded(0).unwrap(), vec![(0, me), (1, me)]);
         assert_eq!(dir.recorded(1).unwrap(), vec![]);
-        let dir2 = LeaseDir::open(&tmp("auto2")).unwrap();
+        let t2 = TempDir::new("auto2");
+        let dir2 = private(&t2);
         for w in 0..2 {
             dir2.acquire(5, w, "workerId").unwrap();
         }
-        assert_eq!(dir2.acquire_auto(5, 2).unwrap_err().code(), Code::NoFreeWorkerId);
+        assert_eq!(dir2.acquire_auto(5, 2, ANY).unwrap_err().code(), Code::NoFreeWorkerId);
     }
 
     #[test]
     fn an_unusable_directory_is_a_coded_error() {
-        let file = tmp("not-a-dir");
+        let t = TempDir::new("not-a-dir");
+        std::fs::create_dir_all(&t.0).unwrap();
+        let file = t.join("file");
         std::fs::write(&file, b"x").unwrap();
-        let e = LeaseDir::open(&file).map(|_| ()).unwrap_err();
+        let e = LeaseDir::open(&file, Sharing::Private).map(|_| ()).unwrap_err();
         assert_eq!(e.code(), Code::LeaseDir);
         assert!(e.message().starts_with(&format!("lease directory {}", quote_path(&file))), "{e}");
-        let e = LeaseDir::open(&file.join("sub")).map(|_| ()).unwrap_err();
+        let e = LeaseDir::open(&file.join("sub"), Sharing::Private).map(|_| ()).unwrap_err();
         assert_eq!(e.code(), Code::LeaseDir);
     }
 
     #[test]
     fn a_garbage_slot_file_is_refused_not_overwritten() {
-        let dirp = tmp("garbage");
-        let dir = LeaseDir::open(&dirp).unwrap();
+        let t = TempDir::new("garbage");
+        let dir = private(&t);
         std::fs::write(dir.slot_path(0, 9), b"\x00\x01 not a lease").unwrap();
         let e = dir.acquire(0, 9, "workerId").unwrap_err();
         assert_eq!(e.code(), Code::LeaseCorrupt);

@@ -5,10 +5,17 @@ use std::sync::Arc;
 
 use super::config::{Config, Source};
 use super::error::Result;
-use super::generator::{Clock, SharedState, State};
+use super::generator::{Clock, SharedState, State, SystemClock};
 use super::layout::max_value;
-use super::lease::{Lease, LeaseDir};
+use super::lease::{Lease, LeaseDir, Sharing, TAKEOVER_WAIT_MS};
 use super::registry::shared_state;
+
+/// The lease directory `config` names: the default one is shared by every user of the host, one set by
+/// `SNOWID_LEASE_DIR` or `leaseDir` is the user's own.
+pub fn lease_dir(config: &Config) -> Result<LeaseDir> {
+    let sharing = if config.lease_dir.source == Source::Default { Sharing::Shared } else { Sharing::Private };
+    LeaseDir::open(&config.lease_dir.value, sharing)
+}
 
 /// Takes the slot's lease when leases are on: this process's automatic slot when the worker id comes from the
 /// lease (filling it in), else the configured slot, which fails with `ERR_SNOWID_WORKER_ID_IN_USE` when another
@@ -17,10 +24,15 @@ pub fn bind_worker(config: &mut Config) -> Result<Option<Arc<Lease>>> {
     if !config.lease.value {
         return Ok(None);
     }
-    let dir = LeaseDir::open(&config.lease_dir.value)?;
+    let dir = lease_dir(config)?;
     let dc = config.datacenter_id.value;
     let lease = if config.worker_id.source == Source::Lease {
-        let lease = dir.acquire_auto(dc, max_value(config.worker_bits.value) + 1)?;
+        // A slot whose marks the generator could not start past is skipped, not failed on.
+        let settings = config.settings();
+        let clock_back = config.clock_back.value;
+        let now = SystemClock.now_ms();
+        let usable = |r: &super::lease::Record| State::usable(&settings, clock_back, &r.marks, now);
+        let lease = dir.acquire_auto(dc, max_value(config.worker_bits.value) + 1, &usable)?;
         config.worker_id.value = lease.worker_id();
         lease
     } else {
@@ -31,11 +43,16 @@ pub fn bind_worker(config: &mut Config) -> Result<Option<Arc<Lease>>> {
 }
 
 /// The shared state for `config`'s identity, resumed from the lease's marks the first time it is made.
+///
+/// The first id comes [`TAKEOVER_WAIT_MS`] (plus `maxLeadMs`) after the slot was taken at the earliest: a process
+/// still running on an earlier file of the slot (deleted or replaced under it) issues ids at most that far past its
+/// last check, and that check fails once the file is gone.
 pub fn open(config: &Config, lease: Option<Arc<Lease>>, clock: &dyn Clock) -> Result<SharedState> {
     let s = config.settings();
     let clock_back = config.clock_back.value;
     shared_state(&s.layout, s.datacenter_id, s.worker_id, clock_back, || match lease {
         Some(lease) => {
+            clock.sleep_ms(TAKEOVER_WAIT_MS + s.max_lead_ms + 1);
             let earlier = lease.previous().marks.clone();
             State::resume(&s, clock_back, earlier, lease, clock)
         }

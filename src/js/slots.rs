@@ -7,7 +7,7 @@ use napi_derive::napi;
 
 use crate::core::config::{Config, Options};
 use crate::core::generator::{Clock, SystemClock};
-use crate::core::lease::LeaseDir;
+use crate::core::start::lease_dir;
 
 use super::errors::raise;
 use super::env::{JsEnv, Overlay, read_env_object};
@@ -57,7 +57,7 @@ pub fn worker_slots(
     let dc = config.datacenter_id.value;
     let mut recorded = Vec::new();
     if config.lease.value {
-        let dir = LeaseDir::open(&config.lease_dir.value).map_err(|e| raise(raw, &e))?;
+        let dir = lease_dir(&config).map_err(|e| raise(raw, &e))?;
         for (worker_id, pid) in dir.recorded(dc).map_err(|e| raise(raw, &e))? {
             recorded.push(SlotRecord { worker_id, pid });
         }
