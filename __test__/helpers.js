@@ -32,7 +32,10 @@ function cleanEnv(extra = {}) {
       delete env[key]
     }
   }
-  return 'SNOWID_LEASE_DIR' in extra ? { ...env, ...extra } : { ...env, SNOWID_LEASE_DIR: freshLeaseDir(), ...extra }
+  const out = 'SNOWID_LEASE_DIR' in extra ? { ...env, ...extra } : { ...env, SNOWID_LEASE_DIR: freshLeaseDir(), ...extra }
+  // A variable given as undefined is left out (SNOWID_LEASE_DIR: undefined: the default lease directory).
+  for (const key of Object.keys(out)) if (out[key] === undefined) delete out[key]
+  return out
 }
 
 /** Runs Node with `argv` in the package root, in a clean environment plus `extraEnv`, and waits for it. */

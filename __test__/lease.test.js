@@ -223,13 +223,16 @@ test('restart with the clock behind the mark: no timestamp reused, no wait past 
 test('a garbage slot file and an unusable lease directory give coded errors, and no id', () => {
   const dir = freshLeaseDir()
   fs.writeFileSync(path.join(dir, 'dc0-worker0.lease'), 'this is not a lease\n')
-  for (const env of [{ SNOWID_WORKER_ID: '0' }, {}]) {
-    const out = probe({ SNOWID_LEASE_DIR: dir, ...env })
-    assert.equal(out.id, undefined)
-    assert.equal(out.error.code, 'ERR_SNOWID_LEASE_CORRUPT')
-    assert.match(out.error.message, /dc0-worker0\.lease": expected a snowid lease record \(version 1\)/)
-    assert.doesNotMatch(out.error.message, /this is not/, "the file's content is never echoed")
-  }
+  // Configured on that slot: refused loudly.
+  const out = probe({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
+  assert.equal(out.id, undefined)
+  assert.equal(out.error.code, 'ERR_SNOWID_LEASE_CORRUPT')
+  assert.match(out.error.message, /dc0-worker0\.lease": expected a snowid lease record \(version 1\)/)
+  assert.doesNotMatch(out.error.message, /this is not/, "the file's content is never echoed")
+  // The automatic lease moves on to the next slot.
+  const auto = probe({ SNOWID_LEASE_DIR: dir })
+  assert.equal(auto.error, undefined)
+  assert.equal(auto.decoded.workerId, 1)
   assert.equal(fs.readFileSync(path.join(dir, 'dc0-worker0.lease'), 'utf8'), 'this is not a lease\n', 'left as found')
 
   const notADir = path.join(freshLeaseDir(), 'file')
@@ -242,13 +245,19 @@ test('a garbage slot file and an unusable lease directory give coded errors, and
   }
 })
 
-test('a new lease directory is private to its owner', () => {
+test('a new lease directory is private to its owner; slot files are readable by all, writable by their owner', () => {
   const parent = freshLeaseDir()
   const dir = path.join(parent, 'leases')
   const out = probe({ SNOWID_LEASE_DIR: dir })
   assert.equal(out.error, undefined)
-  assert.equal(fs.statSync(dir).mode & 0o777, 0o700)
-  assert.equal(fs.statSync(path.join(dir, 'dc0-worker0.lease')).mode & 0o777, 0o600)
+  assert.equal(fs.statSync(dir).mode & 0o7777, 0o700)
+  assert.equal(fs.statSync(path.join(dir, 'dc0-worker0.lease')).mode & 0o777, 0o644)
+  // The default directory is shared by every user of the host: sticky and writable by all.
+  const tmp = freshLeaseDir()
+  const shared = probe({ TMPDIR: tmp, SNOWID_LEASE_DIR: undefined })
+  assert.equal(shared.error, undefined)
+  assert.equal(shared.config.leaseDir, path.join(tmp, 'snowid'))
+  assert.equal(fs.statSync(path.join(tmp, 'snowid')).mode & 0o7777, 0o1777)
 })
 
 test('stats() reports the lead, clock-back events, waits and mark writes', () => {

@@ -2,7 +2,6 @@
 
 // Runs one hot call `n` times, for `npm run bench:instr` (under callgrind). Below the cap (22-bit sequence), so no
 // call waits. node benchmark/instr-case.js <case> <n>
-const path = require('node:path')
 
 // benchmark/instr.js gives each run a lease directory of its own, and removes it.
 if (!process.env.SNOWID_LEASE_DIR) throw new Error('instr-case.js: expected SNOWID_LEASE_DIR, set by benchmark/instr.js')

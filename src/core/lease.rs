@@ -408,6 +408,9 @@ impl LeaseDir {
             Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
             Err(e) => return Err(dir_error(path, "making it", &e)),
         }
+        if std::fs::symlink_metadata(path).map(|m| m.file_type().is_symlink()).unwrap_or(false) {
+            return Err(dir_problem(path, "a symbolic link (snowid does not follow links)"));
+        }
         let dir = OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)

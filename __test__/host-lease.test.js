@@ -1,0 +1,236 @@
+'use strict'
+
+// The host lease when the host works against it: lease files deleted or replaced under a running process, special
+// files and links in the lease directory, directories others can write to, forged marks, and two users sharing the
+// default directory. Real processes throughout.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { spawn, spawnSync } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { setTimeout: sleep } = require('node:timers/promises')
+
+const { ROOT, cleanEnv, freshLeaseDir, probeFirstId: probe } = require('./helpers.js')
+
+const STREAMER = path.join(__dirname, 'fixtures', 'lease-streamer.js')
+const isRoot = process.getuid && process.getuid() === 0
+
+/** A process issuing ids until stopped; `user` runs it as that user (needs root). */
+function streamer(env, { user, cwd = ROOT } = {}) {
+  const argv = user ? ['runuser', ['-u', user, '--', process.execPath, STREAMER]] : [process.execPath, [STREAMER]]
+  const child = spawn(argv[0], argv[1], { cwd, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  let err = ''
+  child.stdout.setEncoding('utf8')
+  child.stdout.on('data', (d) => (out += d))
+  child.stderr.on('data', (d) => (err += d))
+  const exited = new Promise((resolve) => child.on('exit', resolve))
+  return {
+    async ready(ms = 30_000) {
+      const end = Date.now() + ms
+      while (!out.includes('\n')) {
+        if (Date.now() > end) throw new Error(`no ready line in ${ms} ms: ${err}`)
+        await sleep(10)
+      }
+      return JSON.parse(out.slice('ready '.length, out.indexOf('\n')))
+    },
+    async stop() {
+      child.kill('SIGTERM')
+      await exited
+      const last = out.trim().split('\n').pop()
+      return JSON.parse(last)
+    },
+  }
+}
+
+function duplicates(...lists) {
+  const seen = new Set()
+  let dups = 0
+  for (const list of lists) {
+    for (const id of list) {
+      if (seen.has(id)) dups++
+      seen.add(id)
+    }
+  }
+  return dups
+}
+
+// A lease record as snowid writes it (version 1): a line padded to 1024 bytes, with an FNV-1a 64 sum.
+function record({ seq = 1, pid = 1, marks }) {
+  const body = `snowid-lease v1 seq=${seq} pid=${pid} marks=${marks.map(([c, m]) => `${c}:${m}`).join(',')}`
+  let h = 0xcbf29ce484222325n
+  for (const b of Buffer.from(body)) h = ((h ^ BigInt(b)) * 0x100000001b3n) & 0xffffffffffffffffn
+  const line = `${body} sum=${h.toString(16).padStart(16, '0')}`
+  return Buffer.from(line.padEnd(1023, ' ') + '\n')
+}
+
+test('a held lease file deleted under a running process: 0 duplicates, and the holder keeps its slot', async () => {
+  const dir = freshLeaseDir()
+  const file = path.join(dir, 'dc0-worker0.lease')
+  const a = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
+  assert.deepEqual(await a.ready(), { workerId: 0, error: null })
+  await sleep(200)
+  fs.unlinkSync(file)
+  // The holder notices at its next mark write (every 100 ms while it issues ids) and makes the file again.
+  await sleep(300)
+  const b = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
+  const bReady = await b.ready()
+  await sleep(300)
+  const [ra, rb] = [await a.stop(), await b.stop()]
+  assert.equal(bReady.error, 'ERR_SNOWID_WORKER_ID_IN_USE', 'the holder made its file again and holds it')
+  assert.equal(duplicates(ra.ids, rb.ids), 0)
+  assert.deepEqual(ra.errors, {})
+  assert.ok(ra.ids.length > 1000)
+})
+
+test('a lease file deleted and taken by a newcomer before the holder looks: the holder stops, 0 duplicates', async () => {
+  const dir = freshLeaseDir()
+  const file = path.join(dir, 'dc0-worker0.lease')
+  // The holder issues one id and then goes idle, so it writes no mark until the newcomer is issuing.
+  const a = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
+  await a.ready()
+  await sleep(200)
+  fs.unlinkSync(file)
+  const b = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
+  assert.deepEqual(await b.ready(), { workerId: 0, error: null })
+  await sleep(500)
+  const [ra, rb] = [await a.stop(), await b.stop()]
+  assert.equal(duplicates(ra.ids, rb.ids), 0, `${ra.ids.length} and ${rb.ids.length} ids`)
+  assert.ok(rb.ids.length > 1000)
+})
+
+test('a lease file replaced by a rename under a running process: the holder stops with ERR_SNOWID_LEASE_LOST, 0 duplicates', async () => {
+  const dir = freshLeaseDir()
+  const file = path.join(dir, 'dc0-worker0.lease')
+  const a = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
+  await a.ready()
+  await sleep(200)
+  fs.writeFileSync(path.join(dir, 'fresh'), '')
+  fs.renameSync(path.join(dir, 'fresh'), file)
+  const b = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
+  assert.deepEqual(await b.ready(), { workerId: 0, error: null })
+  await sleep(500)
+  const [ra, rb] = [await a.stop(), await b.stop()]
+  assert.ok(ra.errors.ERR_SNOWID_LEASE_LOST > 0, JSON.stringify(ra.errors))
+  assert.equal(duplicates(ra.ids, rb.ids), 0, `${ra.ids.length} and ${rb.ids.length} ids`)
+})
+
+test('special files and links never hang, never get followed, and are left as found', async () => {
+  const dir = freshLeaseDir()
+  const outside = path.join(freshLeaseDir(), 'precious')
+  fs.writeFileSync(outside, '')
+  spawnSync('mkfifo', [path.join(dir, 'dc0-worker0.lease')])
+  fs.symlinkSync(outside, path.join(dir, 'dc0-worker1.lease'))
+  fs.symlinkSync('/dev/zero', path.join(dir, 'dc0-worker2.lease'))
+  fs.closeSync(fs.openSync(path.join(dir, 'dc0-worker3.lease'), 'w'))
+  fs.truncateSync(path.join(dir, 'dc0-worker3.lease'), 1 << 30) // 1 GiB, sparse
+  const refused = [
+    ['0', /expected a regular file, found a FIFO/],
+    ['1', /expected a regular file, found a symbolic link/],
+    ['2', /expected a regular file, found a symbolic link/],
+    ['3', /expected at most 2048 bytes \(two records\), found 1073741824/],
+  ]
+  for (const [worker, message] of refused) {
+    const t0 = Date.now()
+    const out = probe({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: worker })
+    assert.equal(out.error?.code, 'ERR_SNOWID_LEASE_CORRUPT', `worker ${worker}: ${JSON.stringify(out)}`)
+    assert.match(out.error.message, message)
+    assert.ok(Date.now() - t0 < 20_000)
+  }
+  // The automatic lease skips them all.
+  const auto = probe({ SNOWID_LEASE_DIR: dir })
+  assert.equal(auto.decoded?.workerId, 4, JSON.stringify(auto))
+  // workerSlots reads the directory without hanging on the FIFO.
+  const { workerSlots } = require('..')
+  assert.deepEqual(workerSlots({ SNOWID_LEASE_DIR: dir }).recorded.map((r) => r.workerId), [4], 'only the lease file the automatic process wrote')
+  assert.equal(fs.readFileSync(outside, 'utf8'), '', 'nothing was written through the link')
+  assert.equal(fs.statSync(path.join(dir, 'dc0-worker0.lease')).isFIFO(), true)
+})
+
+test('a lease directory that is a link, or that others may write to without the sticky bit, is refused', () => {
+  const parent = freshLeaseDir()
+  const real = path.join(parent, 'real')
+  fs.mkdirSync(real, { mode: 0o700 })
+  fs.symlinkSync(real, path.join(parent, 'link'))
+  let out = probe({ SNOWID_LEASE_DIR: path.join(parent, 'link') })
+  assert.equal(out.error?.code, 'ERR_SNOWID_LEASE_DIR')
+  assert.match(out.error.message, /found a symbolic link/)
+  fs.chmodSync(real, 0o777)
+  out = probe({ SNOWID_LEASE_DIR: real })
+  assert.equal(out.error?.code, 'ERR_SNOWID_LEASE_DIR')
+  assert.match(out.error.message, /others may write to it but it is not sticky.*chmod 700/)
+  fs.chmodSync(real, 0o1777)
+  out = probe({ SNOWID_LEASE_DIR: real })
+  assert.equal(out.error, undefined, 'sticky: each file belongs to its creator')
+})
+
+test('a lease directory of another user is refused unless it is sticky', { skip: !isRoot && 'needs root to chown' }, () => {
+  const dir = path.join(freshLeaseDir(), 'theirs')
+  fs.mkdirSync(dir)
+  fs.chownSync(dir, 65534, 65534)
+  fs.chmodSync(dir, 0o777)
+  let out = probe({ SNOWID_LEASE_DIR: dir })
+  assert.equal(out.error?.code, 'ERR_SNOWID_LEASE_DIR')
+  assert.match(out.error.message, /belongs to uid 65534 and is not sticky/)
+  fs.chmodSync(dir, 0o1777)
+  out = probe({ SNOWID_LEASE_DIR: dir })
+  assert.equal(out.error, undefined)
+})
+
+test('a relative lease directory is refused, whichever directory a process starts in', () => {
+  for (const cwd of [ROOT, os.tmpdir()]) {
+    const r = spawnSync(process.execPath, ['-e', `try { require(${JSON.stringify(ROOT)}).nextId() } catch (e) { console.log(e.code, e.message) }`], {
+      cwd,
+      env: cleanEnv({ SNOWID_LEASE_DIR: 'leases' }),
+      encoding: 'utf8',
+    })
+    assert.match(r.stdout, /^ERR_SNOWID_INVALID_CONFIG SNOWID_LEASE_DIR: expected an absolute directory path/)
+    assert.equal(fs.existsSync(path.join(cwd, 'leases')), false)
+  }
+})
+
+test('forged far-future marks: the automatic lease moves on; a configured slot still fails loudly', () => {
+  const dir = freshLeaseDir()
+  const far = Date.now() + 365 * 86_400_000
+  fs.writeFileSync(path.join(dir, 'dc0-worker0.lease'), record({ marks: [[0, far], [1, far], [2, far], [3, far]] }))
+  const auto = probe({ SNOWID_LEASE_DIR: dir })
+  assert.equal(auto.decoded?.workerId, 1, JSON.stringify(auto))
+  const configured = probe({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
+  assert.equal(configured.error?.code, 'ERR_SNOWID_CLOCK_BACKWARDS')
+})
+
+test('two users on the default configuration share its directory: both issue ids, 0 duplicates', { skip: !isRoot && 'needs root to add a user' }, async () => {
+  const user = 'snowidtest'
+  if (spawnSync('id', [user]).status !== 0) {
+    const made = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', user], { encoding: 'utf8' })
+    assert.equal(made.status, 0, made.stderr)
+  }
+  // TMPDIR stands for the OS temp dir: the default lease directory is snowid/ inside it.
+  const tmp = freshLeaseDir()
+  fs.chmodSync(tmp, 0o755)
+  const env = { TMPDIR: tmp, SNOWID_LEASE_DIR: undefined }
+  const mine = streamer(env)
+  assert.equal((await mine.ready()).error, null)
+  const theirs = streamer(env, { user })
+  const ready = await theirs.ready()
+  assert.equal(ready.error, null)
+  await sleep(300)
+  const [a, b] = [await mine.stop(), await theirs.stop()]
+  assert.equal(duplicates(a.ids, b.ids), 0)
+  assert.ok(a.ids.length > 100 && b.ids.length > 100)
+  const shared = path.join(tmp, 'snowid')
+  assert.equal(fs.statSync(shared).mode & 0o7777, 0o1777)
+  const uid = Number(spawnSync('id', ['-u', user], { encoding: 'utf8' }).stdout)
+  const owners = fs.readdirSync(shared).map((f) => fs.statSync(path.join(shared, f)).uid).sort()
+  assert.deepEqual(owners, [0, uid].sort(), 'each slot file belongs to the user whose process made it')
+  // The other user cannot make this user's process follow a link: its planted link is refused, its target untouched.
+  const target = path.join(tmp, 'root-only')
+  fs.writeFileSync(target, 'secret', { mode: 0o600 })
+  spawnSync('runuser', ['-u', user, '--', 'ln', '-s', target, path.join(shared, 'dc0-worker9.lease')])
+  const out = probe({ ...env, SNOWID_WORKER_ID: '9' })
+  assert.equal(out.error?.code, 'ERR_SNOWID_LEASE_CORRUPT')
+  assert.doesNotMatch(out.error.message, /secret/)
+  assert.equal(fs.readFileSync(target, 'utf8'), 'secret')
+})
