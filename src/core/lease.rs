@@ -519,8 +519,9 @@ impl LeaseDir {
         Ok(Attempt::Taken(lease))
     }
 
-    fn check_room(&self, map: &HashMap<(PathBuf, u32, u32), Arc<Lease>>) -> Result<()> {
-        if map.len() >= MAX_HELD {
+    /// Refuses a new slot when the process holds `held` slots, [`MAX_HELD`] or more, already.
+    fn check_room(held: usize) -> Result<()> {
+        if held >= MAX_HELD {
             return Err(Error::new(
                 Code::LeaseDir,
                 Class::Error,
@@ -528,7 +529,7 @@ impl LeaseDir {
                     "lease: expected this process to hold at most {MAX_HELD} slots (one open file each), found it holds \
                      {} already: generators of that many (datacenterId, workerId) identities in one process. Use fewer, \
                      or lease: false for generators that need no host lease",
-                    map.len()
+                    held
                 ),
             ));
         }
@@ -544,7 +545,7 @@ impl LeaseDir {
         if let Some(l) = map.get(&key) {
             return Ok(Arc::clone(l));
         }
-        self.check_room(&map)?;
+        Self::check_room(map.len())?;
         let holder = match self.attempt(datacenter_id, worker_id)? {
             Attempt::Taken(lease) => return Ok(Arc::clone(map.entry(key).or_insert(Arc::new(lease)))),
             Attempt::Held(pid) => pid.map_or("another process".to_string(), |p| format!("pid {p}")),
@@ -578,7 +579,7 @@ impl LeaseDir {
             if map.contains_key(&key) {
                 continue;
             }
-            self.check_room(&map)?;
+            Self::check_room(map.len())?;
             match self.attempt(datacenter_id, w) {
                 Ok(Attempt::Taken(lease)) if usable(&lease.previous) => {
                     auto.insert((self.path.clone(), datacenter_id), w);
@@ -763,5 +764,59 @@ mod tests {
         let e = dir.acquire(0, 9, "workerId").unwrap_err();
         assert_eq!(e.code(), Code::LeaseCorrupt);
         assert_eq!(std::fs::read(dir.slot_path(0, 9)).unwrap(), b"\x00\x01 not a lease");
+    }
+
+    #[test]
+    fn writer_and_reader_agree_for_every_clock_back_width() {
+        // Every clockBackBits a layout allows (0 to 24 leaves a timestamp field that lasts), with as many marks in
+        // the future as a record holds, at the largest values: each record the writer writes, the reader reads back.
+        let t = TempDir::new("marks");
+        let dir = private(&t);
+        let now = 1_795_000_000_000u64;
+        for bits in 0..=24u32 {
+            let values = 1u64 << bits;
+            let lease = dir.acquire(bits, 0, "workerId").unwrap();
+            let n = values.min(MAX_MARKS as u64);
+            for i in 0..n {
+                // The highest clockBack values, each reserved further ahead.
+                let c = (values - 1 - i) as u32;
+                lease.reserve(c, now + 1_000_000 + i, now).unwrap();
+                let bytes = std::fs::read(lease.path()).unwrap();
+                let r = read_file(&bytes, lease.path()).unwrap().unwrap();
+                assert_eq!(r.marks.len() as u64, i + 1, "bits {bits}");
+            }
+            if values > MAX_MARKS as u64 {
+                // One more reserved value than a record holds: refused before any id, and the file still reads.
+                let e = lease.reserve(0, now + 2_000_000, now).unwrap_err();
+                assert_eq!(e.code(), Code::ClockBackwards, "bits {bits}: {e}");
+                let bytes = std::fs::read(lease.path()).unwrap();
+                assert_eq!(read_file(&bytes, lease.path()).unwrap().unwrap().marks.len(), MAX_MARKS);
+            }
+        }
+    }
+
+    #[test]
+    fn a_deleted_file_is_made_again_and_a_replaced_one_loses_the_slot() {
+        let t = TempDir::new("deleted");
+        let dir = private(&t);
+        let lease = dir.acquire(7, 1, "workerId").unwrap();
+        lease.reserve(0, 5_000, 1_000).unwrap();
+        std::fs::remove_file(lease.path()).unwrap();
+        lease.reserve(0, 6_000, 1_000).unwrap();
+        let r = read_file(&std::fs::read(lease.path()).unwrap(), lease.path()).unwrap().unwrap();
+        assert_eq!(r.marks, vec![(0, 6_000)], "the file is back, with the marks");
+        assert!(matches!(dir.attempt(7, 1).unwrap(), Attempt::Held(_)), "and locked");
+        std::fs::write(t.join("other"), b"").unwrap();
+        std::fs::rename(t.join("other"), lease.path()).unwrap();
+        let e = lease.reserve(0, 7_000, 1_000).unwrap_err();
+        assert_eq!(e.code(), Code::LeaseLost, "{e}");
+    }
+
+    #[test]
+    fn a_process_holds_a_bounded_number_of_slots() {
+        assert!(LeaseDir::check_room(MAX_HELD - 1).is_ok());
+        let e = LeaseDir::check_room(MAX_HELD).unwrap_err();
+        assert_eq!(e.code(), Code::LeaseDir);
+        assert!(e.message().contains(&format!("at most {MAX_HELD} slots")), "{e}");
     }
 }
