@@ -11,11 +11,13 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /**
  * A generator with its own options. Generators with the same identity (layout, epoch, datacenterId, workerId)
- * in one process share one state, so making one per request can never duplicate ids.
+ * in one process share one state, so making one per request can never duplicate ids. Its host lease is taken by
+ * its first id, so one used only to read ids takes none.
  */
 export declare class Snowflake {
   /**
    * Options left out are read from the environment, else take their defaults, as for the default generator.
+   * The options are checked at once; the host lease is taken by the first id.
    * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` for a bad option or environment value.
    */
   constructor(options?: SnowflakeOptions)
@@ -55,9 +57,16 @@ export declare class Snowflake {
    * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as the module's `minIdAt()` does.
    */
   maxIdAt(time: Date | number | string): bigint
-  /** This generator's effective configuration and where each value came from. */
+  /**
+   * This generator's effective configuration and where each value came from. When the worker id comes from the
+   * host lease, it starts the generator (taking the slot) to report it.
+   * @throws {Error} as the first `nextId()` does, when it starts the generator.
+   */
   config(): SnowidConfig
-  /** The current lead and counters of this generator's state (shared with every generator of its identity). */
+  /**
+   * The current lead and counters of this generator's state (shared with every generator of its identity); all
+   * 0 before its first id.
+   */
   stats(): SnowidStats
 }
 

@@ -215,7 +215,8 @@ test('generators with the same identity share one sequence', () => {
   const b = new Snowflake({ datacenterId: 3, workerId: 4 })
   const seq = [a.nextId(), b.nextId(), a.nextId(), b.nextId()]
   for (let i = 1; i < seq.length; i++) assert.ok(seq[i] > seq[i - 1])
-  expectError(() => new Snowflake({ datacenterId: 3, workerId: 4, clockBack: 1 }), {
+  // Checked when the generator starts, with its first id.
+  expectError(() => new Snowflake({ datacenterId: 3, workerId: 4, clockBack: 1 }).nextId(), {
     name: 'RangeError',
     code: 'ERR_SNOWID_INVALID_CONFIG',
     message: /^clockBack: expected 0, the clockBack of the generator already running/,

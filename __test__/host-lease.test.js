@@ -191,6 +191,30 @@ test('a relative lease directory is refused, whichever directory a process start
   }
 })
 
+test('a Snowflake used only to read ids takes no slot: the lease is taken by its first id', () => {
+  const dir = freshLeaseDir()
+  const r = spawnSync(
+    process.execPath,
+    [
+      '-e',
+      `const { Snowflake } = require('.')
+       const reader = new Snowflake({ epoch: 1420070400000, datacenterBits: 5, workerBits: 5, clockBackBits: 0, sequenceBits: 12 })
+       const fields = reader.decode(175928847299117063n)
+       const files = require('node:fs').readdirSync(process.env.SNOWID_LEASE_DIR)
+       const other = require('node:child_process').spawnSync(process.execPath, ['-e', "console.log(String(require('.').nextId()))"], { env: { ...process.env, SNOWID_WORKER_ID: '0' }, encoding: 'utf8' })
+       reader.nextId()
+       console.log(JSON.stringify({ files, sequence: fields.sequence, other: other.stdout.trim(), otherError: other.stderr.split('\\n')[0], worker: reader.config().workerId }))`,
+    ],
+    { cwd: ROOT, env: cleanEnv({ SNOWID_LEASE_DIR: dir }), encoding: 'utf8' },
+  )
+  assert.equal(r.status, 0, r.stderr)
+  const out = JSON.parse(r.stdout)
+  assert.deepEqual(out.files, [], 'decoding took no slot')
+  assert.equal(out.sequence, 7)
+  assert.match(out.other, /^\d+$/, `a generator configured on worker 0 runs beside it: ${out.otherError}`)
+  assert.equal(out.worker, 0, 'its first id took the lowest free slot, which the other process had given back')
+})
+
 test('forged far-future marks: the automatic lease moves on; a configured slot still fails loudly', () => {
   const dir = freshLeaseDir()
   const far = Date.now() + 365 * 86_400_000

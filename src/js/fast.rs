@@ -13,6 +13,7 @@ use crate::core::layout::Layout;
 
 use super::default::{default_generator, default_layout};
 use super::errors::{check, raise, throw};
+use super::snowflake::Lazy;
 use super::values::{Raw, bigint, decimal, describe, read_id, type_of};
 
 // Fast paths. napi-rs's wrapper around an exported function or method costs more than the generator itself, so the
@@ -58,8 +59,8 @@ pub(crate) unsafe fn call_info(env: sys::napi_env, info: sys::napi_callback_info
 /// # Safety
 /// `data` is the pointer `install_instance` gave the function, which its finalizer frees only once the function
 /// is unreachable, so it is alive while the function runs.
-pub(crate) unsafe fn instance_generator<'a>(data: *mut std::ffi::c_void) -> &'a Generator<SystemClock> {
-    unsafe { &*(data as *const Generator<SystemClock>) }
+pub(crate) unsafe fn instance_generator<'a>(data: *mut std::ffi::c_void) -> &'a Lazy {
+    unsafe { &*(data as *const Lazy) }
 }
 
 /// What a batch call was asked for: a count, or a caller's `BigInt64Array` to fill.
@@ -198,7 +199,7 @@ unsafe extern "C" fn module_next_id_strings(env: sys::napi_env, info: sys::napi_
 
 /// The generator of an instance callback, from its callback data.
 #[inline]
-pub(crate) unsafe fn callback_generator<'a>(env: sys::napi_env, info: sys::napi_callback_info) -> Result<&'a Generator<SystemClock>> {
+pub(crate) unsafe fn callback_generator<'a>(env: sys::napi_env, info: sys::napi_callback_info) -> Result<&'a Lazy> {
     let mut data = ptr::null_mut();
     // SAFETY: only the callback data is asked for.
     check(unsafe { sys::napi_get_cb_info(env, info, ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), &mut data) })?;
@@ -206,24 +207,24 @@ pub(crate) unsafe fn callback_generator<'a>(env: sys::napi_env, info: sys::napi_
 }
 
 unsafe extern "C" fn instance_next_id(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let id = unsafe { callback_generator(env, info) }.map(|g| g.next_id());
+    let id = unsafe { callback_generator(env, info) }.map(|l| l.get().and_then(|g| g.next_id()));
     unsafe { id_value(env, id, bigint) }
 }
 
 unsafe extern "C" fn instance_next_id_string(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let id = unsafe { callback_generator(env, info) }.map(|g| g.next_id());
+    let id = unsafe { callback_generator(env, info) }.map(|l| l.get().and_then(|g| g.next_id()));
     unsafe { id_value(env, id, decimal) }
 }
 
 unsafe extern "C" fn instance_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     let out = unsafe { call_info(env, info) }
-        .and_then(|(arg, data)| next_ids_impl(env, || Ok(unsafe { instance_generator(data) }), arg));
+        .and_then(|(arg, data)| next_ids_impl(env, || unsafe { instance_generator(data) }.get(), arg));
     unsafe { finish(env, out.map(Raw)) }
 }
 
 unsafe extern "C" fn instance_next_id_strings(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     let out = unsafe { call_info(env, info) }
-        .and_then(|(arg, data)| next_id_strings_impl(env, || Ok(unsafe { instance_generator(data) }), arg));
+        .and_then(|(arg, data)| next_id_strings_impl(env, || unsafe { instance_generator(data) }.get(), arg));
     unsafe { finish(env, out.map(Raw)) }
 }
 
@@ -244,13 +245,13 @@ unsafe extern "C" fn module_timestamp_of(env: sys::napi_env, info: sys::napi_cal
 
 unsafe extern "C" fn instance_timestamp_of(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     let out = unsafe { call_info(env, info) }
-        .and_then(|(arg, data)| timestamp_impl(env, Ok(*unsafe { instance_generator(data) }.layout()), arg));
+        .and_then(|(arg, data)| timestamp_impl(env, Ok(unsafe { instance_generator(data) }.layout), arg));
     unsafe { finish(env, out.map(Raw)) }
 }
 
 unsafe extern "C" fn drop_generator(_env: sys::napi_env, data: *mut std::ffi::c_void, _hint: *mut std::ffi::c_void) {
     // SAFETY: `data` came from `Arc::into_raw` in `install_instance`, and this finalizer runs once.
-    drop(unsafe { Arc::from_raw(data as *const Generator<SystemClock>) });
+    drop(unsafe { Arc::from_raw(data as *const Lazy) });
 }
 
 /// A JS function named `name` that runs `cb` with `data`.
@@ -294,7 +295,7 @@ pub(crate) const INSTANCE_METHODS: [(&std::ffi::CStr, Callback); 5] = [
 ];
 
 /// Gives a `Snowflake` its own fast methods, each holding a reference to its generator until it is collected.
-pub(crate) fn install_instance(env: sys::napi_env, this: sys::napi_value, generator: &Arc<Generator<SystemClock>>) -> Result<()> {
+pub(crate) fn install_instance(env: sys::napi_env, this: sys::napi_value, generator: &Arc<Lazy>) -> Result<()> {
     for (name, cb) in INSTANCE_METHODS {
         let data = Arc::into_raw(Arc::clone(generator)) as *mut std::ffi::c_void;
         match define_function(env, this, name, cb, data) {

@@ -1,13 +1,17 @@
 //! The `Snowflake` class: a generator with its own options.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
 
 use napi::bindgen_prelude::This;
 use napi::{Env, JsValue, Result, Unknown};
 use napi_derive::napi;
 
-use crate::core::config::{time_arg, Config, OptionValue};
-use crate::core::generator::{Generator, SystemClock};
+use crate::core::config::{time_arg, Config, OptionValue, Source};
+use crate::core::error::Result as CoreResult;
+use crate::core::layout::Layout;
+use crate::core::generator::{Generator, Snapshot, SystemClock};
 
 use super::default::{build, resolve};
 use super::errors::raise;
@@ -17,38 +21,76 @@ use super::report::{DecodedId, SnowidConfig, SnowidStats, decode_with, report, s
 use super::values::{IdBigInt, IdString, Raw, read_id, read_time};
 use super::env::JsEnv;
 
+/// A `Snowflake`'s generator, started by its first id: an object used only to read ids takes no host lease.
+pub(crate) struct Lazy {
+    /// The layout, known from the start: reading ids needs nothing else.
+    pub(crate) layout: Layout,
+    /// The configuration; an automatic worker id is filled in when the generator starts.
+    config: Mutex<Config>,
+    generator: OnceLock<Generator<SystemClock>>,
+}
+
+impl Lazy {
+    fn new(config: Config) -> Lazy {
+        Lazy { layout: config.layout, config: Mutex::new(config), generator: OnceLock::new() }
+    }
+
+    /// The generator, started (its host lease taken) on the first call.
+    #[inline]
+    pub(crate) fn get(&self) -> CoreResult<&Generator<SystemClock>> {
+        match self.generator.get() {
+            Some(g) => Ok(g),
+            None => self.start(),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn start(&self) -> CoreResult<&Generator<SystemClock>> {
+        let mut config = self.config.lock();
+        if let Some(g) = self.generator.get() {
+            return Ok(g);
+        }
+        let mut started = config.clone();
+        let generator = build(&mut started)?;
+        *config = started;
+        Ok(self.generator.get_or_init(|| generator))
+    }
+}
+
 /// A generator with its own options. Generators with the same identity (layout, epoch, datacenterId, workerId)
-/// in one process share one state, so making one per request can never duplicate ids.
+/// in one process share one state, so making one per request can never duplicate ids. Its host lease is taken by
+/// its first id, so one used only to read ids takes none.
 #[napi]
 pub struct Snowflake {
-    generator: Arc<Generator<SystemClock>>,
-    config: Config,
+    lazy: Arc<Lazy>,
 }
 
 #[napi]
 impl Snowflake {
     /// Options left out are read from the environment, else take their defaults, as for the default generator.
+    /// The options are checked at once; the host lease is taken by the first id.
     /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` for a bad option or environment value.
     #[napi(constructor)]
     pub fn new(env: Env, this: This, #[napi(ts_arg_type = "SnowflakeOptions")] options: Option<Unknown>) -> Result<Self> {
         let raw = env.raw();
         let opts = read_options(raw, options)?;
-        let mut config = resolve(&opts, &JsEnv::new(raw)).map_err(|e| raise(raw, &e))?;
-        let generator = Arc::new(build(&mut config).map_err(|e| raise(raw, &e))?);
-        install_instance(raw, this.raw(), &generator)?;
-        Ok(Snowflake { generator, config })
+        let config = resolve(&opts, &JsEnv::new(raw)).map_err(|e| raise(raw, &e))?;
+        let lazy = Arc::new(Lazy::new(config));
+        install_instance(raw, this.raw(), &lazy)?;
+        Ok(Snowflake { lazy })
     }
 
     /// The next id, as a `bigint`. Throws as the module's `nextId()` does.
     #[napi(ts_return_type = "bigint")]
     pub fn next_id(&self) -> IdBigInt {
-        IdBigInt(self.generator.next_id())
+        IdBigInt(self.lazy.get().and_then(|g| g.next_id()))
     }
 
     /// The next id, as a decimal string. Throws as the module's `nextId()` does.
     #[napi(ts_return_type = "string")]
     pub fn next_id_string(&self) -> IdString {
-        IdString(self.generator.next_id())
+        IdString(self.lazy.get().and_then(|g| g.next_id()))
     }
 
     /// The next `count` ids in a new `BigInt64Array`, or, given a `BigInt64Array`, that array filled and returned.
@@ -56,7 +98,7 @@ impl Snowflake {
     /// 1048576 or such an array.
     #[napi(ts_return_type = "BigInt64Array")]
     pub fn next_ids(&self, env: Env, #[napi(ts_arg_type = "number | BigInt64Array")] count: Unknown) -> Result<Raw> {
-        next_ids_impl(env.raw(), || Ok(&self.generator), count.raw()).map(Raw)
+        next_ids_impl(env.raw(), || self.lazy.get(), count.raw()).map(Raw)
     }
 
     /// The next `count` ids as decimal strings, in order.
@@ -64,7 +106,7 @@ impl Snowflake {
     /// 1048576.
     #[napi(ts_return_type = "string[]")]
     pub fn next_id_strings(&self, env: Env, #[napi(ts_arg_type = "number")] count: Unknown) -> Result<Raw> {
-        next_id_strings_impl(env.raw(), || Ok(&self.generator), count.raw()).map(Raw)
+        next_id_strings_impl(env.raw(), || self.lazy.get(), count.raw()).map(Raw)
     }
 
     /// The fields of an id, read with this generator's layout and epoch.
@@ -72,7 +114,7 @@ impl Snowflake {
     #[napi]
     pub fn decode(&self, env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<DecodedId> {
         let id = read_id(env.raw(), id.raw(), "id")?;
-        Ok(decode_with(self.generator.layout(), id))
+        Ok(decode_with(&self.lazy.layout, id))
     }
 
     /// The Unix ms of an id's timestamp, read with this generator's layout and epoch.
@@ -80,7 +122,7 @@ impl Snowflake {
     #[napi]
     pub fn timestamp_of(&self, env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<f64> {
         let id = read_id(env.raw(), id.raw(), "id")?;
-        Ok(self.generator.layout().unix_ms_of(id) as f64)
+        Ok(self.lazy.layout.unix_ms_of(id) as f64)
     }
 
     /// The smallest id any generator with this layout and epoch can make in the ms `time`.
@@ -88,7 +130,7 @@ impl Snowflake {
     #[napi(ts_return_type = "bigint")]
     pub fn min_id_at(&self, env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
         let at = read_time(env.raw(), time.raw(), "time")?;
-        Ok(IdBigInt(self.generator.layout().min_id_at(at, "time")))
+        Ok(IdBigInt(self.lazy.layout.min_id_at(at, "time")))
     }
 
     /// The largest id any generator with this layout and epoch can make in the ms `time`.
@@ -96,19 +138,29 @@ impl Snowflake {
     #[napi(ts_return_type = "bigint")]
     pub fn max_id_at(&self, env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
         let at = read_time(env.raw(), time.raw(), "time")?;
-        Ok(IdBigInt(self.generator.layout().max_id_at(at, "time")))
+        Ok(IdBigInt(self.lazy.layout.max_id_at(at, "time")))
     }
 
-    /// This generator's effective configuration and where each value came from.
+    /// This generator's effective configuration and where each value came from. When the worker id comes from the
+    /// host lease, it starts the generator (taking the slot) to report it.
+    /// @throws {Error} as the first `nextId()` does, when it starts the generator.
     #[napi]
-    pub fn config(&self) -> SnowidConfig {
-        report(&self.config)
+    pub fn config(&self, env: Env) -> Result<SnowidConfig> {
+        let needs_slot = self.lazy.config.lock().worker_id.source == Source::Lease;
+        if needs_slot {
+            self.lazy.get().map_err(|e| raise(env.raw(), &e))?;
+        }
+        Ok(report(&self.lazy.config.lock()))
     }
 
-    /// The current lead and counters of this generator's state (shared with every generator of its identity).
+    /// The current lead and counters of this generator's state (shared with every generator of its identity); all
+    /// 0 before its first id.
     #[napi]
     pub fn stats(&self) -> SnowidStats {
-        stats_of(self.generator.snapshot())
+        match self.lazy.generator.get() {
+            Some(g) => stats_of(g.snapshot()),
+            None => stats_of(Snapshot { lead_ms: 0, clock_back: 0, stats: Default::default() }),
+        }
     }
 }
 
@@ -122,9 +174,10 @@ impl Snowflake {
 pub fn fence_snowflake(env: Env, target: &Snowflake, deadline: f64, mark: Option<f64>) -> Result<f64> {
     let ms = |n: f64, what: &str| time_arg(&OptionValue::Number(n), what).map_err(|e| raise(env.raw(), &e));
     let deadline = ms(deadline, "deadline")?;
+    let generator = target.lazy.get().map_err(|e| raise(env.raw(), &e))?;
     if let Some(mark) = mark {
-        target.generator.absorb_mark(ms(mark, "mark")?);
+        generator.absorb_mark(ms(mark, "mark")?);
     }
-    target.generator.set_deadline(deadline);
-    Ok(target.generator.last_ms() as f64)
+    generator.set_deadline(deadline);
+    Ok(generator.last_ms() as f64)
 }
