@@ -215,6 +215,31 @@ test('a Snowflake used only to read ids takes no slot: the lease is taken by its
   assert.equal(out.worker, 0, 'its first id took the lowest free slot, which the other process had given back')
 })
 
+test('two cluster primaries on one host: a worker whose slot the other took first moves on, and none dies', async () => {
+  const dir = freshLeaseDir()
+  const primary = () =>
+    new Promise((resolve) => {
+      const child = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'cluster-primary.js')], {
+        cwd: ROOT,
+        env: cleanEnv({ SNOWID_LEASE_DIR: dir, COUNT: '8', HOLD_MS: '3000' }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      let out = ''
+      let err = ''
+      child.stdout.on('data', (d) => (out += d))
+      child.stderr.on('data', (d) => (err += d))
+      child.on('exit', () => resolve({ out, err }))
+    })
+  const [a, b] = await Promise.all([primary(), primary()])
+  const ra = JSON.parse(a.out)
+  const rb = JSON.parse(b.out)
+  assert.equal(ra.died + rb.died, 0, `${a.err}${b.err}`)
+  const all = [...ra.slots, ...rb.slots]
+  assert.equal(new Set(all).size, 16, `16 distinct slots: ${ra.slots} / ${rb.slots}`)
+  assert.deepEqual(ra.listed, ra.slots, "workers() follows the workers to the slots they hold")
+  assert.deepEqual(rb.listed, rb.slots)
+})
+
 test('forged far-future marks: the automatic lease moves on; a configured slot still fails loudly', () => {
   const dir = freshLeaseDir()
   const far = Date.now() + 365 * 86_400_000

@@ -2,12 +2,19 @@
 
 // snowid/cluster: forks cluster workers, each with the lowest free SNOWID_WORKER_ID, and takes the slot back when
 // the worker exits, so a replacement reuses it. cluster.worker.id grows with every fork and is never used.
+//
+// Another primary on the host may pick the same free slot at the same moment. The workers are started with
+// SNOWID_WORKER_ID_IF_TAKEN=next: a worker whose slot another process took first moves on to the next free slot
+// instead of dying, and its lease file then names it there. fork() and workers() read those files, so this
+// primary's list follows its workers to the slots they hold.
 
 const cluster = require('node:cluster')
 const { workerSlots } = require('./index.js')
 
 /** Slots handed to this primary's live workers: workerId -> cluster Worker. */
 const assigned = new Map()
+/** The env of the last fork: where workers() looks for its workers' lease files. */
+let lastEnv = {}
 
 function isAlive(pid) {
   try {
@@ -30,6 +37,8 @@ function fork(env = {}) {
     throw fail(TypeError, 'ERR_SNOWID_INVALID_CONFIG', `env: expected an object, found ${env === null ? 'null' : typeof env}`)
   }
   const slots = workerSlots(env)
+  lastEnv = env
+  follow(slots.recorded)
   const total = 2 ** slots.workerBits
   // Slots a live process outside this primary's workers holds (the primary itself, or another service).
   const elsewhere = new Set(
@@ -37,10 +46,10 @@ function fork(env = {}) {
   )
   for (let workerId = 0; workerId < total; workerId++) {
     if (assigned.has(workerId) || elsewhere.has(workerId)) continue
-    const worker = cluster.fork({ ...env, SNOWID_WORKER_ID: String(workerId) })
+    const worker = cluster.fork({ ...env, SNOWID_WORKER_ID: String(workerId), SNOWID_WORKER_ID_IF_TAKEN: 'next' })
     assigned.set(workerId, worker)
     worker.once('exit', () => {
-      if (assigned.get(workerId) === worker) assigned.delete(workerId)
+      for (const [w, which] of assigned) if (which === worker) assigned.delete(w)
     })
     return worker
   }
@@ -52,8 +61,17 @@ function fork(env = {}) {
   )
 }
 
+/** Moves each of this primary's workers to the slot whose lease file names its pid, where that differs. */
+function follow(recorded) {
+  const slotOf = new Map(recorded.map((r) => [r.pid, r.workerId]))
+  const moved = [...assigned].map(([w, worker]) => [slotOf.get(worker.process.pid) ?? w, worker])
+  assigned.clear()
+  for (const [w, worker] of moved) assigned.set(w, worker)
+}
+
 /** The worker ids this primary's live workers hold, and their workers. */
 function workers() {
+  if (assigned.size > 0) follow(workerSlots(lastEnv).recorded)
   return new Map(assigned)
 }
 

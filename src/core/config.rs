@@ -165,6 +165,10 @@ pub struct Config {
     /// Whether (datacenterId, workerId) slots are leased on this host.
     pub lease: Sourced<bool>,
     pub lease_dir: Sourced<PathBuf>,
+    /// `SNOWID_WORKER_ID_IF_TAKEN=next`: a worker id from the environment that another process holds on this host
+    /// gives way to the automatic lease, starting at that slot, instead of failing. `snowid/cluster` sets it, so
+    /// that a worker two primaries both chose still starts.
+    pub move_on_if_taken: bool,
     pub layout: Layout,
 }
 
@@ -280,6 +284,18 @@ impl Resolver<'_> {
 }
 
 impl Resolver<'_> {
+    /// `SNOWID_WORKER_ID_IF_TAKEN`: `fail` (the default) or `next`.
+    fn if_taken(&self) -> Result<bool> {
+        const VAR: &str = "SNOWID_WORKER_ID_IF_TAKEN";
+        match self.find(&None, "", &[VAR])? {
+            None => Ok(false),
+            Some(Raw::Env(text, _)) if text == "fail" => Ok(false),
+            Some(Raw::Env(text, _)) if text == "next" => Ok(true),
+            Some(Raw::Env(text, _)) => Err(Error::range_error(Code::InvalidConfig, VAR, "'fail' or 'next'", &quote(&text))),
+            Some(Raw::Opt(..)) => Ok(false),
+        }
+    }
+
     fn lease(&self) -> Result<Sourced<bool>> {
         let expected = "'on' or 'off' (true or false as an option)";
         match self.find(&self.opts.lease, "lease", &["SNOWID_LEASE"])? {
@@ -531,6 +547,7 @@ impl Config {
             max_lead_ms,
             lease,
             lease_dir,
+            move_on_if_taken: r.if_taken()?,
             layout,
         })
     }

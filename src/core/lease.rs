@@ -567,13 +567,19 @@ impl LeaseDir {
     /// slot. A slot it cannot use (another user's file, a corrupt or special file, marks too far ahead) is skipped,
     /// and left as found.
     pub fn acquire_auto(&self, datacenter_id: u32, slots: u64, usable: &dyn Fn(&Record) -> bool) -> Result<Arc<Lease>> {
+        self.acquire_from(datacenter_id, slots, 0, usable)
+    }
+
+    /// As [`LeaseDir::acquire_auto`], trying the slots from `first` upwards, then from 0.
+    pub fn acquire_from(&self, datacenter_id: u32, slots: u64, first: u64, usable: &dyn Fn(&Record) -> bool) -> Result<Arc<Lease>> {
         let mut auto = auto_slots().lock();
         if let Some(&w) = auto.get(&(self.path.clone(), datacenter_id)) {
             return self.acquire(datacenter_id, w, "workerId");
         }
         let mut map = held().lock();
         let mut skipped = 0;
-        for w in 0..slots {
+        let first = first.min(slots);
+        for w in (first..slots).chain(0..first) {
             let w = w as u32;
             let key = (self.path.clone(), datacenter_id, w);
             if map.contains_key(&key) {

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use super::config::{Config, Source};
+use super::config::{Config, Source, Sourced};
+use super::error::Code;
 use super::error::Result;
 use super::generator::{Clock, SharedState, State, SystemClock};
 use super::layout::max_value;
@@ -26,18 +27,28 @@ pub fn bind_worker(config: &mut Config) -> Result<Option<Arc<Lease>>> {
     }
     let dir = lease_dir(config)?;
     let dc = config.datacenter_id.value;
+    // A slot whose marks the generator could not start past is skipped by the automatic lease, not failed on.
+    let settings = config.settings();
+    let clock_back = config.clock_back.value;
+    let now = SystemClock.now_ms();
+    let usable = |r: &super::lease::Record| State::usable(&settings, clock_back, &r.marks, now);
+    let slots = max_value(config.worker_bits.value) + 1;
     let lease = if config.worker_id.source == Source::Lease {
-        // A slot whose marks the generator could not start past is skipped, not failed on.
-        let settings = config.settings();
-        let clock_back = config.clock_back.value;
-        let now = SystemClock.now_ms();
-        let usable = |r: &super::lease::Record| State::usable(&settings, clock_back, &r.marks, now);
-        let lease = dir.acquire_auto(dc, max_value(config.worker_bits.value) + 1, &usable)?;
+        let lease = dir.acquire_auto(dc, slots, &usable)?;
         config.worker_id.value = lease.worker_id();
         lease
     } else {
         let what = format!("workerId (from {})", config.worker_id.source.as_str());
-        dir.acquire(dc, config.worker_id.value, &what)?
+        match dir.acquire(dc, config.worker_id.value, &what) {
+            Ok(lease) => lease,
+            // SNOWID_WORKER_ID_IF_TAKEN=next: the automatic lease from that slot on.
+            Err(e) if e.code() == Code::WorkerIdInUse && config.move_on_if_taken && config.worker_id.source == Source::Env => {
+                let lease = dir.acquire_from(dc, slots, u64::from(config.worker_id.value), &usable)?;
+                config.worker_id = Sourced { value: lease.worker_id(), source: Source::Lease };
+                lease
+            }
+            Err(e) => return Err(e),
+        }
     };
     Ok(Some(lease))
 }
