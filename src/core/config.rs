@@ -644,6 +644,15 @@ mod tests {
     }
 
     #[test]
+    fn a_taken_worker_id_may_give_way() {
+        assert!(!resolve_env(&[]).unwrap().move_on_if_taken);
+        assert!(resolve_env(&[("SNOWID_WORKER_ID_IF_TAKEN", "next")]).unwrap().move_on_if_taken);
+        assert!(!resolve_env(&[("SNOWID_WORKER_ID_IF_TAKEN", "fail")]).unwrap().move_on_if_taken);
+        let e = resolve_env(&[("SNOWID_WORKER_ID_IF_TAKEN", "skip")]).unwrap_err();
+        assert!(e.message().starts_with("SNOWID_WORKER_ID_IF_TAKEN: expected 'fail' or 'next'"), "{e}");
+    }
+
+    #[test]
     fn a_relative_lease_dir_is_refused() {
         for dir in ["leases", "./leases", "../x", "~/leases"] {
             let e = resolve_env(&[("SNOWID_LEASE_DIR", dir)]).unwrap_err();
