@@ -419,7 +419,14 @@ async function main() {
   const targets = await publishAll(registry)
   console.log(`test:package: published snowid ${PKG.version} with binaries for ${targets.join(', ')}`)
   const sysbin = systemBin()
-  for (const project of selected) await runProject(project, registry, sysbin, repeat)
+  // Bun makes a folder bun-node-<version> in the OS temp dir whatever TMPDIR says: one that this run made is removed.
+  const bunFolders = () => new Set(fs.readdirSync(os.tmpdir()).filter((name) => name.startsWith('bun-node-')))
+  const before = bunFolders()
+  try {
+    for (const project of selected) await runProject(project, registry, sysbin, repeat)
+  } finally {
+    for (const name of bunFolders()) if (!before.has(name)) fs.rmSync(path.join(os.tmpdir(), name), { recursive: true, force: true })
+  }
   console.log(`test:package: ${((Date.now() - started) / 1000).toFixed(0)} s`)
 }
 
