@@ -240,6 +240,31 @@ test('two cluster primaries on one host: a worker whose slot the other took firs
   assert.deepEqual(rb.listed, rb.slots)
 })
 
+const cleaner = ['systemd-tmpfiles', 'faketime'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0)
+
+test('an age-based tmp cleaner (systemd-tmpfiles) leaves a live process\'s lease files alone', async (t) => {
+  if (cleaner.length) {
+    t.diagnostic(`*** SKIPPED: ${cleaner.join(' and ')} not installed (apt-get install systemd faketime) ***`)
+    assert.ok(!process.env.CI, `${cleaner.join(' and ')} must be installed when CI is set`)
+    return t.skip(`${cleaner.join(' and ')} not installed`)
+  }
+  // The OS temp dir of the test, and a tmpfiles.d rule that removes anything in it older than 10 days; the cleaner
+  // runs 400 days in the future (faketime), so every file is that old.
+  const tmp = freshLeaseDir()
+  const rule = path.join(freshLeaseDir(), 'snowid-test.conf')
+  fs.writeFileSync(rule, `e ${tmp} - - - 10d\n`)
+  const clean = () => spawnSync('faketime', ['-f', '+400d', 'systemd-tmpfiles', '--clean', rule], { encoding: 'utf8' })
+  const file = path.join(tmp, 'snowid', 'dc0-worker0.lease')
+  const holder = streamer({ TMPDIR: tmp, SNOWID_LEASE_DIR: undefined })
+  assert.equal((await holder.ready()).error, null)
+  clean()
+  const whileHeld = fs.existsSync(file)
+  await holder.stop()
+  clean()
+  assert.equal(whileHeld, true, 'the lease file survives the cleaner while its process runs')
+  assert.equal(fs.existsSync(file), false, 'and is cleaned once no process holds a lease there')
+})
+
 test('forged far-future marks: the automatic lease moves on; a configured slot still fails loudly', () => {
   const dir = freshLeaseDir()
   const far = Date.now() + 365 * 86_400_000

@@ -447,6 +447,11 @@ impl LeaseDir {
                 ),
             ));
         }
+        // A shared BSD lock on the directory for as long as a lease in it is held: systemd-tmpfiles skips a
+        // directory another process has locked, so an age-based cleaner leaves a live process's lease files alone.
+        // Best effort: should a cleaner hold its lock at this very moment, a deleted file is re-made (see `still_ours`).
+        // SAFETY: `dir` is an open directory; flock has no other preconditions.
+        unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
         Ok(LeaseDir { path: path.to_path_buf(), dir: Arc::new(dir) })
     }
 
