@@ -45,15 +45,11 @@ function streamer(env, { user, cwd = ROOT } = {}) {
   }
 }
 
+/** Duplicates among lists of decimal ids, counted by sorting them all. */
 function duplicates(...lists) {
-  const seen = new Set()
+  const all = BigInt64Array.from(lists.flat(), BigInt).sort()
   let dups = 0
-  for (const list of lists) {
-    for (const id of list) {
-      if (seen.has(id)) dups++
-      seen.add(id)
-    }
-  }
+  for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) dups++
   return dups
 }
 
@@ -85,23 +81,25 @@ test('a held lease file deleted under a running process: 0 duplicates, and the h
   assert.ok(ra.ids.length > 1000)
 })
 
-test('a lease file deleted and taken by a newcomer before the holder looks: the holder stops, 0 duplicates', async () => {
+test('a lease file deleted under its holder: newcomers at once cannot take its slot, 0 duplicates', async () => {
   const dir = freshLeaseDir()
   const file = path.join(dir, 'dc0-worker0.lease')
-  // The holder issues one id and then goes idle, so it writes no mark until the newcomer is issuing.
   const a = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
   await a.ready()
   await sleep(200)
   fs.unlinkSync(file)
   const b = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
-  assert.deepEqual(await b.ready(), { workerId: 0, error: null })
+  const c = streamer({ SNOWID_LEASE_DIR: dir })
+  assert.deepEqual(await b.ready(), { workerId: null, error: 'ERR_SNOWID_WORKER_ID_IN_USE' })
+  assert.deepEqual(await c.ready(), { workerId: 1, error: null }, 'the automatic lease moves on to the next slot')
   await sleep(500)
-  const [ra, rb] = [await a.stop(), await b.stop()]
-  assert.equal(duplicates(ra.ids, rb.ids), 0, `${ra.ids.length} and ${rb.ids.length} ids`)
-  assert.ok(rb.ids.length > 1000)
+  const [ra, rb, rc] = [await a.stop(), await b.stop(), await c.stop()]
+  assert.deepEqual(ra.errors, {})
+  assert.equal(duplicates(ra.ids, rb.ids, rc.ids), 0, `${ra.ids.length} and ${rc.ids.length} ids`)
+  assert.ok(ra.ids.length > 1000 && rc.ids.length > 1000)
 })
 
-test('a lease file replaced by a rename under a running process: the holder stops with ERR_SNOWID_LEASE_LOST, 0 duplicates', async () => {
+test('a lease file replaced by a rename under a running process: the holder takes over the new file, 0 duplicates', async () => {
   const dir = freshLeaseDir()
   const file = path.join(dir, 'dc0-worker0.lease')
   const a = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
@@ -110,11 +108,34 @@ test('a lease file replaced by a rename under a running process: the holder stop
   fs.writeFileSync(path.join(dir, 'fresh'), '')
   fs.renameSync(path.join(dir, 'fresh'), file)
   const b = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
-  assert.deepEqual(await b.ready(), { workerId: 0, error: null })
+  assert.deepEqual(await b.ready(), { workerId: null, error: 'ERR_SNOWID_WORKER_ID_IN_USE' })
   await sleep(500)
   const [ra, rb] = [await a.stop(), await b.stop()]
-  assert.ok(ra.errors.ERR_SNOWID_LEASE_LOST > 0, JSON.stringify(ra.errors))
-  assert.equal(duplicates(ra.ids, rb.ids), 0, `${ra.ids.length} and ${rb.ids.length} ids`)
+  assert.deepEqual(ra.errors, {})
+  assert.equal(duplicates(ra.ids, rb.ids), 0)
+  assert.ok(fs.readFileSync(file, 'latin1').startsWith('snowid-lease v1 '), 'the holder writes its record in the new file')
+})
+
+const noFlock = spawnSync('sh', ['-c', 'command -v flock']).status !== 0 && 'flock (util-linux) not installed'
+
+test('a lease file replaced by one another process locks: the holder stops with ERR_SNOWID_LEASE_LOST', { skip: noFlock }, async () => {
+  // What a process in another network namespace, which the claims do not reach, would do.
+  const dir = freshLeaseDir()
+  const file = path.join(dir, 'dc0-worker0.lease')
+  const a = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
+  await a.ready()
+  const other = path.join(dir, 'other')
+  fs.writeFileSync(other, '')
+  const locker = spawn('flock', ['--exclusive', other, 'sleep', '30'], { stdio: 'ignore' })
+  try {
+    await sleep(300)
+    fs.renameSync(other, file)
+    await sleep(500)
+    const ra = await a.stop()
+    assert.ok(ra.errors.ERR_SNOWID_LEASE_LOST > 0, JSON.stringify(ra.errors))
+  } finally {
+    locker.kill()
+  }
 })
 
 test('special files and links never hang, never get followed, and are left as found', async () => {
@@ -142,9 +163,11 @@ test('special files and links never hang, never get followed, and are left as fo
   // The automatic lease skips them all.
   const auto = probe({ SNOWID_LEASE_DIR: dir })
   assert.equal(auto.decoded?.workerId, 4, JSON.stringify(auto))
-  // workerSlots reads the directory without hanging on the FIFO.
+  // workerSlots reads the directory without hanging on the FIFO, and names no process that does not hold a slot: the
+  // automatic process wrote its file and has exited.
   const { workerSlots } = require('..')
-  assert.deepEqual(workerSlots({ SNOWID_LEASE_DIR: dir }).recorded.map((r) => r.workerId), [4], 'only the lease file the automatic process wrote')
+  assert.ok(fs.existsSync(path.join(dir, 'dc0-worker4.lease')))
+  assert.deepEqual(workerSlots({ SNOWID_LEASE_DIR: dir }).recorded, [])
   assert.equal(fs.readFileSync(outside, 'utf8'), '', 'nothing was written through the link')
   assert.equal(fs.statSync(path.join(dir, 'dc0-worker0.lease')).isFIFO(), true)
 })

@@ -408,6 +408,8 @@ impl<C: Clock> Generator<C> {
             let Some(t) = now.checked_sub(self.epoch) else {
                 return Err(self.before_epoch(now));
             };
+            // `moved`: a step back under `Bits` moves to this clockBack value, once its mark is stored.
+            let mut moved = None;
             let (ts, seq) = if t > st.last {
                 if t > self.max_timestamp {
                     return Err(self.exhausted(now));
@@ -437,13 +439,10 @@ impl<C: Clock> Generator<C> {
                 let behind = st.last - t;
                 match self.settings.policy {
                     ClockBackPolicy::Bits => {
-                        let c = self.free_clock_back(st, now, behind)?;
                         // The new clockBack value has issued nothing at or after this time, here or (per the
-                        // earlier holders' marks) before this process took the slot.
-                        st.clock_back = c;
-                        // No mark covers the new value yet; `persist` writes one (or, with no store, none).
-                        st.reserved_until = 0;
-                        st.stats.clock_back_events += 1;
+                        // earlier holders' marks) before this process took the slot. It is taken only once a mark
+                        // for it is stored, so a failed write spends no clockBack value.
+                        moved = Some(self.free_clock_back(st, now, behind)?);
                         (t, 0)
                     }
                     ClockBackPolicy::Wait => {
@@ -468,8 +467,13 @@ impl<C: Clock> Generator<C> {
                 }
             };
             let unix = ts + self.epoch;
-            if unix > st.reserved_until {
-                self.persist(st, unix, now)?;
+            if let Some(c) = moved {
+                // No mark covers the new value yet; `persist` writes one (or, with no store, none).
+                self.persist(st, c, unix, now)?;
+                st.clock_back = c;
+                st.stats.clock_back_events += 1;
+            } else if unix > st.reserved_until {
+                self.persist(st, st.clock_back, unix, now)?;
             }
             let n = want.min(self.max_sequence + 1 - seq);
             st.last = ts;
@@ -478,13 +482,15 @@ impl<C: Clock> Generator<C> {
         }
     }
 
-    /// Stores a new mark past `unix` before an id at `unix` is issued.
+    /// Stores a new mark for `clock_back` past `unix` before an id at `unix` is issued under it.
     #[cold]
-    fn persist(&self, st: &mut State, unix: u64, now: u64) -> Result<()> {
+    fn persist(&self, st: &mut State, clock_back: u32, unix: u64, now: u64) -> Result<()> {
         match &st.store {
             Some(store) => {
-                let until = unix + MARK_WINDOW_MS + st.tolerance;
-                store.reserve(st.clock_back, until, now)?;
+                // One window of id time past this id, lead or not: a holder at the edge of its lead writes as often
+                // as one that is not, so a deleted file is made again within a window (see `Lease::locate`).
+                let until = unix + MARK_WINDOW_MS;
+                store.reserve(clock_back, until, now)?;
                 st.reserved_until = until;
                 st.stats.mark_writes += 1;
             }
@@ -1071,6 +1077,24 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_failed_mark_write_spends_no_clock_back_value() {
+        let (clock, store, g) = with_store(0);
+        let first = fields(&g, g.next_id().unwrap());
+        assert_eq!(first.clock_back, 0);
+        clock.set(NOW - 1_000);
+        store.fail.store(true, Ordering::SeqCst);
+        for _ in 0..5 {
+            assert!(g.next_id().is_err(), "no id without a stored mark");
+        }
+        assert_eq!(g.snapshot().clock_back, 0, "the failed writes moved nothing");
+        store.fail.store(false, Ordering::SeqCst);
+        let after = fields(&g, g.next_id().unwrap());
+        assert_eq!(after.clock_back, 1, "the next free value, not one past the failed attempts");
+        assert_eq!(store.writes.lock().last(), Some(&(1, NOW - 1_000 + MARK_WINDOW_MS)));
+        assert_eq!(g.snapshot().stats.clock_back_events, 1);
+    }
+
+    #[test]
     fn marks_cover_the_lead() {
         let (clock, store, g) = with_store(200);
         let mut max_ts = 0;
@@ -1080,7 +1104,22 @@ pub(crate) mod tests {
         assert_eq!(max_ts, NOW + 149, "borrowed 149 ms ahead");
         let marked = store.writes.lock().iter().map(|w| w.1).max().unwrap();
         assert!(marked >= max_ts, "mark {marked} covers the last borrowed id at {max_ts}");
-        assert!(marked >= clock.get() + 200, "mark {marked} reaches the whole lead past the clock");
+        // At the edge of the lead, a mark per window of id time, as without a lead.
+        clock.set(NOW + 1_000);
+        for _ in 0..201 * 4096 {
+            g.next_id().unwrap();
+        }
+        assert_eq!(g.snapshot().lead_ms, 200);
+        let writes = store.writes.lock().len();
+        for ms in 1..=1_000 {
+            clock.set(NOW + 1_000 + ms);
+            for _ in 0..4096 {
+                g.next_id().unwrap();
+            }
+        }
+        assert_eq!(g.snapshot().lead_ms, 200);
+        let n = store.writes.lock().len() - writes;
+        assert!((9..=10).contains(&n), "1 s of ids at the edge of a 200 ms lead: a write per 100 ms window, found {n}");
     }
 
     fn resume_with(

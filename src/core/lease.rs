@@ -1,8 +1,12 @@
 //! Host-local leases of (datacenterId, workerId) slots, and the high-water marks stored with them.
 //!
-//! Each slot is a file `dc<D>-worker<W>.lease` in the lease directory. A process holds its slot with an exclusive,
-//! non-blocking `flock` on that file for its whole life, so the OS frees the slot when the process exits or is
-//! killed. `worker_threads` share their process's leases.
+//! Each slot is a file `dc<D>-worker<W>.lease` in the lease directory. A process takes a slot when it has bound the
+//! slot's two claims ([`super::claim`]: abstract sockets named after the directory's configured path and after its
+//! inode) and an exclusive, non-blocking `flock` on the file, and holds all three for its whole life. The kernel
+//! frees them when the process exits or is killed. No file operation frees a claim, so while a process lives no
+//! other process in its network namespace can take its slot, whatever happens to the file or the directory; the
+//! file's lock also reaches processes in other network namespaces, for as long as the file is left alone. The file
+//! keeps the slot's marks, for the holders that come after. `worker_threads` share their process's leases.
 //!
 //! ## The file (version 1)
 //!
@@ -35,6 +39,8 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
+use super::claim::{self, Claim};
+use super::generator::{Clock, SystemClock};
 use super::error::{quote_path, Class, Code, Error, Result};
 
 pub const RECORD_SIZE: usize = 1024;
@@ -135,7 +141,7 @@ fn dir_problem(dir: &Path, found: &str) -> Error {
         Class::Error,
         format!(
             "lease directory {}: expected a directory this process can create and lock files in, found {found}. Set \
-             SNOWID_LEASE_DIR to a usable directory, or SNOWID_LEASE=off with an explicit SNOWID_WORKER_ID",
+             SNOWID_LEASE_DIR to another, or SNOWID_LEASE=off with SNOWID_WORKER_ID",
             quote_path(dir)
         ),
     )
@@ -144,11 +150,6 @@ fn dir_problem(dir: &Path, found: &str) -> Error {
 /// The most slots one process holds at once (one open file each), so that generators of many identities cannot
 /// use up the process's file descriptors.
 pub const MAX_HELD: usize = 1024;
-
-/// The longest a newcomer waits before it uses a slot: a holder that still runs on a file the newcomer can no longer
-/// see (deleted or replaced) notices at its next mark write, so it issues ids at most this far past its last check,
-/// plus its lead.
-pub const TAKEOVER_WAIT_MS: u64 = super::generator::MARK_WINDOW_MS;
 
 /// The (device, inode) of a file: what a path must still lead to for its holder to go on.
 fn identity(m: &std::fs::Metadata) -> (u64, u64) {
@@ -208,19 +209,39 @@ fn read_records(file: &File) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// The open file of a lease and its record, changed together.
+/// Where a lease's marks are written, and the record written last, changed together.
 #[derive(Debug)]
 struct Held {
+    /// The directory the slot file was last found in, at the configured path.
+    dir: Arc<File>,
+    /// The locked slot file at the configured path: marks are written here.
     file: File,
+    /// Slot files this holder took before its directory was moved or replaced, still locked and written to, so that
+    /// whoever reaches one of them after this process exits finds every mark.
+    earlier: Vec<File>,
+    /// The claims that make the slot this process's while it lives (see [`super::claim`]). Never released.
+    claims: Vec<Claim>,
     record: Record,
 }
 
 /// A slot this process holds, with its record.
+///
+/// The slot is this process's for its whole life: its claims are bound before it takes the slot and are freed only
+/// by its exit, whatever happens to the files. At every mark write it finds the slot file again from the configured
+/// path, as a newcomer would, so that its marks are where the next holder will look:
+/// - the same file: the mark is written there;
+/// - no file, or an unlocked file with no mark ahead of the clock (the file or directory deleted, moved, replaced,
+///   mounted over, or reached through a switched link): it takes that file, writes its record there, and goes on;
+/// - anything else (a file another process locked, another user's file, marks ahead of the clock, a path it cannot
+///   use): it stops with `ERR_SNOWID_LEASE_LOST`, because it cannot be sure whose ids those are.
 #[derive(Debug)]
 pub struct Lease {
-    dir: Arc<File>,
+    /// The lease directory as configured.
+    dir_path: PathBuf,
+    sharing: Sharing,
     name: CString,
     path: PathBuf,
+    datacenter_id: u32,
     worker_id: u32,
     /// The record as found when the slot was taken: the earlier holders' marks.
     previous: Record,
@@ -244,7 +265,7 @@ impl Lease {
     /// Records that ids under `clock_back` may be issued up to Unix ms `until`, dropping marks before `now`, and
     /// writes the record before returning. The caller issues no id past the old mark unless this succeeded.
     pub fn reserve(&self, clock_back: u32, until: u64, now: u64) -> Result<()> {
-        self.advance(|next| {
+        self.advance(now, |next| {
             let kept = until.max(next.mark(clock_back));
             next.marks.retain(|(c, m)| *m >= now && *c != clock_back);
             next.marks.push((clock_back, kept));
@@ -264,38 +285,97 @@ impl Lease {
         })
     }
 
-    /// Writes the next version of the record: the current one changed by `edit`, naming this process as holder.
-    /// First checks that the slot's path still leads to the file this process locked.
-    fn advance(&self, edit: impl FnOnce(&mut Record) -> Result<()>) -> Result<()> {
+    /// Writes the next version of the record: the current one changed by `edit`, naming this process as holder,
+    /// to the slot file the configured path leads to now (see [`Lease::locate`]).
+    fn advance(&self, now: u64, edit: impl FnOnce(&mut Record) -> Result<()>) -> Result<()> {
         let mut held = self.held.lock();
+        self.advance_held(&mut held, now, edit)
+    }
+
+    fn advance_held(&self, held: &mut Held, now: u64, edit: impl FnOnce(&mut Record) -> Result<()>) -> Result<()> {
         let mut next = held.record.clone();
         next.seq += 1;
         next.pid = std::process::id();
         edit(&mut next)?;
-        self.still_ours(&mut held)?;
+        self.locate(held, now)?;
         self.write(&held.file, &next)?;
+        // Best effort: a file of a directory moved away is no longer where this slot is found.
+        for file in &held.earlier {
+            let _ = self.write(file, &next);
+        }
         held.record = next;
         Ok(())
     }
 
-    /// Checks that the slot's path leads to the locked file. When the file was deleted (a tmp cleaner, a person),
-    /// it is made again, locked and written, so that no newcomer can take the slot; when another file is there (a
-    /// rename, or a newcomer's), the slot is lost.
-    fn still_ours(&self, held: &mut Held) -> Result<()> {
-        let mine = held.file.metadata().map_err(|e| self.file_error("checking", &e))?;
-        match fstatat(&self.dir, &self.name) {
-            Ok(now) if identity(&now) == identity(&mine) => Ok(()),
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                let file = open_at(&self.dir, &self.name, libc::O_RDWR | libc::O_CREAT | libc::O_EXCL)
-                    .map_err(|e| self.lost(&format!("it was deleted, and making it again failed: {e}")))?;
-                file.try_lock().map_err(|_| self.lost("it was deleted, and another process took the slot"))?;
-                self.write(&file, &held.record)?;
-                held.file = file;
-                Ok(())
-            }
-            Ok(_) => Err(self.lost("another file is there now (it was replaced or renamed)")),
-            Err(e) => Err(self.file_error("checking", &e)),
+    /// Off the id path: while the record's marks reach past the clock (the only time they constrain anyone), puts
+    /// them back where newcomers look when the configured path no longer leads to this holder's file, so that a
+    /// file or directory deleted or moved under an idle holder does not take them away should it exit next. An error
+    /// is left for the next mark write to report.
+    fn repair(&self, now: u64) {
+        let mut held = self.held.lock();
+        if !held.record.marks.iter().any(|(_, m)| *m >= now) {
+            return;
         }
+        let mine = held.file.metadata().ok().map(|m| identity(&m));
+        let there = std::fs::symlink_metadata(&self.path).ok().map(|m| identity(&m));
+        if mine.is_some() && mine == there {
+            return;
+        }
+        let _ = self.advance_held(&mut held, now, |_| Ok(()));
+    }
+
+    /// Makes `held.file` the slot file the configured path leads to now, taking it over when it is another file
+    /// that no process holds and that reserves nothing ahead of the clock; the directory is made again when missing.
+    fn locate(&self, held: &mut Held, now: u64) -> Result<()> {
+        let dir = LeaseDir::open(&self.dir_path, self.sharing).map_err(|e| self.lost(&format!("its directory cannot be used: {}", e.message())))?;
+        let there = match fstatat(&dir.dir, &self.name) {
+            Ok(m) => Some(identity(&m)),
+            Err(e) if e.kind() == ErrorKind::NotFound => None,
+            Err(e) => return Err(self.file_error("checking", &e)),
+        };
+        let mine = held.file.metadata().map_err(|e| self.file_error("checking", &e))?;
+        if there == Some(identity(&mine)) {
+            return Ok(());
+        }
+        // The directory moved back: one of this holder's own earlier files is there again.
+        if let Some(i) = held.earlier.iter().position(|f| f.metadata().ok().map(|m| identity(&m)) == there) {
+            let file = held.earlier.swap_remove(i);
+            held.earlier.push(std::mem::replace(&mut held.file, file));
+            held.dir = dir.dir;
+            return Ok(());
+        }
+        if dir.id != dir_identity(&held.dir) {
+            let name = claim::inode_name(dir.id.0, dir.id.1, self.datacenter_id, self.worker_id);
+            match Claim::take(&name) {
+                Ok(Some(c)) => held.claims.push(c),
+                Ok(None) => return Err(self.lost("another process holds the slot in the directory now at that path")),
+                Err(e) => return Err(self.file_error("claiming", &e)),
+            }
+        }
+        let file = open_at(&dir.dir, &self.name, libc::O_RDWR | libc::O_CREAT)
+            .map_err(|e| self.lost(&format!("another file is there that it cannot open ({e})")))?;
+        let m = file.metadata().map_err(|e| self.file_error("checking", &e))?;
+        check_slot_file(&m, &self.path).map_err(|_| self.lost("another file is there that is not a lease file"))?;
+        // SAFETY: geteuid has no preconditions.
+        if m.uid() != unsafe { libc::geteuid() } {
+            return Err(self.lost("another user's file is there"));
+        }
+        file.try_lock().map_err(|_| self.lost("another file is there, locked by another process"))?;
+        let bytes = read_records(&file).map_err(|e| self.file_error("reading", &e))?;
+        match read_file(&bytes, &self.path) {
+            Ok(Some(r)) if r.marks.iter().any(|(_, m)| *m >= now) => {
+                return Err(self.lost("another file is there, with marks ahead of the clock"));
+            }
+            Ok(_) => {}
+            Err(_) => return Err(self.lost("another file is there that is not a lease record")),
+        }
+        let old = std::mem::replace(&mut held.file, file);
+        // A deleted file is found by no one: only a file still in some directory is worth writing to.
+        if mine.nlink() > 0 {
+            held.earlier.push(old);
+        }
+        held.dir = dir.dir;
+        Ok(())
     }
 
     fn lost(&self, why: &str) -> Error {
@@ -303,8 +383,8 @@ impl Lease {
             Code::LeaseLost,
             Class::Error,
             format!(
-                "lease file {}: expected it to be the file this process locked, found that {why}; this process issues \
-                 no more ids on datacenterId/workerId slot {} of it",
+                "lease file {}: expected the file this process locked, found that {why}; it issues no more ids on workerId \
+                 {} (restart it to take a slot again)",
                 quote_path(&self.path),
                 self.worker_id
             ),
@@ -326,6 +406,11 @@ impl Lease {
         let offset = (rec.seq % 2) * RECORD_SIZE as u64;
         file.write_all_at(&bytes, offset).map_err(|e| self.file_error("writing", &e))
     }
+}
+
+/// The (device, inode) of an open directory, or (0, 0) when it cannot be read (then it matches no other).
+fn dir_identity(dir: &File) -> (u64, u64) {
+    dir.metadata().map(|m| identity(&m)).unwrap_or((0, 0))
 }
 
 /// `fstatat` of `name` in `dir`, without following a link.
@@ -351,7 +436,10 @@ fn open_at(dir: &File, name: &CStr, flags: libc::c_int) -> std::io::Result<File>
 /// Where leases live, and the leases this process holds there.
 pub struct LeaseDir {
     path: PathBuf,
+    sharing: Sharing,
     dir: Arc<File>,
+    /// The directory's (device, inode).
+    id: (u64, u64),
 }
 
 /// The leases this process holds, by (directory, datacenterId, workerId). Kept for the life of the process.
@@ -360,6 +448,27 @@ type HeldMap = Mutex<HashMap<(PathBuf, u32, u32), Arc<Lease>>>;
 fn held() -> &'static HeldMap {
     static HELD: OnceLock<HeldMap> = OnceLock::new();
     HELD.get_or_init(Default::default)
+}
+
+/// How often the repair thread looks at the leases whose marks reach past the clock.
+pub const REPAIR_EVERY_MS: u64 = 10;
+
+/// Starts, once per process, the thread that calls [`Lease::repair`] on every lease held. It holds no lock while it
+/// sleeps and keeps no event loop alive.
+fn start_repairs() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let spawned = std::thread::Builder::new().name("snowid-lease".into()).spawn(|| loop {
+            std::thread::sleep(std::time::Duration::from_millis(REPAIR_EVERY_MS));
+            let leases: Vec<Arc<Lease>> = held().lock().values().cloned().collect();
+            let now = SystemClock.now_ms();
+            for lease in leases {
+                lease.repair(now);
+            }
+        });
+        // Without the thread, marks are still put back at the holder's next mark write.
+        drop(spawned);
+    });
 }
 
 fn auto_slots() -> &'static Mutex<HashMap<(PathBuf, u32), u32>> {
@@ -429,8 +538,8 @@ impl LeaseDir {
             return Err(dir_problem(
                 path,
                 &format!(
-                    "mode {:o}: others may write to it but it is not sticky, so they could replace this process's lease \
-                     files. Run chmod 700 on it (private) or chmod 1777 (shared)",
+                    "mode {:o}: others may write to it but it is not sticky, so they could replace this process's \
+                     files (chmod 700 or 1777)",
                     m.mode() & 0o7777
                 ),
             ));
@@ -440,8 +549,7 @@ impl LeaseDir {
                 path,
                 &format!(
                     "that it belongs to uid {} and is not sticky (mode {:o}), so its owner could replace this process's \
-                     lease files. Use a directory of your own (SNOWID_LEASE_DIR), or have it made sticky (chmod 1777) if \
-                     it is meant to be shared",
+                     files (chmod 1777 shares it)",
                     m.uid(),
                     m.mode() & 0o7777
                 ),
@@ -452,7 +560,7 @@ impl LeaseDir {
         // Best effort: should a cleaner hold its lock at this very moment, a deleted file is re-made (see `still_ours`).
         // SAFETY: `dir` is an open directory; flock has no other preconditions.
         unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
-        Ok(LeaseDir { path: path.to_path_buf(), dir: Arc::new(dir) })
+        Ok(LeaseDir { path: path.to_path_buf(), sharing, dir: Arc::new(dir), id: identity(&m) })
     }
 
     fn slot_name(datacenter_id: u32, worker_id: u32) -> String {
@@ -493,16 +601,30 @@ impl LeaseDir {
         }
     }
 
+    /// Binds the slot's claim `name`: `None` when another process holds it.
+    fn claim(&self, name: &str) -> Result<Option<Claim>> {
+        Claim::take(name).map_err(|e| dir_error(&self.path, "claiming a slot", &e))
+    }
+
+    /// Tries to take the slot: its two claims first (the rule that keeps it to one live process, whatever happens
+    /// to the files), then its file's lock (which also reaches processes in other network namespaces).
     fn attempt(&self, datacenter_id: u32, worker_id: u32) -> Result<Attempt> {
         let path = self.slot_path(datacenter_id, worker_id);
         let name = CString::new(Self::slot_name(datacenter_id, worker_id)).map_err(|_| dir_problem(&self.path, "a slot name with a NUL"))?;
+        let held_by = |file: Option<&File>| {
+            let file = file.map(|f| f.try_clone()).or_else(|| Some(open_at(&self.dir, &name, libc::O_RDONLY)))?.ok()?;
+            read_records(&file).ok().and_then(|b| read_file(&b, &path).ok().flatten()).map(|r| r.pid)
+        };
+        let Some(by_path) = self.claim(&claim::path_name(&self.path, datacenter_id, worker_id))? else {
+            return Ok(Attempt::Held(held_by(None)));
+        };
+        let Some(by_inode) = self.claim(&claim::inode_name(self.id.0, self.id.1, datacenter_id, worker_id))? else {
+            return Ok(Attempt::Held(held_by(None)));
+        };
         let (file, ours) = self.open_slot(&name, &path)?;
         match file.try_lock() {
             Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                let pid = read_records(&file).ok().and_then(|b| read_file(&b, &path).ok().flatten()).map(|r| r.pid);
-                return Ok(Attempt::Held(pid));
-            }
+            Err(TryLockError::WouldBlock) => return Ok(Attempt::Held(held_by(Some(&file)))),
             Err(TryLockError::Error(e)) => return Err(dir_error(&self.path, &format!("locking {}", quote_path(&path)), &e)),
         }
         if !ours {
@@ -512,15 +634,23 @@ impl LeaseDir {
         let bytes = read_records(&file).map_err(|e| dir_error(&self.path, &format!("reading {}", quote_path(&path)), &e))?;
         let previous = read_file(&bytes, &path)?.unwrap_or_default();
         let lease = Lease {
-            dir: Arc::clone(&self.dir),
+            dir_path: self.path.clone(),
+            sharing: self.sharing,
             name,
             path,
+            datacenter_id,
             worker_id,
-            held: Mutex::new(Held { file, record: previous.clone() }),
+            held: Mutex::new(Held {
+                dir: Arc::clone(&self.dir),
+                file,
+                earlier: Vec::new(),
+                claims: vec![by_path, by_inode],
+                record: previous.clone(),
+            }),
             previous,
         };
         // Name this process as the holder at once, keeping the earlier marks.
-        lease.advance(|_| Ok(()))?;
+        lease.advance(SystemClock.now_ms(), |_| Ok(()))?;
         Ok(Attempt::Taken(lease))
     }
 
@@ -552,7 +682,10 @@ impl LeaseDir {
         }
         Self::check_room(map.len())?;
         let holder = match self.attempt(datacenter_id, worker_id)? {
-            Attempt::Taken(lease) => return Ok(Arc::clone(map.entry(key).or_insert(Arc::new(lease)))),
+            Attempt::Taken(lease) => {
+                start_repairs();
+                return Ok(Arc::clone(map.entry(key).or_insert(Arc::new(lease))));
+            }
             Attempt::Held(pid) => pid.map_or("another process".to_string(), |p| format!("pid {p}")),
             Attempt::Foreign(uid) => format!("the user with uid {uid}, whose file it is"),
         };
@@ -593,6 +726,7 @@ impl LeaseDir {
             Self::check_room(map.len())?;
             match self.attempt(datacenter_id, w) {
                 Ok(Attempt::Taken(lease)) if usable(&lease.previous) => {
+                    start_repairs();
                     auto.insert((self.path.clone(), datacenter_id), w);
                     return Ok(Arc::clone(map.entry(key).or_insert(Arc::new(lease))));
                 }
@@ -614,12 +748,14 @@ impl LeaseDir {
         ))
     }
 
-    /// The (workerId, pid) of every slot of `datacenter_id` whose file names a process, whether or not it still
-    /// runs, sorted by workerId, without taking any lock. Files that cannot be read, or are not regular files of a
-    /// lease's size, are left out.
+    /// The (workerId, pid) of every slot of `datacenter_id` held by a live process, sorted by workerId, without
+    /// taking any lock: the pid its file names, where that process holds the file's lock (on Linux, as
+    /// `/proc/locks` shows; elsewhere the file's word is taken). Files that cannot be read, or are not regular files
+    /// of a lease's size, are left out.
     pub fn recorded(&self, datacenter_id: u32) -> Result<Vec<(u32, u32)>> {
         let prefix = format!("dc{datacenter_id}-worker");
         let entries = std::fs::read_dir(&self.path).map_err(|e| dir_error(&self.path, "listing it", &e))?;
+        let locks = flock_holders();
         let mut out = Vec::new();
         for entry in entries.flatten() {
             let name = entry.file_name();
@@ -633,18 +769,63 @@ impl LeaseDir {
             };
             let path = entry.path();
             let Ok(cname) = CString::new(name.as_bytes()) else { continue };
-            let record = open_at(&self.dir, &cname, libc::O_RDONLY)
+            let Some((file, m)) = open_at(&self.dir, &cname, libc::O_RDONLY)
                 .ok()
-                .filter(|f| f.metadata().map(|m| check_slot_file(&m, &path).is_ok()).unwrap_or(false))
-                .and_then(|f| read_records(&f).ok())
-                .and_then(|b| read_file(&b, &path).ok().flatten());
+                .and_then(|f| f.metadata().ok().map(|m| (f, m)))
+                .filter(|(_, m)| check_slot_file(m, &path).is_ok())
+            else {
+                continue;
+            };
+            let record = read_records(&file).ok().and_then(|b| read_file(&b, &path).ok().flatten());
             if let Some(r) = record {
-                out.push((worker, r.pid));
+                let holds = locks.as_ref().map_or(true, |l| l.contains(&FlockHolder::of(r.pid, &m)));
+                if holds {
+                    out.push((worker, r.pid));
+                }
             }
         }
         out.sort_unstable();
         Ok(out)
     }
+}
+
+/// A process holding an exclusive `flock` on a file, as `/proc/locks` names them: pid, device, inode.
+#[derive(Debug, PartialEq, Eq)]
+struct FlockHolder {
+    pid: u32,
+    major: u64,
+    minor: u64,
+    ino: u64,
+}
+
+impl FlockHolder {
+    fn of(pid: u32, m: &std::fs::Metadata) -> FlockHolder {
+        let dev = m.dev();
+        FlockHolder { pid, major: libc::major(dev) as u64, minor: libc::minor(dev) as u64, ino: m.ino() }
+    }
+
+    /// One line of `/proc/locks`, such as `3: FLOCK  ADVISORY  WRITE 4242 08:01:131 0 EOF`, when it is a granted
+    /// exclusive flock (blocked requests, marked `->`, are not).
+    fn parse(line: &str) -> Option<FlockHolder> {
+        let mut words = line.split_whitespace().skip(1);
+        if (words.next()?, words.next()?, words.next()?) != ("FLOCK", "ADVISORY", "WRITE") {
+            return None;
+        }
+        let pid = words.next()?.parse().ok()?;
+        let mut dev = words.next()?.split(':');
+        let major = u64::from_str_radix(dev.next()?, 16).ok()?;
+        let minor = u64::from_str_radix(dev.next()?, 16).ok()?;
+        let ino = dev.next()?.parse().ok()?;
+        Some(FlockHolder { pid, major, minor, ino })
+    }
+}
+
+/// Every granted exclusive flock on the host, or `None` where `/proc/locks` cannot be read. Read bounded.
+fn flock_holders() -> Option<Vec<FlockHolder>> {
+    use std::io::Read;
+    let mut text = String::new();
+    File::open("/proc/locks").ok()?.take(16 << 20).read_to_string(&mut text).ok()?;
+    Some(text.lines().filter_map(FlockHolder::parse).collect())
 }
 
 #[cfg(test)]
@@ -806,21 +987,117 @@ mod tests {
         }
     }
 
+    fn marks_at(path: &Path) -> Vec<(u32, u64)> {
+        read_file(&std::fs::read(path).unwrap(), path).unwrap().unwrap().marks
+    }
+
     #[test]
-    fn a_deleted_file_is_made_again_and_a_replaced_one_loses_the_slot() {
+    fn a_slot_stays_held_whatever_happens_to_its_file() {
         let t = TempDir::new("deleted");
         let dir = private(&t);
         let lease = dir.acquire(7, 1, "workerId").unwrap();
         lease.reserve(0, 5_000, 1_000).unwrap();
         std::fs::remove_file(lease.path()).unwrap();
+        // Before the holder writes again, nothing at the path: a newcomer still cannot take the slot.
+        let newcomer = private(&t);
+        assert!(matches!(newcomer.attempt(7, 1).unwrap(), Attempt::Held(_)));
+        assert!(!lease.path().exists(), "and it left no file");
         lease.reserve(0, 6_000, 1_000).unwrap();
-        let r = read_file(&std::fs::read(lease.path()).unwrap(), lease.path()).unwrap().unwrap();
-        assert_eq!(r.marks, vec![(0, 6_000)], "the file is back, with the marks");
-        assert!(matches!(dir.attempt(7, 1).unwrap(), Attempt::Held(_)), "and locked");
+        assert_eq!(marks_at(lease.path()), vec![(0, 6_000)], "the file is back, with the marks");
+        // Replaced by a file no one holds, with no mark ahead: taken over, and the marks written there.
         std::fs::write(t.join("other"), b"").unwrap();
         std::fs::rename(t.join("other"), lease.path()).unwrap();
-        let e = lease.reserve(0, 7_000, 1_000).unwrap_err();
-        assert_eq!(e.code(), Code::LeaseLost, "{e}");
+        lease.reserve(0, 7_000, 1_000).unwrap();
+        assert_eq!(marks_at(lease.path()), vec![(0, 7_000)]);
+        assert!(matches!(newcomer.attempt(7, 1).unwrap(), Attempt::Held(_)));
+    }
+
+    #[test]
+    fn an_idle_holder_puts_back_marks_that_reach_past_the_clock() {
+        let t = TempDir::new("repair");
+        std::fs::create_dir_all(&t.0).unwrap();
+        let path = t.join("lease");
+        let dir = LeaseDir::open(&path, Sharing::Private).unwrap();
+        let lease = dir.acquire(4, 4, "workerId").unwrap();
+        let now = SystemClock.now_ms();
+        lease.reserve(0, now + 600, now).unwrap();
+        let file = path.join("dc4-worker4.lease");
+        std::fs::remove_dir_all(&path).unwrap();
+        // No id is issued: the repair thread alone puts the directory and the marks back.
+        let back = (0..200).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(REPAIR_EVERY_MS));
+            std::fs::read(&file).ok().and_then(|b| read_file(&b, &file).ok().flatten()).is_some()
+        });
+        assert!(back, "marks back within 2 s");
+        assert_eq!(marks_at(&file), vec![(0, now + 600)]);
+        // Once the marks are past, nothing is put back: a removed directory stays removed.
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        std::fs::remove_dir_all(&path).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(10 * REPAIR_EVERY_MS));
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_file_it_cannot_be_sure_of_stops_the_holder() {
+        let t = TempDir::new("unsure");
+        let dir = private(&t);
+        let lease = dir.acquire(7, 2, "workerId").unwrap();
+        lease.reserve(0, 5_000, 1_000).unwrap();
+        // Marks ahead of the clock: another holder's ids may reach there.
+        let ahead = Record { seq: 3, pid: 1, marks: vec![(1, 9_000)] }.encode().unwrap();
+        std::fs::write(t.join("ahead"), ahead).unwrap();
+        std::fs::rename(t.join("ahead"), lease.path()).unwrap();
+        assert_eq!(lease.reserve(0, 6_000, 1_000).unwrap_err().code(), Code::LeaseLost);
+        // Locked by another open file (as a process in another network namespace would hold it).
+        let lease = dir.acquire(7, 3, "workerId").unwrap();
+        std::fs::write(t.join("locked"), b"").unwrap();
+        let other = File::open(t.join("locked")).unwrap();
+        other.try_lock().unwrap();
+        std::fs::rename(t.join("locked"), lease.path()).unwrap();
+        let e = lease.reserve(0, 6_000, 1_000).unwrap_err();
+        assert_eq!(e.code(), Code::LeaseLost);
+        assert!(e.message().contains("locked by another process") && e.message().len() <= 400, "{e}");
+    }
+
+    #[test]
+    fn a_moved_or_deleted_directory_is_followed_and_the_slot_kept() {
+        let t = TempDir::new("moved");
+        std::fs::create_dir_all(&t.0).unwrap();
+        let path = t.join("lease");
+        let dir = LeaseDir::open(&path, Sharing::Private).unwrap();
+        let lease = dir.acquire(3, 4, "workerId").unwrap();
+        lease.reserve(0, 5_000, 1_000).unwrap();
+        std::fs::rename(&path, t.join("lease.old")).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).unwrap();
+        // A newcomer at the path finds a fresh directory, and still cannot take the slot.
+        let newcomer = LeaseDir::open(&path, Sharing::Private).unwrap();
+        assert!(matches!(newcomer.attempt(3, 4).unwrap(), Attempt::Held(_)));
+        // Nor through the old directory's new name.
+        let old = LeaseDir::open(&t.join("lease.old"), Sharing::Private).unwrap();
+        assert!(matches!(old.attempt(3, 4).unwrap(), Attempt::Held(_)));
+        lease.reserve(0, 6_000, 1_000).unwrap();
+        assert_eq!(marks_at(&path.join("dc3-worker4.lease")), vec![(0, 6_000)], "the holder writes where newcomers look");
+        assert_eq!(marks_at(&t.join("lease.old/dc3-worker4.lease")), vec![(0, 6_000)], "and in the old file too");
+        std::fs::remove_dir_all(&path).unwrap();
+        lease.reserve(0, 7_000, 1_000).unwrap();
+        assert_eq!(marks_at(&path.join("dc3-worker4.lease")), vec![(0, 7_000)], "the directory is made again");
+    }
+
+    #[test]
+    fn only_the_process_that_holds_a_slot_is_named_as_its_holder() {
+        let line = FlockHolder::parse("3: FLOCK  ADVISORY  WRITE 4242 fd:01:131 0 EOF").unwrap();
+        assert_eq!(line, FlockHolder { pid: 4242, major: 0xfd, minor: 1, ino: 131 });
+        assert_eq!(FlockHolder::parse("3: -> FLOCK  ADVISORY  WRITE 4242 fd:01:131 0 EOF"), None);
+        assert_eq!(FlockHolder::parse("4: POSIX  ADVISORY  WRITE 4242 fd:01:131 0 EOF"), None);
+        assert_eq!(FlockHolder::parse("5: FLOCK  ADVISORY  READ 4242 fd:01:131 0 EOF"), None);
+        let t = TempDir::new("recorded");
+        let dir = private(&t);
+        let me = std::process::id();
+        dir.acquire(2, 0, "workerId").unwrap();
+        // A record naming this process on a slot it does not hold (a stale file, or a forged one).
+        std::fs::write(dir.slot_path(2, 1), Record { seq: 1, pid: me, marks: vec![] }.encode().unwrap()).unwrap();
+        assert_eq!(dir.recorded(2).unwrap(), vec![(0, me)]);
     }
 
     #[test]

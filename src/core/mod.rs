@@ -5,6 +5,7 @@ pub mod error;
 pub mod generator;
 pub mod id;
 pub mod layout;
+pub mod claim;
 pub mod lease;
 pub mod registry;
 pub mod start;

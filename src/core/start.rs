@@ -8,7 +8,7 @@ use super::error::Code;
 use super::error::Result;
 use super::generator::{Clock, SharedState, State, SystemClock};
 use super::layout::max_value;
-use super::lease::{Lease, LeaseDir, Sharing, TAKEOVER_WAIT_MS};
+use super::lease::{Lease, LeaseDir, Sharing};
 use super::registry::shared_state;
 
 /// The lease directory `config` names: the default one is shared by every user of the host, one set by
@@ -55,15 +55,14 @@ pub fn bind_worker(config: &mut Config) -> Result<Option<Arc<Lease>>> {
 
 /// The shared state for `config`'s identity, resumed from the lease's marks the first time it is made.
 ///
-/// The first id comes [`TAKEOVER_WAIT_MS`] (plus `maxLeadMs`) after the slot was taken at the earliest: a process
-/// still running on an earlier file of the slot (deleted or replaced under it) issues ids at most that far past its
-/// last check, and that check fails once the file is gone.
+/// No fixed wait: no other live process can hold the slot (its claims are this process's, see
+/// [`super::claim`]), so only the marks earlier holders left can hold the first id back, and only while the clock is
+/// behind them (within `maxWaitMs`).
 pub fn open(config: &Config, lease: Option<Arc<Lease>>, clock: &dyn Clock) -> Result<SharedState> {
     let s = config.settings();
     let clock_back = config.clock_back.value;
     shared_state(&s.layout, s.datacenter_id, s.worker_id, clock_back, || match lease {
         Some(lease) => {
-            clock.sleep_ms(TAKEOVER_WAIT_MS + s.max_lead_ms + 1);
             let earlier = lease.previous().marks.clone();
             State::resume(&s, clock_back, earlier, lease, clock)
         }

@@ -16,7 +16,7 @@ use super::env::{JsEnv, Overlay, read_env_object};
 #[napi(object)]
 pub struct SlotRecord {
     pub worker_id: u32,
-    /// The pid that last wrote the slot's lease file. It may have exited since; the file does not say.
+    /// The process that holds the slot: its lease file names it, and (on Linux) it holds the file's lock.
     pub pid: u32,
 }
 
@@ -27,7 +27,7 @@ pub struct WorkerSlots {
     pub worker_bits: u32,
     /// Whether slots are leased (`SNOWID_LEASE`).
     pub lease: bool,
-    /// The slots whose lease file names a process, read without taking any lock (empty when leases are off).
+    /// The slots a live process holds, read without taking any lock (empty when leases are off).
     pub recorded: Vec<SlotRecord>,
 }
 

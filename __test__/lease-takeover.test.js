@@ -1,0 +1,268 @@
+'use strict'
+
+// The host lease's rule under the operations that used to fool it: the directory moved, mounted over, reached
+// through a switched parent link, or renamed by another user while its holder runs; a holder that borrows time
+// (maxLeadMs) with its file deleted; and clock steps. Real processes throughout. Each writes its ids to a file, and
+// duplicates are counted by sorting them all.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { spawn, spawnSync } = require('node:child_process')
+const fs = require('node:fs')
+const path = require('node:path')
+const { setTimeout: sleep } = require('node:timers/promises')
+
+const { cleanEnv, freshLeaseDir } = require('./helpers.js')
+
+const WRITER = path.join(__dirname, 'fixtures', 'lease-writer.js')
+const isRoot = process.getuid && process.getuid() === 0
+const FAKETIME = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', '/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1'].find((f) =>
+  fs.existsSync(f),
+)
+// 16 ids per ms: a writer borrows up to its maxLeadMs within a few ms, with few ids to count.
+const LAYOUT = { SNOWID_SEQUENCE_BITS: '4' }
+const outputs = freshLeaseDir()
+let made = 0
+
+/** A process issuing ids until stopped, writing them to a file; `user` runs it as that user (needs root). */
+function writer(env, { user } = {}) {
+  const file = path.join(outputs, `ids-${made++}`)
+  const as = user ? { uid: uidOf(user), gid: uidOf(user, '-g') } : {}
+  if (user) fs.chmodSync(outputs, 0o777)
+  const child = spawn(process.execPath, [WRITER, file], { ...as, env: cleanEnv({ ...LAYOUT, ...env }), stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  let err = ''
+  child.stdout.setEncoding('utf8')
+  child.stdout.on('data', (d) => (out += d))
+  child.stderr.on('data', (d) => (err += d))
+  const exited = new Promise((resolve) => child.on('exit', resolve))
+  const lines = () => out.split('\n').filter(Boolean)
+  return {
+    async ready(ms = 60_000) {
+      const end = Date.now() + ms
+      while (lines().length < 1) {
+        if (Date.now() > end) throw new Error(`no ready line in ${ms} ms: ${err}`)
+        await sleep(10)
+      }
+      return JSON.parse(lines()[0].slice('ready '.length))
+    },
+    async stop() {
+      child.kill('SIGTERM')
+      const code = await exited
+      assert.equal(code, 0, `writer exited ${code}: ${err}`)
+      const summary = JSON.parse(lines().pop())
+      const bytes = fs.readFileSync(file)
+      fs.rmSync(file)
+      const ids = new BigInt64Array(bytes.buffer, bytes.byteOffset, bytes.length / 8)
+      assert.equal(ids.length, summary.count)
+      return { ...summary, ids }
+    },
+  }
+}
+
+function uidOf(user, flag = '-u') {
+  return Number(spawnSync('id', [flag, user], { encoding: 'utf8' }).stdout)
+}
+
+/** Duplicates among all the ids of `results`, counted by sorting. */
+function duplicates(...results) {
+  const all = new BigInt64Array(results.reduce((n, r) => n + r.ids.length, 0))
+  let at = 0
+  for (const r of results) {
+    all.set(r.ids, at)
+    at += r.ids.length
+  }
+  all.sort()
+  let dups = 0
+  for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) dups++
+  return dups
+}
+
+function sh(cmd, args, opts = {}) {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', ...opts })
+  assert.equal(r.status, 0, `${cmd} ${args.join(' ')}: ${r.stderr}`)
+}
+
+/**
+ * The scenario every directory case shares: a holder on `dir` at workerId 0, `change()` done to the directory under
+ * it, then newcomers on the same path: one configured for workerId 0 (refused) and one automatic (another slot). All
+ * issue ids for a while; 0 duplicates, the holder never stops, and it writes its marks where newcomers now look.
+ */
+async function directoryChanged({ env, change, user }) {
+  const holder = writer({ ...env, SNOWID_WORKER_ID: '0' })
+  assert.deepEqual(await holder.ready(), { workerId: 0, error: null })
+  await sleep(300)
+  change()
+  const configured = writer({ ...env, SNOWID_WORKER_ID: '0' }, { user })
+  const auto = writer(env, { user })
+  const [c, a] = [await configured.ready(), await auto.ready()]
+  await sleep(600)
+  const [h, rc, ra] = [await holder.stop(), await configured.stop(), await auto.stop()]
+  assert.deepEqual(c, { workerId: null, error: 'ERR_SNOWID_WORKER_ID_IN_USE' })
+  assert.equal(a.error, null)
+  assert.notEqual(a.workerId, 0)
+  assert.deepEqual(h.errors, {}, 'the holder goes on in the directory now at its path')
+  assert.ok(h.count > 1000 && ra.count > 1000, `${h.count} and ${ra.count} ids`)
+  assert.equal(duplicates(h, rc, ra), 0)
+}
+
+test('the lease directory moved away under its holder: newcomers at the path cannot take its slot, 0 duplicates', async () => {
+  const dir = path.join(freshLeaseDir(), 'lease')
+  await directoryChanged({
+    env: { SNOWID_LEASE_DIR: dir },
+    change: () => {
+      fs.renameSync(dir, `${dir}.old`)
+    },
+  })
+  assert.ok(fs.existsSync(path.join(dir, 'dc0-worker0.lease')), 'the holder made its directory and file again at the path')
+})
+
+test('the lease directory removed with rm -rf: its holder makes it again and goes on, 0 duplicates', async () => {
+  const dir = path.join(freshLeaseDir(), 'lease')
+  await directoryChanged({ env: { SNOWID_LEASE_DIR: dir }, change: () => fs.rmSync(dir, { recursive: true }) })
+})
+
+test('another directory mounted over the lease directory: 0 duplicates', { skip: !isRoot && 'needs root to mount' }, async () => {
+  const base = freshLeaseDir()
+  const dir = path.join(base, 'lease')
+  const other = path.join(base, 'other')
+  fs.mkdirSync(other, { mode: 0o700 })
+  let mounted = false
+  try {
+    await directoryChanged({
+      env: { SNOWID_LEASE_DIR: dir },
+      change: () => {
+        sh('mount', ['--bind', other, dir])
+        mounted = true
+      },
+    })
+  } finally {
+    if (mounted) sh('umount', [dir])
+  }
+})
+
+test('a deploy switches a parent link of the lease directory: the same SNOWID_LEASE_DIR is the same slot, 0 duplicates', async () => {
+  const base = freshLeaseDir()
+  for (const rel of ['rel1', 'rel2']) fs.mkdirSync(path.join(base, rel, 'lease'), { recursive: true, mode: 0o700 })
+  fs.symlinkSync('rel1', path.join(base, 'current'))
+  await directoryChanged({
+    env: { SNOWID_LEASE_DIR: path.join(base, 'current', 'lease') },
+    change: () => {
+      // As deploy tools do it: a new link renamed over the old one, atomically.
+      fs.symlinkSync('rel2', path.join(base, 'current.new'))
+      fs.renameSync(path.join(base, 'current.new'), path.join(base, 'current'))
+    },
+  })
+  assert.ok(fs.existsSync(path.join(base, 'rel2', 'lease', 'dc0-worker0.lease')), 'the holder writes its marks behind the new link')
+})
+
+test('another user renames the shared default directory and makes a fresh one: 0 duplicates', { skip: !isRoot && 'needs root to add a user' }, async () => {
+  const user = 'snowidtest'
+  if (spawnSync('id', [user]).status !== 0) {
+    sh('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', user])
+  }
+  // TMPDIR stands for the OS temp dir (sticky, writable by all): the default lease directory is snowid/ in it, and
+  // the other user made it.
+  const tmp = freshLeaseDir()
+  fs.chmodSync(tmp, 0o1777)
+  const shared = path.join(tmp, 'snowid')
+  const asUser = (...args) => sh('runuser', ['-u', user, '--', ...args])
+  asUser('mkdir', '-m', '1777', shared)
+  asUser('chmod', '1777', shared)
+  await directoryChanged({
+    env: { TMPDIR: tmp, SNOWID_LEASE_DIR: undefined },
+    user,
+    // In one shell, so the fresh directory follows the rename at once (the holder may still make it first).
+    change: () => asUser('sh', '-c', `mv "$0" "$0.old" && mkdir -p -m 1777 "$0"; chmod 1777 "$0" 2>/dev/null; true`, shared),
+  })
+})
+
+/**
+ * A holder borrowing up to `holderLead` ms has its lease file deleted; a newcomer with `newcomerLead` is refused
+ * while it runs; once it exits, a second newcomer takes the slot at once, starting past every id the holder issued.
+ */
+async function borrowed(holderLead, newcomerLead) {
+  const dir = freshLeaseDir()
+  const env = { SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' }
+  const holder = writer({ ...env, SNOWID_MAX_LEAD_MS: String(holderLead) })
+  await holder.ready()
+  await sleep(Math.min(holderLead, 1000) + 200)
+  fs.rmSync(path.join(dir, 'dc0-worker0.lease'))
+  const refused = writer({ ...env, SNOWID_MAX_LEAD_MS: String(newcomerLead) })
+  assert.deepEqual(await refused.ready(), { workerId: null, error: 'ERR_SNOWID_WORKER_ID_IN_USE' })
+  await sleep(300)
+  const h = await holder.stop()
+  const next = writer({ ...env, SNOWID_MAX_LEAD_MS: String(newcomerLead) })
+  assert.deepEqual(await next.ready(), { workerId: 0, error: null })
+  await sleep(500)
+  const [r, n] = [await refused.stop(), await next.stop()]
+  if (holderLead > 0) assert.ok(h.lead > 100, `the holder borrowed (${h.lead} ms ahead)`)
+  assert.deepEqual(h.errors, {})
+  assert.deepEqual(n.errors, {})
+  assert.ok(n.count > 1000, `${n.count} ids`)
+  assert.equal(duplicates(h, r, n), 0)
+}
+
+for (const [holderLead, newcomerLead] of [
+  [1000, 1000],
+  [200, 200],
+  [5000, 0],
+  [0, 5000],
+]) {
+  test(`leads ${holderLead}/${newcomerLead}: a borrowing holder's deleted file, newcomers during and after it, 0 duplicates`, () =>
+    borrowed(holderLead, newcomerLead))
+}
+
+/** A clock that a file steps (libfaketime), for processes started with `env`. */
+function steppedClock() {
+  const file = path.join(freshLeaseDir(), 'faketime')
+  fs.writeFileSync(file, '+0\n')
+  return {
+    env: { LD_PRELOAD: FAKETIME, FAKETIME_TIMESTAMP_FILE: file, FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' },
+    step: (offset) => fs.writeFileSync(file, `${offset}\n`),
+  }
+}
+
+const noFaketime = !FAKETIME && 'libfaketime not installed (apt-get install faketime)'
+
+test('clock steps: back 2 s under a running holder, its file deleted, newcomers during and after it: 0 duplicates', { skip: noFaketime }, async () => {
+  const clock = steppedClock()
+  const dir = freshLeaseDir()
+  const env = { ...clock.env, SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' }
+  const holder = writer(env)
+  await holder.ready()
+  await sleep(300)
+  clock.step('-2s')
+  await sleep(300)
+  fs.rmSync(path.join(dir, 'dc0-worker0.lease'))
+  await sleep(500)
+  const refused = writer(env)
+  assert.equal((await refused.ready()).error, 'ERR_SNOWID_WORKER_ID_IN_USE')
+  const h = await holder.stop()
+  // The clock steps back once more between the holder's exit and the next process's start.
+  clock.step('-3s')
+  const next = writer(env)
+  assert.deepEqual(await next.ready(), { workerId: 0, error: null })
+  await sleep(500)
+  const [r, n] = [await refused.stop(), await next.stop()]
+  assert.deepEqual(h.errors, {})
+  assert.ok(h.count > 1000 && n.count > 1000, `${h.count} and ${n.count} ids`)
+  assert.equal(duplicates(h, r, n), 0)
+})
+
+test('clock steps: a newcomer started while the clock steps back 1 s takes no running holder\'s slot: 0 duplicates', { skip: noFaketime }, async () => {
+  const clock = steppedClock()
+  const dir = freshLeaseDir()
+  const env = { ...clock.env, SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' }
+  const holder = writer(env)
+  await holder.ready()
+  await sleep(300)
+  fs.rmSync(path.join(dir, 'dc0-worker0.lease'))
+  const newcomer = writer(env)
+  clock.step('-1s')
+  assert.equal((await newcomer.ready()).error, 'ERR_SNOWID_WORKER_ID_IN_USE')
+  await sleep(500)
+  const [h, n] = [await holder.stop(), await newcomer.stop()]
+  assert.ok(h.count > 1000)
+  assert.equal(duplicates(h, n), 0)
+})
