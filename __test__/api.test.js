@@ -236,7 +236,7 @@ test('bad options are refused with a coded error naming the option, the value an
     [{ datacenterId: 8 }, 'RangeError', /0\.\.=7/],
     [{ clockBack: 4 }, 'RangeError', /^options\.clockBack: expected an integer in 0\.\.=3/],
     [{ sequenceBits: 64 }, 'RangeError', /^options\.sequenceBits: expected an integer in 0\.\.=63, found 64$/],
-    [{ sequenceBits: 16 }, 'RangeError', /^layout: expected a timestamp field that lasts at least 10 years.*\(sequenceBits from options\.sequenceBits\)$/],
+    [{ sequenceBits: 16 }, 'RangeError', /^layout: expected a timestamp field that lasts at least 10 years.*\(set by options\.sequenceBits\)$/],
     [{ datacenterBits: 0, workerBits: 0, clockBackBits: 0, sequenceBits: 0 }, 'RangeError', /at most 52 timestamp bits/],
     [{ epoch: Date.now() + 60_000 }, 'RangeError', /^options\.epoch: .*in the future$/],
     [{ epoch: 'yesterday' }, 'TypeError', /^options\.epoch: .*found "yesterday"$/],

@@ -385,15 +385,15 @@ impl Resolver<'_> {
             ]
             .iter()
             .filter_map(|(js, s, var)| match s.source {
-                Source::Option => Some(format!("{js} from options.{js}")),
-                Source::Env => Some(format!("{js} from {var}")),
+                Source::Option => Some(format!("options.{js}")),
+                Source::Env => Some(var.to_string()),
                 Source::Default | Source::Pm2 | Source::Lease | Source::StatefulSet => None,
             })
             .collect();
             if from.is_empty() {
                 e
             } else {
-                Error::new(e.code(), e.class(), format!("{} ({})", e.message(), from.join(", ")))
+                Error::new(e.code(), e.class(), format!("{} (set by {})", e.message(), from.join(", ")))
             }
         })?;
         Ok(LayoutParts { datacenter_bits, worker_bits, clock_back_bits, sequence_bits, epoch, layout })
@@ -800,7 +800,7 @@ mod tests {
         let e = resolve_env(&[("SNOWID_SEQUENCE_BITS", "16")]).unwrap_err();
         assert_eq!(e.class(), Class::RangeError);
         assert!(e.message().starts_with("layout: expected a timestamp field that lasts at least 10 years"), "{e}");
-        assert!(e.message().ends_with("(sequenceBits from SNOWID_SEQUENCE_BITS)"), "{e}");
+        assert!(e.message().ends_with("(set by SNOWID_SEQUENCE_BITS)"), "{e}");
         let e = resolve_env(&[("SNOWID_SEQUENCE_BITS", "40"), ("SNOWID_WORKER_BITS", "30")]).unwrap_err();
         assert!(e.message().contains("at most 62 bits"), "{e}");
         let e = Config::resolve(
