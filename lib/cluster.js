@@ -9,7 +9,7 @@
 // primary's list follows its workers to the slots they hold.
 
 const cluster = require('node:cluster')
-const { workerSlots } = require('./index.js')
+const { workerSlots } = require('../index.js')
 
 /** Slots handed to this primary's live workers: workerId -> cluster Worker. */
 const assigned = new Map()

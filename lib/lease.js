@@ -32,7 +32,7 @@
 
 const { EventEmitter } = require('node:events')
 const { randomUUID } = require('node:crypto')
-const snowid = require('./index.js')
+const snowid = require('../index.js')
 // Sets a generator's lease deadline and takes in an earlier holder's mark; not reachable from user code.
 const { fenceSnowflake } = require('./native.js')
 
