@@ -62,7 +62,7 @@ test('bad configuration exits 1 with a coded message; decode needs only the layo
     const r = runCli(args, { SNOWID_WORKER_ID: '32' })
     assert.equal(r.status, 1, args.join(' '))
     assert.equal(r.stdout, '')
-    assert.match(r.stderr, /^snowid: SNOWID_WORKER_ID: expected an integer in 0\.\.=31 \(workerBits is 5\), found "32" \(ERR_SNOWID_INVALID_CONFIG\)\n$/)
+    assert.match(r.stderr, /^snowid: SNOWID_WORKER_ID: expected an integer from 0 to 31 \(workerBits is 5\), found "32" \(ERR_SNOWID_INVALID_CONFIG\)\n$/)
   }
 })
 
