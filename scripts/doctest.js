@@ -11,7 +11,8 @@
 //   an ES module; ts is compiled by TypeScript first. A line `expression // value`, where the value is a literal
 //   (a number, bigint, string, object or array), is checked: the expression's `util.inspect` must read as the value,
 //   digits aside (ids and times differ from run to run; the keys, quotes, types and shape must not).
-// - sh: with bash (-e -u -o pipefail), `snowid` and `npx snowid` being this package's CLI.
+// - sh: with bash -u -o pipefail, as a shell runs pasted lines (the block's status is its last command's), with
+//   `snowid` and `npx snowid` being this package's CLI.
 // - sql: with psql, on a PostgreSQL server started for the run.
 // - A block that mentions REDIS_URL or DATABASE_URL gets a Redis or PostgreSQL server started for it, as the tests
 //   start theirs (__test__/servers.js), and the variable set to its URL.
@@ -132,7 +133,7 @@ function run(block, code, dir, env) {
     fs.writeFileSync(path.join(bin, 'snowid'), `#!/bin/sh\nexec "${process.execPath}" "${path.join(ROOT, 'bin', 'snowid.js')}" "$@"\n`, { mode: 0o755 })
     const script = `npx() { "$@"; }\n${code}\n`
     const PATH = `${bin}:${path.join(ROOT, 'node_modules', '.bin')}:${env.PATH}`
-    return spawnSync('bash', ['-euo', 'pipefail', '-c', script], { cwd: dir, env: { ...env, PATH }, encoding: 'utf8', timeout: TIMEOUT_MS })
+    return spawnSync('bash', ['-uo', 'pipefail', '-c', script], { cwd: dir, env: { ...env, PATH }, encoding: 'utf8', timeout: TIMEOUT_MS })
   }
   if (block.lang === 'sql') {
     return spawnSync('psql', [env.DATABASE_URL, '-v', 'ON_ERROR_STOP=1', '-q', '-c', code], { cwd: dir, env, encoding: 'utf8', timeout: TIMEOUT_MS })
