@@ -299,3 +299,15 @@ test('no binary for this platform: a coded error that names the platform, lists 
   const sub = runNode(`try { require('snowid/redis') } catch (e) { console.log(e.code) }`, { NAPI_RS_NATIVE_LIBRARY_PATH: '/nonexistent/snowid.node' })
   assert.equal(sub.stdout.trim(), 'ERR_SNOWID_NO_BINARY', sub.stderr)
 })
+
+test('a binary that needs a newer glibc: the linker’s line is in the message, not four causes deep', () => {
+  const line = "/lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.99' not found (required by /x/snowid.node)"
+  const r = runNode(
+    `process.dlopen = () => { throw new Error(${JSON.stringify(line)}) }
+     try { require('.'); console.log('loaded') } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })) }`,
+  )
+  assert.equal(r.status, 0, r.stderr)
+  const e = JSON.parse(r.stdout)
+  assert.equal(e.code, 'ERR_SNOWID_NO_BINARY')
+  assert.match(e.message, /needs a newer glibc than this system has \(version `GLIBC_2\.99' not found \(required by \/x\/snowid\.node\)\)/)
+})

@@ -62,7 +62,7 @@ test('bad configuration exits 1 with a coded message; decode needs only the layo
     const r = runCli(args, { SNOWID_WORKER_ID: '32' })
     assert.equal(r.status, 1, args.join(' '))
     assert.equal(r.stdout, '')
-    assert.match(r.stderr, /^snowid: SNOWID_WORKER_ID: expected an integer in 0\.\.=31 \(workerBits is 5\), found "32" \(ERR_SNOWID_INVALID_CONFIG\)\n$/)
+    assert.match(r.stderr, /^snowid: SNOWID_WORKER_ID: expected an integer from 0 to 31 \(workerBits is 5\), found "32" \(ERR_SNOWID_INVALID_CONFIG\)\n$/)
   }
 })
 
@@ -112,4 +112,51 @@ test('a bad --encoding is a usage error, and text that is not an id exits 1', ()
     assert.equal(r.stdout, '')
     assert.match(r.stderr, /ERR_SNOWID_INVALID_ID/)
   }
+})
+
+test('a reader that goes away ends the CLI quietly; a full disk is one coded line', (t) => {
+  const { spawnSync } = require('node:child_process')
+  const fs = require('node:fs')
+  const { cleanEnv } = require('./helpers.js')
+  const bin = require('node:path').join(__dirname, '..', 'bin', 'snowid.js')
+  const env = cleanEnv({ SNOWID_LEASE: 'off' })
+  t.after(() => fs.rmSync(env.SNOWID_LEASE_DIR, { recursive: true, force: true }))
+  // `head -1` closes the pipe after one line, while the CLI is still writing a million ids.
+  const piped = spawnSync('sh', ['-c', `"${process.execPath}" "${bin}" 1000000 | head -1; echo "status $?"`], {
+    env,
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
+  assert.match(piped.stdout, /^\d+\nstatus 0\n$/)
+  assert.equal(piped.stderr, '')
+  if (fs.existsSync('/dev/full')) {
+    const full = spawnSync('sh', ['-c', `"${process.execPath}" "${bin}" 5 > /dev/full`], { env, encoding: 'utf8', timeout: 60_000 })
+    assert.equal(full.status, 1)
+    assert.equal(full.stderr, 'snowid: cannot write the output: ENOSPC: no space left on device, write (ENOSPC)\n')
+  }
+})
+
+test('usage errors show a long argument cut to 40 characters with its length', () => {
+  const long = 'x'.repeat(100_000)
+  for (const args of [[long], ['1', long], ['config', long], ['sql', long], [`--${long}`], ['--encoding', long]]) {
+    const r = runCli(args)
+    assert.equal(r.status, 2)
+    const first = r.stderr.split('\n')[0]
+    assert.ok(first.length < 200, `${first.slice(0, 80)}: ${first.length} characters`)
+    assert.match(first, /\.\.\. \(100\d{3} characters\)/)
+  }
+})
+
+test('snowid sql postgres --functions needs only the layout and epoch', () => {
+  const layoutOnly = { SNOWID_EPOCH: '2024-01-01', SNOWID_SEQUENCE_BITS: '10' }
+  const good = runCli(['sql', 'postgres', '--functions'], layoutOnly)
+  const bad = runCli(['sql', 'postgres', '--functions'], { ...layoutOnly, SNOWID_WORKER_ID: '99', SNOWID_MAX_WAIT_MS: 'x' })
+  assert.equal(bad.status, 0, bad.stderr)
+  assert.equal(bad.stdout, good.stdout)
+  assert.match(good.stdout, /epoch 1704067200000 \(2024-01-01T00:00:00\.000Z\), timestamp 43 bits/)
+  assert.match(good.stdout, /datacenterId 3 bits, workerId 5 bits, clockBack 2 bits, sequence 10 bits/)
+  const { postgresFunctions } = require('../lib/sql.js')
+  const { SnowflakeLayout } = require('..')
+  const spec = new SnowflakeLayout({ epoch: '2024-01-01', sequenceBits: 10 }).layout()
+  assert.equal(good.stdout.trimEnd(), postgresFunctions(spec).trimEnd())
 })

@@ -50,7 +50,7 @@ test("the article's own variable names are read when the SNOWID_ names are absen
 
 test('every bad environment value fails the first id with a coded error, without aborting', () => {
   const cases = [
-    ['SNOWID_WORKER_ID', '32', 'RangeError', /^SNOWID_WORKER_ID: expected an integer in 0\.\.=31 \(workerBits is 5\), found "32"$/],
+    ['SNOWID_WORKER_ID', '32', 'RangeError', /^SNOWID_WORKER_ID: expected an integer from 0 to 31 \(workerBits is 5\), found "32"$/],
     ['SNOWID_WORKER_ID', '-1', 'RangeError', /found "-1"$/],
     ['SNOWID_WORKER_ID', '1.5', 'TypeError', /found "1\.5"$/],
     ['SNOWID_WORKER_ID', 'abc', 'TypeError', /found "abc"$/],
@@ -58,19 +58,19 @@ test('every bad environment value fails the first id with a coded error, without
     ['SNOWID_WORKER_ID', ' 3', 'TypeError', /found " 3"$/],
     ['SNOWID_WORKER_ID', '0x10', 'TypeError', /found "0x10"$/],
     ['SNOWID_WORKER_ID', '3abc', 'TypeError', /found "3abc"$/],
-    ['workerId', '99', 'RangeError', /^workerId: expected an integer in 0\.\.=31/],
-    ['SNOWID_DATACENTER_ID', '8', 'RangeError', /^SNOWID_DATACENTER_ID: expected an integer in 0\.\.=7/],
+    ['workerId', '99', 'RangeError', /^workerId: expected an integer from 0 to 31/],
+    ['SNOWID_DATACENTER_ID', '8', 'RangeError', /^SNOWID_DATACENTER_ID: expected an integer from 0 to 7/],
     ['datacenterId', 'one', 'TypeError', /^datacenterId: /],
-    ['SNOWID_CLOCK_BACK', '4', 'RangeError', /^SNOWID_CLOCK_BACK: expected an integer in 0\.\.=3/],
+    ['SNOWID_CLOCK_BACK', '4', 'RangeError', /^SNOWID_CLOCK_BACK: expected an integer from 0 to 3/],
     ['SNOWID_EPOCH', '2999-01-01', 'RangeError', /^SNOWID_EPOCH: .*in the future$/],
     ['SNOWID_EPOCH', 'last tuesday', 'TypeError', /^SNOWID_EPOCH: expected Unix ms or an ISO-8601 date/],
-    ['SNOWID_SEQUENCE_BITS', '64', 'RangeError', /^SNOWID_SEQUENCE_BITS: expected an integer in 0\.\.=63, found "64"$/],
+    ['SNOWID_SEQUENCE_BITS', '64', 'RangeError', /^SNOWID_SEQUENCE_BITS: expected an integer from 0 to 63, found "64"$/],
     ['SNOWID_SEQUENCE_BITS', '20', 'RangeError', /^layout: .*\(set by SNOWID_SEQUENCE_BITS\)$/],
     ['SNOWID_DATACENTER_BITS', 'x', 'TypeError', /^SNOWID_DATACENTER_BITS: /],
     ['SNOWID_WORKER_BITS', '-5', 'RangeError', /^SNOWID_WORKER_BITS: /],
     ['SNOWID_CLOCK_BACK_BITS', '1e1', 'TypeError', /^SNOWID_CLOCK_BACK_BITS: /],
     ['SNOWID_ON_CLOCK_BACK', 'ignore', 'RangeError', /^SNOWID_ON_CLOCK_BACK: expected one of 'bits', 'wait' or 'throw', found "ignore"$/],
-    ['SNOWID_MAX_WAIT_MS', '60001', 'RangeError', /^SNOWID_MAX_WAIT_MS: expected an integer in 0\.\.=60000/],
+    ['SNOWID_MAX_WAIT_MS', '60001', 'RangeError', /^SNOWID_MAX_WAIT_MS: expected an integer from 0 to 60000/],
   ]
   for (const [name, value, className, message] of cases) {
     const out = probe({ [name]: value })
@@ -87,7 +87,7 @@ test('an uncaught config error ends the process with exit 1 and the message, nev
     assert.equal(r.signal, null)
     assert.equal(r.status, 1, `${call}: ${r.stderr}`)
     assert.doesNotMatch(r.stdout, /GOT/)
-    assert.match(r.stderr, /RangeError: SNOWID_WORKER_ID: expected an integer in 0\.\.=31/)
+    assert.match(r.stderr, /RangeError: SNOWID_WORKER_ID: expected an integer from 0 to 31/)
     assert.match(r.stderr, /code: 'ERR_SNOWID_INVALID_CONFIG'/)
   }
 })
@@ -151,4 +151,49 @@ test('new Snowflake() reads the environment for the options it is not given', ()
   )
   assert.equal(r.status, 0, r.stderr)
   assert.deepEqual(JSON.parse(r.stdout), [12, 'env', 'option'])
+})
+
+test('an unknown SNOWID_ variable is refused, naming the nearest known one', () => {
+  for (const [typo, nearest] of [
+    ['SNOWID_DATACENTER', 'SNOWID_DATACENTER_ID'],
+    ['SNOWID_WORKERID', 'SNOWID_WORKER_ID'],
+    ['SNOWID_LEASEDIR', 'SNOWID_LEASE_DIR'],
+  ]) {
+    const out = probe({ [typo]: '1' })
+    assert.equal(out.id, undefined, `${typo} must not hand out an id`)
+    assert.equal(out.error.code, 'ERR_SNOWID_INVALID_CONFIG', typo)
+    assert.equal(
+      out.error.message,
+      `${typo}: expected a variable snowid reads (did you mean ${nearest}?), found an unknown SNOWID_ variable: rename it or unset it`,
+    )
+  }
+  // One set from JS after start-up counts as well.
+  const r = runNode(`process.env.SNOWID_EPOCHS = '2024-01-01'; try { require('.').decode(1n) } catch (e) { console.log(e.code, e.message) }`)
+  assert.match(r.stdout, /^ERR_SNOWID_INVALID_CONFIG SNOWID_EPOCHS: expected a variable snowid reads \(did you mean SNOWID_EPOCH\?\)/)
+})
+
+test('every SNOWID_ variable snowid reads is accepted together', () => {
+  const dir = require('node:fs').mkdtempSync(require('node:path').join(require('node:os').tmpdir(), 'snowid-known-'))
+  try {
+    const out = probe({
+      SNOWID_LEASE: 'off',
+      SNOWID_LEASE_DIR: dir,
+      SNOWID_WORKER_ID_IF_TAKEN: 'next',
+      SNOWID_MAX_WAIT_MS: '5',
+      SNOWID_MAX_LEAD_MS: '5',
+      SNOWID_ON_CLOCK_BACK: 'wait',
+      SNOWID_WORKER_ID: '3',
+      SNOWID_DATACENTER_ID: '1',
+      SNOWID_CLOCK_BACK: '0',
+      SNOWID_EPOCH: '2024-01-01',
+      SNOWID_DATACENTER_BITS: '5',
+      SNOWID_WORKER_BITS: '5',
+      SNOWID_CLOCK_BACK_BITS: '0',
+      SNOWID_SEQUENCE_BITS: '12',
+    })
+    assert.equal(out.error, undefined, JSON.stringify(out.error))
+    assert.ok(out.id)
+  } finally {
+    require('node:fs').rmSync(dir, { recursive: true, force: true })
+  }
 })

@@ -18,7 +18,7 @@ const HOLDER = path.join(__dirname, 'fixtures', 'lease-holder.js')
 function holder(settings) {
   const child = spawn(process.execPath, [HOLDER], {
     cwd: ROOT,
-    env: cleanEnv({ SNOWID_TEST_LEASE: JSON.stringify(settings) }),
+    env: cleanEnv({ LEASE_HOLDER_SETTINGS: JSON.stringify(settings) }),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const events = []

@@ -297,7 +297,10 @@ async function main() {
           holdBack = true
           const [err] = await within(failed, 'renewFailed')
           assert.equal(err.code, 'ERR_SNOWID_REDIS_UNAVAILABLE')
-          assert.equal(err.message, 'renew: no answer from Redis within 666 ms')
+          assert.equal(
+            err.message,
+            'renew: expected an answer from Redis, found an error: no answer from Redis within 666 ms. Check that Redis is up and the client connected; the error is this one\'s cause',
+          )
           await within(once(lease, 'renewed'), 'renewed')
           assert.deepEqual(lost, [])
           await lease.release()

@@ -3,7 +3,7 @@ import { nextId, nextIdString, nextIds, nextIdStrings, decode, config, configure
 import { timestampOf, minIdAt, maxIdAt, encode, parse } from 'snowid'
 import type { DecodedId, SnowflakeOptions, SnowidConfig, SnowidStats, ConfigSource, OnClockBack, WorkerSlots } from 'snowid'
 import { fork, workers } from 'snowid/cluster'
-import type { Worker } from 'node:cluster'
+import type { Worker } from 'snowid/cluster'
 
 const id: bigint = nextId()
 const text: string = nextIdString()
@@ -91,9 +91,9 @@ const genAt: number = gen.timestampOf(id)
 const genRange: bigint[] = [gen.minIdAt(at), gen.maxIdAt(new Date(at))]
 
 import { acquireWorkerId, configureWorkerId, RedisLease } from 'snowid/redis'
-import type { AcquireOptions, SnowidRedisError } from 'snowid/redis'
+import type { RedisAcquireOptions, SnowidRedisError } from 'snowid/redis'
 declare const ioredisLike: { call(command: string, ...args: Array<string | number>): Promise<unknown> }
-const redisOptions: AcquireOptions = { client: ioredisLike, datacenterId: 1, keyPrefix: 'app', ttlMs: 10000, waitMs: 5000, snowflake: { maxLeadMs: 5 } }
+const redisOptions: RedisAcquireOptions = { client: ioredisLike, datacenterId: 1, keyPrefix: 'app', ttlMs: 10000, waitMs: 5000, snowflake: { maxLeadMs: 5 } }
 async function useLease(): Promise<bigint> {
   const lease: RedisLease = await acquireWorkerId(redisOptions)
   lease.on('lost', (err: SnowidRedisError) => err.code)
@@ -146,3 +146,23 @@ async function pgLease(): Promise<void> {
   await acquireFromPostgres({ client: pgPool, keyPrefix: 'x' })
 }
 const ddl: string = tableSql('ids.slots')
+
+// ConfigSource and OnClockBack are values as well as types, as at runtime.
+import { ConfigSource as Sources, OnClockBack as Policies, isSnowidError } from 'snowid'
+import type { SnowidError, SnowidErrorCode } from 'snowid'
+const waitPolicy: OnClockBack = Policies.Wait
+const envSource: ConfigSource = Sources.Env
+try {
+  configure({ workerId: 99 })
+} catch (e) {
+  if (isSnowidError(e)) {
+    const coded: SnowidError = e
+    const code: SnowidErrorCode = coded.code
+    void code
+  }
+}
+void waitPolicy
+void envSource
+// @ts-expect-error the loader's internals are not exported
+import { __napiBindingTarget } from 'snowid'
+void __napiBindingTarget

@@ -27,12 +27,20 @@ const MAX_COUNT = 1_000_000
 
 class UsageError extends Error {}
 
+// An argument as a message shows it: quoted, and cut to its first 40 characters (with its length) when longer, so
+// that a pasted file does not fill the terminal.
+const SHOWN = 40
+function shown(text) {
+  if (text.length <= SHOWN) return JSON.stringify(text)
+  return `${JSON.stringify(text.slice(0, SHOWN))}... (${text.length} characters)`
+}
+
 const ENCODINGS = ['base62', 'base36', 'hex']
 
 function parseEncoding(text) {
   if (text === undefined) throw new UsageError(`--encoding: expected one of ${ENCODINGS.join(', ')}, found nothing`)
   if (!ENCODINGS.includes(text)) {
-    throw new UsageError(`--encoding: expected one of ${ENCODINGS.join(', ')}, found ${JSON.stringify(text)}`)
+    throw new UsageError(`--encoding: expected one of ${ENCODINGS.join(', ')}, found ${shown(text)}`)
   }
   return text
 }
@@ -49,7 +57,7 @@ function parseArgs(argv) {
     else if (arg.startsWith('--encoding=')) encoding = parseEncoding(arg.slice('--encoding='.length))
     else if (arg === '--table') table = parseTable(argv[++i])
     else if (arg.startsWith('--table=')) table = parseTable(arg.slice('--table='.length))
-    else if (arg.startsWith('-') && !/^-\d/.test(arg)) throw new UsageError(`unknown option ${JSON.stringify(arg)}`)
+    else if (arg.startsWith('-') && !/^-\d/.test(arg)) throw new UsageError(`unknown option ${shown(arg)} (snowid --help lists them)`)
     else words.push(arg)
   }
   return { json: flags.has('--json'), help: flags.has('--help'), functions: flags.has('--functions'), encoding, table, words }
@@ -66,25 +74,39 @@ const DIALECTS = ['postgres']
 function printSql(rest, { json, functions, table }) {
   const [dialect, ...extra] = rest
   if (!DIALECTS.includes(dialect)) {
-    throw new UsageError(`sql: expected a dialect (${DIALECTS.join(', ')}), found ${dialect === undefined ? 'nothing' : JSON.stringify(dialect)}`)
+    throw new UsageError(`sql: expected a dialect (${DIALECTS.join(', ')}), found ${dialect === undefined ? 'nothing' : shown(dialect)}`)
   }
-  if (extra.length > 0) throw new UsageError(`sql: expected one dialect, found also ${JSON.stringify(extra[0])}`)
+  if (extra.length > 0) throw new UsageError(`sql: expected one dialect, found also ${shown(extra[0])}`)
   if (functions && table !== undefined) throw new UsageError('sql: --table applies to the lease table, not to --functions')
   let text
   if (functions) {
-    // The layout and epoch as the generator resolves them (options, SNOWID_* env, defaults), without leasing a slot.
-    snowid.configure({ lease: false })
-    text = require('../lib/sql.js').postgresFunctions(snowid.config())
+    text = require('../lib/sql.js').postgresFunctions(layoutFromEnv())
   } else {
     text = require('../lib/postgres.js').tableSql(table)
   }
   process.stdout.write(json ? JSON.stringify(text) + '\n' : text.endsWith('\n') ? text : text + '\n')
 }
 
+// The layout and epoch that decode() reads ids with (the SNOWID_* widths and epoch, or the defaults), and nothing
+// else: the worker id, the lease and the clock settings need not be valid for SQL that only reads ids. The epoch is
+// id 0's timestamp, and each field's width follows from its value in the largest id.
+function layoutFromEnv() {
+  const max = snowid.decode((1n << 63n) - 1n)
+  const bits = (n) => Math.log2(n + 1)
+  const widths = {
+    datacenterBits: bits(max.datacenterId),
+    workerBits: bits(max.workerId),
+    clockBackBits: bits(max.clockBack),
+    sequenceBits: bits(max.sequence),
+  }
+  const timestampBits = 63 - Object.values(widths).reduce((a, b) => a + b, 0)
+  return { epoch: snowid.decode(0n).timestamp, timestampBits, ...widths }
+}
+
 function parseCount(text) {
   if (text === undefined) return 1
   if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > MAX_COUNT) {
-    throw new UsageError(`count: expected an integer from 1 to ${MAX_COUNT}, found ${JSON.stringify(text)}`)
+    throw new UsageError(`count: expected an integer from 1 to ${MAX_COUNT}, found ${shown(text)}`)
   }
   return Number(text)
 }
@@ -133,13 +155,22 @@ function main(argv) {
   }
   if (command === 'decode') return printDecoded(rest, json, encoding)
   if (command === 'config') {
-    if (rest.length > 0) throw new UsageError(`config: expected no arguments, found ${JSON.stringify(rest[0])}`)
+    if (rest.length > 0) throw new UsageError(`config: expected no arguments, found ${shown(rest[0])}`)
     if (encoding) throw new UsageError('config: --encoding applies to ids only')
     return printConfig(json)
   }
-  if (rest.length > 0) throw new UsageError(`expected at most one count, found ${JSON.stringify(rest[0])}`)
+  if (rest.length > 0) throw new UsageError(`expected at most one count, found ${shown(rest[0])}`)
   return printIds(parseCount(command), json, encoding)
 }
+
+// Output that cannot be written: a reader that went away (`snowid 1000000 | head -1`) ends the CLI quietly, as it
+// does other Unix tools; any other failure (a full disk) is one line on stderr.
+process.stdout.on('error', (err) => {
+  if (err.code === 'EPIPE') process.exit(0)
+  // Synchronously, since the process ends here.
+  require('node:fs').writeSync(2, `snowid: cannot write the output: ${err.message} (${err.code})\n`)
+  process.exit(1)
+})
 
 try {
   main(process.argv.slice(2))

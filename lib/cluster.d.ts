@@ -1,4 +1,22 @@
-import type { Worker } from 'node:cluster'
+/**
+ * The `cluster.Worker` that `fork` returns, with the members most used; it is Node's own object. Declared here rather
+ * than imported from `node:cluster`, so that the typings need no @types/node: with @types/node, pass it on as a
+ * `cluster.Worker` with `worker as unknown as import('node:cluster').Worker` when a function wants that type.
+ */
+export interface Worker {
+  /** Node's id of this worker (it grows with every fork; not the snowid worker id). */
+  readonly id: number
+  /** The worker's child process. */
+  readonly process: { readonly pid?: number | undefined }
+  send(message: unknown, ...rest: unknown[]): boolean
+  kill(signal?: string): void
+  disconnect(): this
+  isConnected(): boolean
+  isDead(): boolean
+  on(event: string, listener: (...args: any[]) => void): this
+  once(event: string, listener: (...args: any[]) => void): this
+  off(event: string, listener: (...args: any[]) => void): this
+}
 
 /**
  * Forks a cluster worker (in the primary) with the lowest free `SNOWID_WORKER_ID`, and takes the slot back when

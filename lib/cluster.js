@@ -9,7 +9,7 @@
 // primary's list follows its workers to the slots they hold.
 
 const cluster = require('node:cluster')
-const { workerSlots } = require('./index.js')
+const { workerSlots } = require('../index.js')
 
 /** Slots handed to this primary's live workers: workerId -> cluster Worker. */
 const assigned = new Map()
@@ -57,7 +57,8 @@ function fork(env = {}) {
     Error,
     'ERR_SNOWID_NO_FREE_WORKER_ID',
     `fork: expected a free worker id among the ${total} of workerBits ${slots.workerBits} for datacenterId ` +
-      `${slots.datacenterId}, found ${assigned.size} held by this primary's workers and ${elsewhere.size} by other processes`,
+      `${slots.datacenterId}, found ${assigned.size} held by this primary's workers and ${elsewhere.size} by other processes. Fork fewer ` +
+      'workers, stop other snowid processes on this host, or widen workerBits (SNOWID_WORKER_BITS)',
   )
 }
 

@@ -1,6 +1,5 @@
 // Typings of what every store's lease shares (lib/lease.js): its options, errors and lease object. Written by hand.
-import { EventEmitter } from 'node:events'
-import type { Snowflake, SnowflakeOptions } from './index'
+import type { Snowflake, SnowflakeOptions } from '../index'
 
 /** The options every store takes; each store adds its `client` and its own. */
 export interface LeaseOptions {
@@ -37,7 +36,9 @@ export interface SnowidLeaseError extends Error {
 }
 
 /** A (datacenterId, workerId) slot leased from a store, renewed in the background. */
-export declare class StoreLease extends EventEmitter {
+// An EventEmitter at runtime. Its methods are declared here rather than inherited from `node:events`, so that the
+// typings need no @types/node.
+export declare class StoreLease {
   readonly datacenterId: number
   /** The worker id in use. It changes only when the lease is lost and another slot is taken, and then together
    * with `snowflake`, at `reacquired`. */
@@ -63,4 +64,12 @@ export declare class StoreLease extends EventEmitter {
   once(event: 'renewFailed', listener: (err: SnowidLeaseError) => void): this
   once(event: 'lost', listener: (err: SnowidLeaseError) => void): this
   once(event: 'reacquired', listener: (lease: this) => void): this
+  off(event: StoreLeaseEvent, listener: (...args: any[]) => void): this
+  addListener(event: StoreLeaseEvent, listener: (...args: any[]) => void): this
+  removeListener(event: StoreLeaseEvent, listener: (...args: any[]) => void): this
+  removeAllListeners(event?: StoreLeaseEvent): this
+  listenerCount(event: StoreLeaseEvent): number
 }
+
+/** The events a `StoreLease` emits. */
+export type StoreLeaseEvent = 'renewed' | 'renewFailed' | 'lost' | 'reacquired'

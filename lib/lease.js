@@ -32,7 +32,7 @@
 
 const { EventEmitter } = require('node:events')
 const { randomUUID } = require('node:crypto')
-const snowid = require('./index.js')
+const snowid = require('../index.js')
 // Sets a generator's lease deadline and takes in an earlier holder's mark; not reachable from user code.
 const { fenceSnowflake } = require('./native.js')
 
@@ -139,7 +139,13 @@ function storeError(store, what, err) {
   if (isCoded(err)) return err
   const classified = store.classify(err)
   if (classified) return classified
-  return codedError(Error, store.unavailableCode, `${what}: ${(err && err.message) || err}`, err)
+  const found = String((err && err.message) || err).slice(0, 200)
+  return codedError(
+    Error,
+    store.unavailableCode,
+    `${what}: expected an answer from ${store.name}, found an error: ${found}. Check that ${store.name} is up and the client connected; the error is this one's cause`,
+    err,
+  )
 }
 
 /**
@@ -267,7 +273,12 @@ class StoreLease extends EventEmitter {
     fenceSnowflake(this.snowflake, 0)
     this.#deadline = 0
     clearTimeout(this.#timer)
-    const err = codedError(Error, 'ERR_SNOWID_LEASE_LOST', `lease: lost datacenterId ${this.datacenterId} workerId ${this.workerId}: ${why}`)
+    const next = this.#o.reacquire ? 'until the lease takes a slot again (listen for reacquired)' : 'from now on: acquire a new lease'
+    const err = codedError(
+      Error,
+      'ERR_SNOWID_LEASE_LOST',
+      `lease: lost datacenterId ${this.datacenterId} workerId ${this.workerId}: ${why}. Its snowflake throws ${next}`,
+    )
     this.emit('lost', err)
     if (this.#o.reacquire && !this.#released) this.#reacquire()
   }
@@ -395,7 +406,8 @@ async function acquire(store, o, Lease, onDefault) {
       throw codedError(
         Error,
         'ERR_SNOWID_NO_FREE_WORKER_ID',
-        `acquireWorkerId: expected a free worker id among the ${o.slotCount} of datacenterId ${o.datacenterId}, found every one leased after waiting ${Date.now() - started} ms (waitMs ${o.waitMs})`,
+        `acquireWorkerId: expected a free worker id among the ${o.slotCount} of datacenterId ${o.datacenterId}, found every one leased after waiting ${Date.now() - started} ms (waitMs ${o.waitMs}). ` +
+          'Raise waitMs, release leases no longer used, use another datacenterId, or widen workerBits',
       )
     }
     await sleep(Math.min(retryMs, left))

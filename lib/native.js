@@ -38,12 +38,33 @@ function runtime() {
   return `Node ${process.version}`
 }
 
+// The loader's own errors nest several `cause`s deep. A line from the dynamic linker that names a missing glibc
+// version (`version 'GLIBC_2.33' not found`) says more than any advice to reinstall, so it is brought up.
+function glibcTooOld(cause) {
+  for (let e = cause, depth = 0; e && depth < 20; e = e.cause, depth++) {
+    const m = /version [`']GLIBC_[\d.]+' not found[^\n]*/.exec(String(e.message))
+    if (m) return m[0].slice(0, 200)
+  }
+  return null
+}
+
 function noBinary(cause) {
   const { napi, repository } = require('../package.json')
   const supported = napi.targets.map(platformName).join(', ')
   const c = libc()
   const here = `${process.platform}-${process.arch}${c ? ` (${c})` : ''}`
   const url = String(repository.url).replace(/^git\+/, '').replace(/\.git$/, '')
+  const glibc = glibcTooOld(cause)
+  if (glibc) {
+    const e = new Error(
+      `snowid: the native binary for ${here} needs a newer glibc than this system has (${glibc}). snowid's Linux ` +
+        `binaries need glibc 2.17 or later; a build from another glibc may need more. Reinstall snowid from the ` +
+        `registry on this system, or build from source (${url}). The loader's own error is this error's cause.`,
+      { cause },
+    )
+    e.code = 'ERR_SNOWID_NO_BINARY'
+    return e
+  }
   const e = new Error(
     `snowid: no native binary loads on ${here} under ${runtime()}. Prebuilt binaries exist for ${supported}, each in ` +
       `the optional dependency snowid-<platform>, which the package manager installs with snowid. On one of those ` +

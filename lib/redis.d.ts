@@ -9,7 +9,7 @@ export type RedisClient =
   | { call(command: string, ...args: Array<string | number>): Promise<unknown> }
   | { isOpen: boolean; sendCommand(args: string[]): Promise<unknown> }
 
-export interface AcquireOptions extends LeaseOptions {
+export interface RedisAcquireOptions extends LeaseOptions {
   /** The client to use. snowid does not connect or close it. */
   client: RedisClient
   /** Keys are `{keyPrefix}:<datacenterId>:<workerId>:lease` and `...:marks`. No braces.
@@ -30,10 +30,10 @@ export declare class RedisLease extends StoreLease {}
  * @throws `ERR_SNOWID_REDIS_UNAVAILABLE` when Redis does not answer; `ERR_SNOWID_LEASE_CORRUPT` for a key that
  * holds something else than snowid wrote; `ERR_SNOWID_STORE_PERMISSION_DENIED` when an ACL refuses a command or key.
  */
-export declare function acquireWorkerId(options: AcquireOptions): Promise<RedisLease>
+export declare function acquireWorkerId(options: RedisAcquireOptions): Promise<RedisLease>
 
 /**
  * As `acquireWorkerId`, and configures the process's default generator (`require('snowid').nextId()`) with the
  * slot. Call it before the default generator's first id. After a loss it takes back only the same slot.
  */
-export declare function configureWorkerId(options: AcquireOptions): Promise<RedisLease>
+export declare function configureWorkerId(options: RedisAcquireOptions): Promise<RedisLease>

@@ -131,6 +131,11 @@ impl Options {
 /// Reads one environment variable. Injected so tests need not touch the process environment.
 pub trait EnvSource {
     fn var(&self, name: &str) -> Option<OsString>;
+    /// The names of the variables that start with `SNOWID_`, to refuse one snowid does not read. A source that
+    /// cannot list its variables lists none.
+    fn snowid_names(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The process environment, as the OS holds it (what `cluster.fork({ env })` and PM2 set).
@@ -140,12 +145,76 @@ impl EnvSource for ProcessEnv {
     fn var(&self, name: &str) -> Option<OsString> {
         std::env::var_os(name)
     }
+
+    fn snowid_names(&self) -> Vec<String> {
+        std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()).filter(|k| k.starts_with(VAR_PREFIX)).collect()
+    }
 }
 
 impl<F: Fn(&str) -> Option<OsString>> EnvSource for F {
     fn var(&self, name: &str) -> Option<OsString> {
         self(name)
     }
+}
+
+/// What every variable snowid reads starts with.
+pub const VAR_PREFIX: &str = "SNOWID_";
+
+/// Every `SNOWID_*` variable snowid reads. Any other is refused, so that a misspelt one (`SNOWID_DATACENTER=1`)
+/// is not silently left at its default.
+pub const KNOWN_VARS: &[&str] = &[
+    "SNOWID_DATACENTER_ID",
+    "SNOWID_WORKER_ID",
+    "SNOWID_WORKER_ID_FROM",
+    "SNOWID_WORKER_ID_IF_TAKEN",
+    "SNOWID_CLOCK_BACK",
+    "SNOWID_EPOCH",
+    "SNOWID_DATACENTER_BITS",
+    "SNOWID_WORKER_BITS",
+    "SNOWID_CLOCK_BACK_BITS",
+    "SNOWID_SEQUENCE_BITS",
+    "SNOWID_ON_CLOCK_BACK",
+    "SNOWID_MAX_WAIT_MS",
+    "SNOWID_MAX_LEAD_MS",
+    "SNOWID_LEASE",
+    "SNOWID_LEASE_DIR",
+];
+
+/// Refuses a `SNOWID_*` variable that snowid does not read, naming the known one nearest to it.
+pub fn check_var_names(env: &dyn EnvSource) -> Result<()> {
+    let mut unknown: Vec<String> = env.snowid_names().into_iter().filter(|n| !KNOWN_VARS.contains(&n.as_str())).collect();
+    unknown.sort();
+    let Some(name) = unknown.first() else {
+        return Ok(());
+    };
+    let nearest = KNOWN_VARS.iter().min_by_key(|k| edit_distance(name, k)).copied().unwrap_or("SNOWID_WORKER_ID");
+    let shown: String = name.chars().take(60).collect();
+    Err(Error::range_error(
+        Code::InvalidConfig,
+        &shown,
+        &format!("a variable snowid reads (did you mean {nearest}?)"),
+        "an unknown SNOWID_ variable: rename it or unset it",
+    ))
+}
+
+/// The Levenshtein distance between `a` and `b`, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row.first().copied().unwrap_or(0);
+        let mut next = Vec::with_capacity(row.len());
+        next.push(i + 1);
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = prev + usize::from(ca != *cb);
+            let above = row.get(j + 1).copied().unwrap_or(usize::MAX - 1) + 1;
+            let left = next.last().copied().unwrap_or(usize::MAX - 1) + 1;
+            prev = row.get(j + 1).copied().unwrap_or(0);
+            next.push(substitute.min(above).min(left));
+        }
+        row = next;
+    }
+    row.last().copied().unwrap_or(0)
 }
 
 /// The effective configuration of a generator.
@@ -219,7 +288,7 @@ impl Resolver<'_> {
         hint: &str,
         default: u64,
     ) -> Result<Sourced<u64>> {
-        let expected = format!("an integer in 0..={max}{hint}");
+        let expected = format!("an integer from 0 to {max}{hint}");
         match self.find(option, js_name, env_names)? {
             None => Ok(Sourced { value: default, source: Source::Default }),
             Some(Raw::Opt(v, name)) => {
@@ -497,6 +566,7 @@ impl Config {
     /// Resolves options over the environment over the defaults, and validates the result as a whole against the
     /// time `now` (Unix ms).
     pub fn resolve(opts: &Options, env: &dyn EnvSource, now: u64) -> Result<Config> {
+        check_var_names(env)?;
         let r = Resolver { opts, env };
         let LayoutParts { datacenter_bits, worker_bits, clock_back_bits, sequence_bits, epoch, layout } =
             r.layout(now, Use::Generate)?;
@@ -555,6 +625,7 @@ impl Config {
     /// Resolves only what reading ids needs, the widths and the epoch, into a layout for reading: no worker id,
     /// no lease, and no 10-year rule. A variable it does not need may hold anything.
     pub fn resolve_layout(opts: &Options, env: &dyn EnvSource, now: u64) -> Result<Layout> {
+        check_var_names(env)?;
         Resolver { opts, env }.layout(now, Use::Read).map(|p| p.layout)
     }
 
@@ -578,6 +649,43 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    struct Listed(Vec<(&'static str, &'static str)>);
+    impl EnvSource for Listed {
+        fn var(&self, name: &str) -> Option<OsString> {
+            self.0.iter().find(|(k, _)| *k == name).map(|(_, v)| OsString::from(v))
+        }
+        fn snowid_names(&self) -> Vec<String> {
+            self.0.iter().map(|(k, _)| k.to_string()).filter(|k| k.starts_with(VAR_PREFIX)).collect()
+        }
+    }
+
+    #[test]
+    fn an_unknown_snowid_variable_is_refused_naming_the_nearest_known_one() {
+        for (typo, nearest) in [
+            ("SNOWID_DATACENTER", "SNOWID_DATACENTER_ID"),
+            ("SNOWID_WORKERID", "SNOWID_WORKER_ID"),
+            ("SNOWID_LEASEDIR", "SNOWID_LEASE_DIR"),
+            ("SNOWID_WORKER_ID_IF_TAKN", "SNOWID_WORKER_ID_IF_TAKEN"),
+            ("SNOWID_MAX_LEAD", "SNOWID_MAX_LEAD_MS"),
+        ] {
+            let env = Listed(vec![(typo, "1"), ("HOME", "/root")]);
+            let e = Config::resolve(&Options::default(), &env, NOW).unwrap_err();
+            assert_eq!(e.code(), Code::InvalidConfig);
+            assert!(e.message().starts_with(&format!("{typo}: expected a variable snowid reads (did you mean {nearest}?)")), "{e}");
+            assert!(Config::resolve_layout(&Options::default(), &env, NOW).is_err());
+        }
+        let known: Vec<(&'static str, &'static str)> =
+            vec![("SNOWID_LEASE", "off"), ("SNOWID_LEASE_DIR", "/srv/x"), ("SNOWID_WORKER_ID_IF_TAKEN", "next"), ("SNOWID_MAX_LEAD_MS", "5"), ("SNOWID_MAX_WAIT_MS", "5"), ("SNOWID_ON_CLOCK_BACK", "wait")];
+        assert!(Config::resolve(&Options::default(), &Listed(known), NOW).is_ok());
+    }
+
+    #[test]
+    fn edit_distance_counts_edits() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("abc", "abc"), 0);
+    }
     use crate::core::error::Class;
     use std::collections::HashMap;
 
@@ -759,11 +867,11 @@ mod tests {
             assert!(e.message().contains(&quote(value)) || name == "SNOWID_EPOCH", "{e}");
         }
         let e = resolve_env(&[("SNOWID_WORKER_ID", "32")]).unwrap_err();
-        assert_eq!(e.message(), "SNOWID_WORKER_ID: expected an integer in 0..=31 (workerBits is 5), found \"32\"");
+        assert_eq!(e.message(), "SNOWID_WORKER_ID: expected an integer from 0 to 31 (workerBits is 5), found \"32\"");
         // The range follows the configured width.
         assert!(resolve_env(&[("SNOWID_WORKER_BITS", "6"), ("SNOWID_WORKER_ID", "32")]).is_ok());
         let e = resolve_env(&[("SNOWID_WORKER_BITS", "0"), ("SNOWID_WORKER_ID", "1")]).unwrap_err();
-        assert!(e.message().contains("0..=0"), "{e}");
+        assert!(e.message().contains("0 to 0"), "{e}");
     }
 
     #[test]
@@ -785,7 +893,7 @@ mod tests {
         // The range follows workerBits.
         let e = resolve_env(&[from, ("HOSTNAME", "web-32")]).unwrap_err();
         assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::RangeError));
-        assert!(e.message().contains("0..=31 (workerBits is 5)"), "{e}");
+        assert!(e.message().contains("0 to 31 (workerBits is 5)"), "{e}");
         let c = resolve_env(&[from, ("HOSTNAME", "web-32"), ("SNOWID_WORKER_BITS", "6"), ("SNOWID_DATACENTER_BITS", "2")]);
         assert_eq!(c.unwrap().worker_id.value, 32);
         let e = resolve_env(&[from, ("HOSTNAME", "web")]).unwrap_err();
@@ -824,7 +932,7 @@ mod tests {
     fn bad_option_values_are_refused() {
         let num = |n: f64| Some(OptionValue::Number(n));
         let cases: Vec<(Options, &str, Class)> = vec![
-            (Options { worker_id: num(32.0), ..Default::default() }, "options.workerId: expected an integer in 0..=31 (workerBits is 5), found 32", Class::RangeError),
+            (Options { worker_id: num(32.0), ..Default::default() }, "options.workerId: expected an integer from 0 to 31 (workerBits is 5), found 32", Class::RangeError),
             (Options { worker_id: num(-1.0), ..Default::default() }, "found -1", Class::RangeError),
             (Options { worker_id: num(0.6), ..Default::default() }, "found 0.6", Class::RangeError),
             (Options { worker_id: num(f64::NAN), ..Default::default() }, "found NaN", Class::RangeError),

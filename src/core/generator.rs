@@ -312,7 +312,7 @@ impl<C: Clock> Generator<C> {
                     Code::InvalidConfig,
                     "identity",
                     &format!(
-                        "datacenterId within 0..={} and workerId within 0..={}",
+                        "datacenterId within 0 to {} and workerId within 0 to {}",
                         max_value(w.datacenter),
                         max_value(w.worker)
                     ),

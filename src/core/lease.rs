@@ -14,7 +14,7 @@
 //! spaces and ended by `\n`:
 //!
 //! ```text
-//! snowid-lease v1 seq=7 pid=4242 marks=0:1795316461930,1:1795316460210 sum=5c1f0e0d2a9b7c11
+//! snowid-lease v1 seq=7 pid=4242 marks=0:1795316461930,1:1795316460210 sum=14128d3577de609c
 //! ```
 //!
 //! - `seq` counts writes; record `seq % 2` is the one written, so the other always holds the previous state.
@@ -876,6 +876,15 @@ mod tests {
         assert_eq!(Record::decode(&bytes[..30]), None);
         let too_many = Record { seq: 1, pid: 1, marks: (0..200).map(|c| (c, 1_795_316_461_930)).collect() };
         assert_eq!(too_many.encode(), None);
+    }
+
+    #[test]
+    fn the_documented_record_is_one_snowid_reads() {
+        let line = "snowid-lease v1 seq=7 pid=4242 marks=0:1795316461930,1:1795316460210 sum=14128d3577de609c";
+        assert!(include_str!("../../docs/one-host.md").contains(line), "docs/one-host.md shows this record");
+        let r = Record::decode(line.as_bytes()).unwrap();
+        assert_eq!(r, Record { seq: 7, pid: 4242, marks: vec![(0, 1_795_316_461_930), (1, 1_795_316_460_210)] });
+        assert_eq!(r.encode().unwrap().trim_ascii_end(), line.as_bytes());
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub fn requested(env: &dyn EnvSource) -> Result<bool> {
 pub fn worker_id(env: &dyn EnvSource, max: u64, hint: &str) -> Result<u64> {
     let (host, what) = host_name(env)?;
     let expected = format!(
-        "a StatefulSet pod name, <name>-<ordinal> with the ordinal in 0..={max}{hint} and no leading zero \
+        "a StatefulSet pod name, <name>-<ordinal> with the ordinal from 0 to {max}{hint} and no leading zero \
          ({FROM_VAR} is {STATEFULSET})"
     );
     match ordinal(&host) {
@@ -153,7 +153,7 @@ mod tests {
         for host in ["web-32", "web-4294967296", "web-18446744073709551615", "web-18446744073709551616", &format!("web-{}", "9".repeat(5000))] {
             let e = from_host(host, 31).unwrap_err();
             assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::RangeError), "{e}");
-            assert!(e.message().contains("0..=31 (workerBits is 5)"), "{e}");
+            assert!(e.message().contains("0 to 31 (workerBits is 5)"), "{e}");
         }
         assert_eq!(from_host("web-32", 255), Ok(32));
         assert_eq!(from_host("web-0", 0), Ok(0));
@@ -161,7 +161,7 @@ mod tests {
         let e = from_host("web-32", 31).unwrap_err();
         assert_eq!(
             e.message(),
-            "HOSTNAME: expected a StatefulSet pod name, <name>-<ordinal> with the ordinal in 0..=31 (workerBits is 5) \
+            "HOSTNAME: expected a StatefulSet pod name, <name>-<ordinal> with the ordinal from 0 to 31 (workerBits is 5) \
              and no leading zero (SNOWID_WORKER_ID_FROM is statefulset), found \"web-32\""
         );
     }

@@ -10,11 +10,11 @@ use std::ptr;
 use napi::bindgen_prelude::FromNapiValue;
 use napi::{sys, Result};
 
-use crate::core::config::EnvSource;
+use crate::core::config::{EnvSource, VAR_PREFIX};
 use crate::core::error::{Code, Error as CoreError, Result as CoreResult};
 
 use super::errors::{check, check_reading};
-use super::values::{own_entries, type_of};
+use super::values::{own_entries, own_key_names, type_of};
 
 /// The calling thread's `process.env`, read one variable at a time; the OS environment when the runtime has no
 /// `process.env` object. Lives for one call from JS.
@@ -76,6 +76,19 @@ impl EnvSource for JsEnv {
             }
         }
     }
+
+    fn snowid_names(&self) -> Vec<String> {
+        let Some(object) = self.object else {
+            return crate::core::config::ProcessEnv.snowid_names();
+        };
+        match own_key_names(self.env, object, "process.env") {
+            Ok(names) => names.into_iter().filter(|n| n.starts_with(VAR_PREFIX)).collect(),
+            Err(_) => {
+                clear_pending(self.env);
+                Vec::new()
+            }
+        }
+    }
 }
 
 /// Clears a pending exception, if any.
@@ -123,6 +136,10 @@ impl EnvSource for Remembered<'_> {
         }
         v
     }
+
+    fn snowid_names(&self) -> Vec<String> {
+        self.source.snowid_names()
+    }
 }
 
 /// Variables given in JS over a base environment, as `cluster.fork(env)` merges them over `process.env`.
@@ -137,6 +154,12 @@ impl EnvSource for Overlay<'_> {
             Some(v) => Some(OsString::from(v)),
             None => self.base.var(name),
         }
+    }
+
+    fn snowid_names(&self) -> Vec<String> {
+        let mut names = self.base.snowid_names();
+        names.extend(self.vars.keys().filter(|k| k.starts_with(VAR_PREFIX)).cloned());
+        names
     }
 }
 

@@ -161,6 +161,20 @@ fn is_plain(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<bo
     Ok(same)
 }
 
+/// The own enumerable string keys of `value` (for example `process.env`'s variable names).
+pub(crate) fn own_key_names(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<Vec<String>> {
+    let keys = own_keys(env, value, sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols, what)?;
+    let len = array_length(env, keys)?;
+    let mut names = Vec::with_capacity(len as usize);
+    for i in 0..len {
+        let mut key = ptr::null_mut();
+        // SAFETY: `i` is below the array's length; its elements are strings (numbers were converted).
+        check(unsafe { sys::napi_get_element(env, keys, i, &mut key) })?;
+        names.push(unsafe { String::from_napi_value(env, key) }?);
+    }
+    Ok(names)
+}
+
 /// The own keys of `value` that pass `filter`, numbers as strings, in a new array.
 fn own_keys(env: sys::napi_env, value: sys::napi_value, filter: sys::napi_key_filter, what: &str) -> Result<sys::napi_value> {
     let mut keys = ptr::null_mut();

@@ -1,0 +1,233 @@
+#!/usr/bin/env node
+'use strict'
+
+// Runs every js, mjs, ts, sh and sql code block of README.md and docs/*.md as pasted, and checks the values shown
+// in their comments against the run. `npm test` runs it (npm run test:docs); `node scripts/doctest.js docs/cli.md`
+// runs one file's blocks.
+//
+// How a block runs:
+// - js, mjs, ts: as a file in a fresh folder inside the package (so `require('snowid')` and `import 'snowid'` find
+//   this package), with a lease directory of its own. A js block with `import`/`export` or a top-level `await` runs as
+//   an ES module; ts is compiled by TypeScript first. A line `expression // value`, where the value is a literal
+//   (a number, bigint, string, object or array), is checked: the expression's `util.inspect` must read as the value,
+//   digits aside (ids and times differ from run to run; the keys, quotes, types and shape must not).
+// - sh: with bash -u -o pipefail, as a shell runs pasted lines (the block's status is its last command's), with
+//   `snowid` and `npx snowid` being this package's CLI.
+// - sql: with psql, on a PostgreSQL server started for the run.
+// - A block that mentions REDIS_URL or DATABASE_URL gets a Redis or PostgreSQL server started for it, as the tests
+//   start theirs (__test__/servers.js), and the variable set to its URL.
+// - A text block right after a run block, marked `<!-- doctest: output -->`, must equal what that block printed.
+// Other languages (json, yaml, text, none) are data or output, not programs, and are not run.
+//
+// Markers, an HTML comment on the line before a block's fence:
+// - `<!-- doctest: skip (why) -->`: not run; the reason is required and printed with the results.
+// - `<!-- doctest: continue -->`: runs after the file's previous js block, in the same program (a block that uses
+//   names the one before it defined).
+// - `<!-- doctest: output -->`: see above.
+
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const util = require('node:util')
+const { spawnSync } = require('node:child_process')
+
+const ROOT = path.join(__dirname, '..')
+const RUN_LANGS = new Set(['js', 'mjs', 'ts', 'sh', 'sql'])
+const TIMEOUT_MS = 120_000
+
+/** The fenced blocks of a Markdown file: `{ file, line, lang, code, marker }`. */
+function blocks(file) {
+  const lines = fs.readFileSync(file, 'utf8').split('\n')
+  const out = []
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^(\s*)```(\w*)\s*$/.exec(lines[i])
+    if (!open) continue
+    const indent = open[1].length
+    let j = i + 1
+    while (j < lines.length && !/^\s*```\s*$/.test(lines[j])) j++
+    const code = lines
+      .slice(i + 1, j)
+      .map((l) => l.slice(Math.min(indent, l.length - l.trimStart().length)))
+      .join('\n')
+    let k = i - 1
+    while (k >= 0 && lines[k].trim() === '') k--
+    const m = k >= 0 ? /^\s*<!--\s*doctest:\s*(.*?)\s*-->\s*$/.exec(lines[k]) : null
+    out.push({ file: path.relative(ROOT, file), line: i + 1, lang: open[2], code, marker: m ? m[1] : null })
+    i = j
+  }
+  return out
+}
+
+// A comment that shows a value: a number or bigint, a quoted string, an object, an array, or a keyword.
+const LITERAL = /^(-?\d[\d_.]*n?|'.*'|".*"|\{.*\}|\[.*\]|true|false|null|undefined)$/
+// A line that starts a statement rather than an expression.
+const STATEMENT = /^(const|let|var|import|export|if|for|while|return|await|throw|try|function|class|async|}|\)|\/\/)\b|^[})\]]/
+
+/** The block's code with each `expression // value` line turned into a check of the value. */
+function instrument(code, where) {
+  return code
+    .split('\n')
+    .map((line, n) => {
+      const m = /^(\S.*?)\s+\/\/\s(.+)$/.exec(line)
+      if (!m || STATEMENT.test(m[1]) || /[,{([]$/.test(m[1]) || !LITERAL.test(m[2].trim())) return line
+      return `__doctestCheck((${m[1].replace(/;$/, '')}), ${JSON.stringify(m[2].trim())}, ${JSON.stringify(`${where.file}:${where.line + 1 + n}`)})`
+    })
+    .join('\n')
+}
+
+const CHECK = `globalThis.__doctestCheck = (value, shown, where) => {
+  const inspect = require('node:util').inspect(value, { breakLength: Infinity, depth: 4 })
+  const digitsAside = (s) => s.replace(/\\d+/g, '0')
+  if (digitsAside(inspect) !== digitsAside(shown)) {
+    process.stderr.write(where + ': the comment shows ' + shown + ', the run gave ' + inspect + '\\n')
+    process.exitCode = 1
+  }
+  return value
+}\n`
+const CHECK_ESM = `import { createRequire as __doctestRequire } from 'node:module'\nconst require = __doctestRequire(import.meta.url)\n`
+
+function isModule(code) {
+  return /^\s*(import|export)\s/m.test(code) || /^\s*(const .*=\s*)?await\s/m.test(code)
+}
+
+/** Services a block needs, started once for the run and stopped at its end. */
+class Services {
+  constructor() {
+    this.started = {}
+  }
+  async env(code, lang) {
+    const env = {}
+    if (/\bREDIS_URL\b/.test(code)) env.REDIS_URL = (await this.start('redis')).url
+    if (/\bDATABASE_URL\b/.test(code) || lang === 'sql') {
+      const pg = await this.start('postgres')
+      env.DATABASE_URL = `postgres://${pg.user}@${pg.host}:${pg.port}/${pg.database}`
+    }
+    return env
+  }
+  async start(name) {
+    if (!(name in this.started)) {
+      const servers = require('../__test__/servers.js')
+      this.started[name] = await (name === 'redis' ? servers.startRedis() : servers.startPostgres())
+    }
+    if (!this.started[name]) throw new Missing(name)
+    return this.started[name]
+  }
+  async stop() {
+    for (const s of Object.values(this.started)) if (s) await s.stop()
+  }
+}
+
+class Missing extends Error {}
+
+function cleanEnv(extra) {
+  const env = { ...process.env }
+  for (const key of Object.keys(env)) if (key.startsWith('SNOWID_') || key === 'NODE_APP_INSTANCE') delete env[key]
+  return { ...env, ...extra }
+}
+
+/** Runs one block in `dir`; resolves to `{ status, stdout, stderr }`. */
+function run(block, code, dir, env) {
+  if (block.lang === 'sh') {
+    const bin = path.join(dir, '.bin')
+    fs.mkdirSync(bin, { recursive: true })
+    fs.writeFileSync(path.join(bin, 'snowid'), `#!/bin/sh\nexec "${process.execPath}" "${path.join(ROOT, 'bin', 'snowid.js')}" "$@"\n`, { mode: 0o755 })
+    const script = `npx() { "$@"; }\n${code}\n`
+    const PATH = `${bin}:${path.join(ROOT, 'node_modules', '.bin')}:${env.PATH}`
+    return spawnSync('bash', ['-uo', 'pipefail', '-c', script], { cwd: dir, env: { ...env, PATH }, encoding: 'utf8', timeout: TIMEOUT_MS })
+  }
+  if (block.lang === 'sql') {
+    return spawnSync('psql', [env.DATABASE_URL, '-v', 'ON_ERROR_STOP=1', '-q', '-c', code], { cwd: dir, env, encoding: 'utf8', timeout: TIMEOUT_MS })
+  }
+  let source = instrument(code, block)
+  let esm = block.lang === 'mjs' || isModule(code)
+  if (block.lang === 'ts') {
+    const ts = require('typescript')
+    const module = esm ? ts.ModuleKind.ESNext : ts.ModuleKind.CommonJS
+    source = ts.transpileModule(source, { compilerOptions: { module, target: ts.ScriptTarget.ES2022 } }).outputText
+  }
+  source = esm ? CHECK_ESM + CHECK + source : CHECK + source
+  const file = path.join(dir, esm ? 'block.mjs' : 'block.cjs')
+  fs.writeFileSync(file, source)
+  return spawnSync(process.execPath, [file], { cwd: dir, env, encoding: 'utf8', timeout: TIMEOUT_MS })
+}
+
+async function main() {
+  const args = process.argv.slice(2)
+  const files = args.length
+    ? args.map((f) => path.resolve(f))
+    : [path.join(ROOT, 'README.md'), ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => path.join(ROOT, 'docs', f))]
+  const services = new Services()
+  const work = fs.mkdtempSync(path.join(ROOT, '.doctest-'))
+  const results = { passed: 0, failed: [], skipped: [] }
+  try {
+    for (const file of files) {
+      let previousJs = null
+      let last = null
+      for (const block of blocks(file)) {
+        const where = `${block.file}:${block.line}`
+        const marker = block.marker || ''
+        if (marker === 'output') {
+          if (!last) results.failed.push(`${where}: an output block follows no block that ran`)
+          else if (last.stdout.trimEnd() !== block.code.trimEnd()) {
+            results.failed.push(`${where}: the output shown is not what ${last.where} printed:\n${last.stdout}`)
+          } else results.passed++
+          continue
+        }
+        last = null
+        if (!RUN_LANGS.has(block.lang)) continue
+        const skip = /^skip\s*\((.+)\)$/.exec(marker)
+        if (skip) {
+          results.skipped.push(`${where}: ${skip[1]}`)
+          continue
+        }
+        if (marker && marker !== 'continue' && !skip) {
+          results.failed.push(`${where}: unknown doctest marker "${marker}" (skip (why), continue or output)`)
+          continue
+        }
+        let code = block.code
+        if (marker === 'continue') {
+          if (!previousJs) {
+            results.failed.push(`${where}: "continue" follows no js block`)
+            continue
+          }
+          code = `${previousJs}\n${code}`
+        }
+        if (block.lang === 'js') previousJs = code
+        const dir = fs.mkdtempSync(path.join(work, 'block-'))
+        const leaseDir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-doctest-'))
+        try {
+          const env = cleanEnv({ SNOWID_LEASE_DIR: leaseDir, ...(await services.env(code, block.lang)) })
+          const r = run(block, code, dir, env)
+          if (r.error || r.status !== 0) {
+            const why = r.error ? r.error.message : `exit ${r.status}${r.signal ? ` (${r.signal})` : ''}`
+            results.failed.push(`${where} (${block.lang}): ${why}\n${(r.stderr || '').trim().slice(0, 2000)}`)
+          } else {
+            results.passed++
+            last = { where, stdout: r.stdout }
+          }
+        } catch (e) {
+          if (!(e instanceof Missing)) throw e
+          const what = `${where}: needs ${e.message}, which is not installed`
+          if (process.env.CI) results.failed.push(what)
+          else results.skipped.push(what)
+        } finally {
+          fs.rmSync(leaseDir, { recursive: true, force: true })
+        }
+      }
+    }
+  } finally {
+    await services.stop()
+    fs.rmSync(work, { recursive: true, force: true })
+  }
+  for (const s of results.skipped) process.stdout.write(`skipped ${s}\n`)
+  for (const f of results.failed) process.stdout.write(`FAILED ${f}\n`)
+  process.stdout.write(`doctest: ${results.passed} passed, ${results.failed.length} failed, ${results.skipped.length} skipped\n`)
+  if (results.failed.length) process.exitCode = 1
+}
+
+main().catch((e) => {
+  process.stderr.write(`doctest: ${e.stack}\n`)
+  process.exitCode = 1
+})
+
+module.exports = { blocks, instrument }
