@@ -693,8 +693,8 @@ impl LeaseDir {
             Code::WorkerIdInUse,
             Class::Error,
             format!(
-                "{what}: expected a worker id no other process on this host holds, found datacenterId {datacenter_id} \
-                 workerId {worker_id} held by {holder} (lease file {})",
+                "{what}: expected a worker id no other live process holds, found datacenterId {datacenter_id} workerId \
+                 {worker_id} held by {holder} (lease file {}); SNOWID_WORKER_ID_IF_TAKEN=next moves on to a free one",
                 quote_path(&self.slot_path(datacenter_id, worker_id))
             ),
         ))
@@ -742,7 +742,8 @@ impl LeaseDir {
             Class::Error,
             format!(
                 "workerId: expected a free slot for datacenterId {datacenter_id} in lease directory {}, found all \
-                 {slots} held ({skipped} of them skipped: another user's, unreadable, or with marks too far ahead)",
+                 {slots} held ({skipped} skipped: another user's, unreadable, or marked ahead). Stop a process, widen \
+                 workerBits, or use another datacenter id",
                 quote_path(&self.path)
             ),
         ))
