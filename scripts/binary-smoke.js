@@ -27,7 +27,9 @@ worker.once('message', (fromThread) => {
   assert.ok(BigInt(fromThread) > id, 'a worker_thread shares the generator')
   // Linux's C library the process runs on: the report names glibc's version, and nothing on musl.
   const libc = process.platform !== 'linux' ? null : process.report.getReport().header.glibcVersionRuntime ? 'glibc' : 'musl'
-  console.log(JSON.stringify({ arch: process.arch, libc, node: process.version, ok: true }))
+  // Which build loaded: 'native', or 'wasm32-wasi' when the loader fell back to the WASI package.
+  const binding = require(path.join(__dirname, '..', 'binding.js')).__napiBindingTarget
+  console.log(JSON.stringify({ arch: process.arch, libc, binding, node: process.version, ok: true }))
 })
 worker.once('error', (e) => {
   console.error(e)

@@ -86,7 +86,10 @@ async function main() {
   const built = (platform) => load && only.includes(platform) && fs.existsSync(TARGETS.find((t) => t.platform === platform).binary)
   const target = (platform) => TARGETS.find((t) => t.platform === platform)
   const expect = (result, arch, libc) => {
-    if (result.arch !== arch || result.libc !== libc) throw new Error(`ran on ${result.arch} ${result.libc}, expected ${arch} ${libc}`)
+    // 'native': a binary that failed to load would otherwise pass through the loader's WASI fallback.
+    if (result.arch !== arch || result.libc !== libc || result.binding !== 'native') {
+      throw new Error(`ran on ${result.arch} ${result.libc} (${result.binding}), expected ${arch} ${libc} (native)`)
+    }
     return JSON.stringify(result)
   }
   if (built('linux-x64-gnu')) {
