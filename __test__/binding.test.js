@@ -7,7 +7,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const path = require('node:path')
 
-const { expectError, runNode } = require('./helpers.js')
+const { expectError, runNode, wasiSkip } = require('./helpers.js')
 
 // Each check that touches the default generator runs in a process of its own, so that it meets a fresh one.
 function run(code, env = {}) {
@@ -238,7 +238,7 @@ test('configuration assigned to process.env from JS counts, and each variable is
   assert.deepEqual([out.config.sources.workerId, out.config.sources.sequenceBits], ['env', 'env'])
 })
 
-test("a worker_thread that configures the default generator first uses its own process.env, and the process shares it", () => {
+test("a worker_thread that configures the default generator first uses its own process.env, and the process shares it", wasiSkip("each worker_thread instantiates the wasm module afresh, so threads do not share the process's generator"), () => {
   const r = runNode(`
     const s = require('.')
     const { Worker } = require('node:worker_threads')
@@ -282,7 +282,7 @@ test('huge bigints are refused by their size, without reading them', () => {
 // The generated loader tries NAPI_RS_NATIVE_LIBRARY_PATH alone when it is set; a path with no file fails the native
 // load as an unsupported platform would. The fixture hides the WASI package as well.
 const NO_NATIVE = { NAPI_RS_NATIVE_LIBRARY_PATH: '/nonexistent/snowid.node' }
-const NOTHING = { ...NO_NATIVE, NODE_OPTIONS: `--require ${path.join(__dirname, 'fixtures', 'no-wasm.js')}` }
+const NOTHING = { ...NO_NATIVE, NAPI_RS_FORCE_WASI: undefined, NODE_OPTIONS: `--require ${path.join(__dirname, 'fixtures', 'no-wasm.js')}` }
 
 test('no native binary: the loader falls back to the snowid-wasm32-wasi package, which makes ids with an explicit worker id', () => {
   const r = runNode(
@@ -296,6 +296,7 @@ test('no native binary: the loader falls back to the snowid-wasm32-wasi package,
 test('on WASI the host lease is unsupported: a coded error says what to configure', () => {
   const r = runNode(`try { require('.').nextId(); console.log('made') } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })) }`, {
     NAPI_RS_FORCE_WASI: 'error',
+    SNOWID_LEASE: undefined,
   })
   assert.equal(r.status, 0, r.stderr)
   const e = JSON.parse(r.stdout)
