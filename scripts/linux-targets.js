@@ -1,8 +1,8 @@
 'use strict'
 
 // The Linux targets built here with zig (`npm run build:linux`) and checked by `npm run test:linux`: the gnu ones
-// against the oldest glibc their architecture has (2.17; riscv64's first glibc is 2.27), so that they load on every
-// distribution Node 20+ runs on, and real musl ones.
+// against glibc 2.17 where zig can link against it (riscv64's first glibc is 2.27; zig 0.15 has powerpc64le's from
+// 2.19), so that they load on every distribution Node 20+ runs on, and real musl ones.
 
 const path = require('node:path')
 
@@ -35,6 +35,7 @@ const TARGETS = [
     platform: 'linux-ppc64-gnu',
     arch: 'ppc64',
     libc: 'gnu',
+    glibc: '2.19',
     qemu: 'qemu-ppc64le',
     sysroot: '/usr/powerpc64le-linux-gnu',
     node: { pkg: 'node-linux-ppc64le', version: '20.11.0' },

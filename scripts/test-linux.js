@@ -2,7 +2,7 @@
 'use strict'
 
 // npm run test:linux: checks the binaries `npm run build:linux` made (scripts/linux-targets.js lists them).
-// - gnu: no symbol newer than the target's glibc floor (objdump -T: 2.17, riscv64 2.27), so they load on every glibc
+// - gnu: no symbol newer than the target's glibc floor (objdump -T: 2.17, ppc64le 2.19, riscv64 2.27), so they load on every glibc
 //   Node 20+ runs on.
 // - musl: linked against musl's libc.so and nothing of glibc.
 // - Each is an ELF of its architecture, and each runs the smoke check (scripts/binary-smoke.js), which reports the

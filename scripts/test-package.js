@@ -7,7 +7,7 @@
 // and Deno, and runs the smoke check (scripts/package-smoke/) and the CLI in each. `--only NAME[,NAME]` runs only
 // those projects; `--repeat N` runs each smoke check N times. Two npm projects lose the platform package, as users'
 // installs do, and must run on the WASI package (snowid-wasm32-wasi, a dependency) through the loader's fallback:
-// `npm install --omit=optional`, and `npm ci` from a lockfile written on another OS (npm/cli#4828: it lacks this
+// `npm install --omit=optional`, and `npm install` from a lockfile written on another OS (npm/cli#4828: it lacks this
 // platform's package; made here by removing this platform's entries from a lock written here). Prints `N passed, N failed` last, and exits non-zero on any failure.
 
 const fs = require('node:fs')
@@ -77,9 +77,9 @@ function projects() {
   return [
     ...npm,
     lost('npm-omit-optional', `npm ${NPM[24]} install --omit=optional on Node ${WASI_NODE}`, ['npm', ['install', 'snowid', '--omit=optional', '--no-audit', '--no-fund']]),
-    lost('npm-foreign-lock', `npm ${NPM[24]} ci from a lock without linux-x64 on Node ${WASI_NODE}`, [
+    lost('npm-foreign-lock', `npm ${NPM[24]} install from a lock without linux-x64 on Node ${WASI_NODE}`, [
       'sh',
-      ['-c', 'npm install snowid --package-lock-only --no-audit --no-fund && node foreign-lock.cjs && npm ci --no-audit --no-fund'],
+      ['-c', 'npm install snowid --package-lock-only --no-audit --no-fund && node foreign-lock.cjs && npm install --no-audit --no-fund'],
     ]),
     nodeProject(
       'pnpm',

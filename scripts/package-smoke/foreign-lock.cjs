@@ -1,6 +1,6 @@
 'use strict'
 
-// Run by test:package's npm-foreign-lock project between `npm install --package-lock-only` and `npm ci`: makes the
+// Run by test:package's npm-foreign-lock project between `npm install --package-lock-only` and `npm install`: makes the
 // lock what npm/cli#4828 writes on another OS, with no entry for this platform's package (linux-x64).
 const fs = require('node:fs')
 
