@@ -16,6 +16,11 @@ function wasiSkip(reason) {
   return { skip: WASI ? `WASI: ${reason}` : false }
 }
 
+/** Test options that run a test on the WASI build as a todo: a known difference there, named, that fails no run. */
+function wasiTodo(reason) {
+  return { todo: WASI ? `WASI: ${reason}` : false }
+}
+
 // Lease directories made for this process, removed when it exits, so a test run leaves the OS temp dir as it was.
 const made = []
 process.on('exit', () => {
@@ -103,4 +108,4 @@ function expectError(fn, { name, code, message }) {
   })
 }
 
-module.exports = { ROOT, WASI, wasiSkip, cleanEnv, freshLeaseDir, runNode, runCli, probeFirstId, expectError }
+module.exports = { ROOT, WASI, wasiSkip, wasiTodo, cleanEnv, freshLeaseDir, runNode, runCli, probeFirstId, expectError }

@@ -7,8 +7,9 @@
 // and Deno, and runs the smoke check (scripts/package-smoke/) and the CLI in each. `--only NAME[,NAME]` runs only
 // those projects; `--repeat N` runs each smoke check N times. Two npm projects lose the platform package, as users'
 // installs do, and must run on the WASI package (snowid-wasm32-wasi, a dependency) through the loader's fallback:
-// `npm install --omit=optional`, and `npm install` from a lockfile written on another OS (npm/cli#4828: it lacks this
-// platform's package; made here by removing this platform's entries from a lock written here). Prints `N passed, N failed` last, and exits non-zero on any failure.
+// `npm install --omit=optional`. A lockfile written on another OS (npm/cli#4828: it lacks this platform's package;
+// made here by removing this platform's entries from a lock written here) must make `npm ci` fail saying how to fix
+// it, and `npm install` from it must load the native package. Prints `N passed, N failed` last, and exits non-zero on any failure.
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -77,10 +78,19 @@ function projects() {
   return [
     ...npm,
     lost('npm-omit-optional', `npm ${NPM[24]} install --omit=optional on Node ${WASI_NODE}`, ['npm', ['install', 'snowid', '--omit=optional', '--no-audit', '--no-fund']]),
-    lost('npm-foreign-lock', `npm ${NPM[24]} install from a lock without linux-x64 on Node ${WASI_NODE}`, [
-      'sh',
-      ['-c', 'npm install snowid --package-lock-only --no-audit --no-fund && node foreign-lock.cjs && npm install --no-audit --no-fund'],
-    ]),
+    // npm 11 refuses the lock in `npm ci` (out of sync: the message names the package and says to run npm install),
+    // and `npm install` restores the entry: the native package loads.
+    nodeProject(
+      'npm-foreign-lock',
+      `npm ${NPM[24]} ci, then install, from a lock without linux-x64 on Node ${WASI_NODE}`,
+      WASI_NODE,
+      async () => {
+        const dir = await cachedPackage('npm', NPM[24], 'npm')
+        return { npm: path.join(dir, 'bin', 'npm-cli.js'), npx: path.join(dir, 'bin', 'npx-cli.js') }
+      },
+      ['sh', ['-c', FOREIGN_LOCK]],
+      ['npx', ['--no', 'snowid']],
+    ),
     nodeProject(
       'pnpm',
       `pnpm ${PNPM} on Node ${PM_NODE}`,
@@ -338,6 +348,17 @@ const SMOKE_CHECKS = ['package', 'ids', 'decode', 'worker_threads', 'cluster']
 // the wasm module, so they do not share the process's generator; snowid/cluster's fork() follows workers through
 // their host lease files.
 const WASI_SKIPS = ['worker_threads', 'cluster']
+
+// The npm-foreign-lock install: a lock without this platform's package (foreign-lock.cjs), which `npm ci` must refuse
+// with a message naming the package and the fix, then `npm install` from it.
+const FOREIGN_LOCK = [
+  'npm install snowid --package-lock-only --no-audit --no-fund',
+  'node foreign-lock.cjs',
+  'if npm ci --no-audit --no-fund >ci.log 2>&1; then echo "npm ci installed from a lock without snowid-linux-x64-gnu" >&2; exit 1; fi',
+  'grep -q "Missing: snowid-linux-x64-gnu" ci.log && grep -q "npm install" ci.log || { cat ci.log >&2; exit 1; }',
+  'grep -E "Missing: snowid-linux-x64-gnu|npm install" ci.log | sed "s/^/npm ci: /"',
+  'npm install --no-audit --no-fund',
+].join(' && ')
 
 async function runProject(project, registry, sysbin, repeat) {
   const home = path.join(tmp, 'home', project.name)
