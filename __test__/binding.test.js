@@ -5,8 +5,9 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
+const path = require('node:path')
 
-const { expectError, runNode } = require('./helpers.js')
+const { expectError, runNode, wasiSkip } = require('./helpers.js')
 
 // Each check that touches the default generator runs in a process of its own, so that it meets a fresh one.
 function run(code, env = {}) {
@@ -237,7 +238,7 @@ test('configuration assigned to process.env from JS counts, and each variable is
   assert.deepEqual([out.config.sources.workerId, out.config.sources.sequenceBits], ['env', 'env'])
 })
 
-test("a worker_thread that configures the default generator first uses its own process.env, and the process shares it", () => {
+test("a worker_thread that configures the default generator first uses its own process.env, and the process shares it", wasiSkip("each worker_thread instantiates the wasm module afresh, so threads do not share the process's generator"), () => {
   const r = runNode(`
     const s = require('.')
     const { Worker } = require('node:worker_threads')
@@ -278,25 +279,54 @@ test('huge bigints are refused by their size, without reading them', () => {
   assert.equal(decode(2n ** 63n - 1n).id, '9223372036854775807')
 })
 
+// The generated loader tries NAPI_RS_NATIVE_LIBRARY_PATH alone when it is set; a path with no file fails the native
+// load as an unsupported platform would. The fixture hides the WASI package as well.
+const NO_NATIVE = { NAPI_RS_NATIVE_LIBRARY_PATH: '/nonexistent/snowid.node' }
+const NOTHING = { ...NO_NATIVE, NAPI_RS_FORCE_WASI: undefined, NODE_OPTIONS: `--require ${path.join(__dirname, 'fixtures', 'no-wasm.js')}` }
+
+test('no native binary: the loader falls back to the snowid-wasm32-wasi package, which makes ids with an explicit worker id', () => {
+  const r = runNode(
+    `const s = require('.'); const id = s.nextId(); console.log(JSON.stringify({ target: require('./binding.js').__napiBindingTarget, workerId: s.decode(id).workerId, next: s.nextId() > id }))`,
+    { ...NO_NATIVE, SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '9' },
+  )
+  assert.equal(r.status, 0, r.stderr)
+  assert.deepEqual(JSON.parse(r.stdout), { target: 'wasm32-wasi', workerId: 9, next: true })
+})
+
+test('on WASI the host lease is unsupported: a coded error says what to configure', () => {
+  const r = runNode(`try { require('.').nextId(); console.log('made') } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })) }`, {
+    NAPI_RS_FORCE_WASI: 'error',
+    SNOWID_LEASE: undefined,
+  })
+  assert.equal(r.status, 0, r.stderr)
+  const e = JSON.parse(r.stdout)
+  assert.equal(e.code, 'ERR_SNOWID_LEASE_UNSUPPORTED')
+  assert.match(e.message, /expected a platform with flock, found WASI/)
+  for (const what of ['SNOWID_LEASE=off', 'SNOWID_WORKER_ID', 'SNOWID_WORKER_ID_FROM=statefulset', 'snowid/redis', 'snowid/postgres']) {
+    assert.ok(e.message.includes(what), what)
+  }
+  assert.ok(e.message.length <= 400, e.message)
+})
+
 test('no binary for this platform: a coded error that names the platform, lists the supported ones and says how to build', () => {
-  // The generated loader tries this path alone when it is set; a path with no file fails the load as an unsupported
-  // platform would.
   const r = runNode(
     `try { require('.'); console.log('loaded') } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message, cause: String(e.cause) })) }`,
-    { NAPI_RS_NATIVE_LIBRARY_PATH: '/nonexistent/snowid.node' },
+    NOTHING,
   )
   assert.equal(r.status, 0, r.stderr)
   const e = JSON.parse(r.stdout)
   assert.equal(e.code, 'ERR_SNOWID_NO_BINARY')
   assert.match(e.message, new RegExp(`^snowid: no native binary loads on ${process.platform}-${process.arch}( \\((glibc [0-9.]+|musl)\\))? under Node v`))
-  for (const target of ['linux-x64-gnu', 'linux-arm64-gnu', 'linux-x64-musl', 'linux-arm64-musl', 'darwin-x64', 'darwin-arm64', 'win32-x64-msvc']) {
+  // Every platform package, and the WASI one.
+  const { optionalDependencies, dependencies } = require('../package.json')
+  for (const target of Object.keys({ ...optionalDependencies, ...dependencies }).map((p) => p.slice('snowid-'.length))) {
     assert.ok(e.message.includes(target), target)
   }
   assert.match(e.message, /build from source: install Rust/)
   assert.doesNotMatch(e.message, /npm has a bug/)
   assert.match(e.cause, /Cannot find native binding/)
   // The subpath modules fail the same way.
-  const sub = runNode(`try { require('snowid/redis') } catch (e) { console.log(e.code) }`, { NAPI_RS_NATIVE_LIBRARY_PATH: '/nonexistent/snowid.node' })
+  const sub = runNode(`try { require('snowid/redis') } catch (e) { console.log(e.code) }`, NOTHING)
   assert.equal(sub.stdout.trim(), 'ERR_SNOWID_NO_BINARY', sub.stderr)
 })
 

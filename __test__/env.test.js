@@ -3,9 +3,9 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 
-const { probeFirstId: probe, runNode } = require('./helpers.js')
+const { probeFirstId: probe, runNode, wasiSkip } = require('./helpers.js')
 
-test('the default generator reads every SNOWID_ variable', () => {
+test('the default generator reads every SNOWID_ variable', wasiSkip('no host lease: SNOWID_LEASE=on fails there'), () => {
   const out = probe({
     SNOWID_DATACENTER_ID: '6',
     SNOWID_WORKER_ID: '21',

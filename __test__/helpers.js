@@ -8,6 +8,19 @@ const path = require('node:path')
 
 const ROOT = path.resolve(__dirname, '..')
 
+/** The suite runs on the WASI build (npm run test:wasi sets NAPI_RS_FORCE_WASI=error): no native binary loads. */
+const WASI = process.env.NAPI_RS_FORCE_WASI === 'error'
+
+/** Test options that skip a test on the WASI build, naming what WASI cannot do. */
+function wasiSkip(reason) {
+  return { skip: WASI ? `WASI: ${reason}` : false }
+}
+
+/** Test options that run a test on the WASI build as a todo: a known difference there, named, that fails no run. */
+function wasiTodo(reason) {
+  return { todo: WASI ? `WASI: ${reason}` : false }
+}
+
 // Lease directories made for this process, removed when it exits, so a test run leaves the OS temp dir as it was.
 const made = []
 process.on('exit', () => {
@@ -32,6 +45,8 @@ function cleanEnv(extra = {}) {
       delete env[key]
     }
   }
+  // WASI has no host lease: there a child runs with leases off unless the test says otherwise.
+  if (WASI) env.SNOWID_LEASE = 'off'
   const out = 'SNOWID_LEASE_DIR' in extra ? { ...env, ...extra } : { ...env, SNOWID_LEASE_DIR: freshLeaseDir(), ...extra }
   // A variable given as undefined is left out (SNOWID_LEASE_DIR: undefined: the default lease directory).
   for (const key of Object.keys(out)) if (out[key] === undefined) delete out[key]
@@ -93,4 +108,4 @@ function expectError(fn, { name, code, message }) {
   })
 }
 
-module.exports = { ROOT, cleanEnv, freshLeaseDir, runNode, runCli, probeFirstId, expectError }
+module.exports = { ROOT, WASI, wasiSkip, wasiTodo, cleanEnv, freshLeaseDir, runNode, runCli, probeFirstId, expectError }

@@ -12,7 +12,10 @@ const os = require('node:os')
 const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { ROOT, cleanEnv, freshLeaseDir, probeFirstId: probe } = require('./helpers.js')
+const { ROOT, cleanEnv, freshLeaseDir, probeFirstId: probe, wasiSkip } = require('./helpers.js')
+
+// Every test here is about the host lease, which WASI cannot hold (no flock).
+const HOST_LEASE = wasiSkip('no flock, so no host lease')
 
 const STREAMER = path.join(__dirname, 'fixtures', 'lease-streamer.js')
 const isRoot = process.getuid && process.getuid() === 0
@@ -62,7 +65,7 @@ function record({ seq = 1, pid = 1, marks }) {
   return Buffer.from(line.padEnd(1023, ' ') + '\n')
 }
 
-test('a held lease file deleted under a running process: 0 duplicates, and the holder keeps its slot', async () => {
+test('a held lease file deleted under a running process: 0 duplicates, and the holder keeps its slot', HOST_LEASE, async () => {
   const dir = freshLeaseDir()
   const file = path.join(dir, 'dc0-worker0.lease')
   const a = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
@@ -81,7 +84,7 @@ test('a held lease file deleted under a running process: 0 duplicates, and the h
   assert.ok(ra.ids.length > 1000)
 })
 
-test('a lease file deleted under its holder: newcomers at once cannot take its slot, 0 duplicates', async () => {
+test('a lease file deleted under its holder: newcomers at once cannot take its slot, 0 duplicates', HOST_LEASE, async () => {
   const dir = freshLeaseDir()
   const file = path.join(dir, 'dc0-worker0.lease')
   const a = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
@@ -99,7 +102,7 @@ test('a lease file deleted under its holder: newcomers at once cannot take its s
   assert.ok(ra.ids.length > 1000 && rc.ids.length > 1000)
 })
 
-test('a lease file replaced by a rename under a running process: the holder takes over the new file, 0 duplicates', async () => {
+test('a lease file replaced by a rename under a running process: the holder takes over the new file, 0 duplicates', HOST_LEASE, async () => {
   const dir = freshLeaseDir()
   const file = path.join(dir, 'dc0-worker0.lease')
   const a = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
@@ -116,9 +119,10 @@ test('a lease file replaced by a rename under a running process: the holder take
   assert.ok(fs.readFileSync(file, 'latin1').startsWith('snowid-lease v1 '), 'the holder writes its record in the new file')
 })
 
+const WASI_SKIP = HOST_LEASE.skip
 const noFlock = spawnSync('sh', ['-c', 'command -v flock']).status !== 0 && 'flock (util-linux) not installed'
 
-test('a lease file replaced by one another process locks: the holder stops with ERR_SNOWID_LEASE_LOST', { skip: noFlock }, async () => {
+test('a lease file replaced by one another process locks: the holder stops with ERR_SNOWID_LEASE_LOST', { skip: WASI_SKIP || noFlock }, async () => {
   // What a process in another network namespace, which the claims do not reach, would do.
   const dir = freshLeaseDir()
   const file = path.join(dir, 'dc0-worker0.lease')
@@ -138,7 +142,7 @@ test('a lease file replaced by one another process locks: the holder stops with 
   }
 })
 
-test('special files and links never hang, never get followed, and are left as found', async () => {
+test('special files and links never hang, never get followed, and are left as found', HOST_LEASE, async () => {
   const dir = freshLeaseDir()
   const outside = path.join(freshLeaseDir(), 'precious')
   fs.writeFileSync(outside, '')
@@ -172,7 +176,7 @@ test('special files and links never hang, never get followed, and are left as fo
   assert.equal(fs.statSync(path.join(dir, 'dc0-worker0.lease')).isFIFO(), true)
 })
 
-test('a lease directory that is a link, or that others may write to without the sticky bit, is refused', () => {
+test('a lease directory that is a link, or that others may write to without the sticky bit, is refused', HOST_LEASE, () => {
   const parent = freshLeaseDir()
   const real = path.join(parent, 'real')
   fs.mkdirSync(real, { mode: 0o700 })
@@ -189,7 +193,7 @@ test('a lease directory that is a link, or that others may write to without the 
   assert.equal(out.error, undefined, 'sticky: each file belongs to its creator')
 })
 
-test('a lease directory of another user is refused unless it is sticky', { skip: !isRoot && 'needs root to chown' }, () => {
+test('a lease directory of another user is refused unless it is sticky', HOST_LEASE, { skip: !isRoot && 'needs root to chown' }, () => {
   const dir = path.join(freshLeaseDir(), 'theirs')
   fs.mkdirSync(dir)
   fs.chownSync(dir, 65534, 65534)
@@ -202,7 +206,7 @@ test('a lease directory of another user is refused unless it is sticky', { skip:
   assert.equal(out.error, undefined)
 })
 
-test('a relative lease directory is refused, whichever directory a process starts in', () => {
+test('a relative lease directory is refused, whichever directory a process starts in', HOST_LEASE, () => {
   for (const cwd of [ROOT, os.tmpdir()]) {
     const r = spawnSync(process.execPath, ['-e', `try { require(${JSON.stringify(ROOT)}).nextId() } catch (e) { console.log(e.code, e.message) }`], {
       cwd,
@@ -214,7 +218,7 @@ test('a relative lease directory is refused, whichever directory a process start
   }
 })
 
-test('a Snowflake used only to read ids takes no slot: the lease is taken by its first id', () => {
+test('a Snowflake used only to read ids takes no slot: the lease is taken by its first id', HOST_LEASE, () => {
   const dir = freshLeaseDir()
   const r = spawnSync(
     process.execPath,
@@ -238,7 +242,7 @@ test('a Snowflake used only to read ids takes no slot: the lease is taken by its
   assert.equal(out.worker, 0, 'its first id took the lowest free slot, which the other process had given back')
 })
 
-test('two cluster primaries on one host: a worker whose slot the other took first moves on, and none dies', async () => {
+test('two cluster primaries on one host: a worker whose slot the other took first moves on, and none dies', HOST_LEASE, async () => {
   const dir = freshLeaseDir()
   const primary = () =>
     new Promise((resolve) => {
@@ -265,7 +269,7 @@ test('two cluster primaries on one host: a worker whose slot the other took firs
 
 const cleaner = ['systemd-tmpfiles', 'faketime'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0)
 
-test('an age-based tmp cleaner (systemd-tmpfiles) leaves a live process\'s lease files alone', async (t) => {
+test('an age-based tmp cleaner (systemd-tmpfiles) leaves a live process\'s lease files alone', HOST_LEASE, async (t) => {
   if (cleaner.length) {
     t.diagnostic(`*** SKIPPED: ${cleaner.join(' and ')} not installed (apt-get install systemd faketime) ***`)
     assert.ok(!process.env.CI, `${cleaner.join(' and ')} must be installed when CI is set`)
@@ -288,7 +292,7 @@ test('an age-based tmp cleaner (systemd-tmpfiles) leaves a live process\'s lease
   assert.equal(fs.existsSync(file), false, 'and is cleaned once no process holds a lease there')
 })
 
-test('forged far-future marks: the automatic lease moves on; a configured slot still fails loudly', () => {
+test('forged far-future marks: the automatic lease moves on; a configured slot still fails loudly', HOST_LEASE, () => {
   const dir = freshLeaseDir()
   const far = Date.now() + 365 * 86_400_000
   fs.writeFileSync(path.join(dir, 'dc0-worker0.lease'), record({ marks: [[0, far], [1, far], [2, far], [3, far]] }))
@@ -298,7 +302,7 @@ test('forged far-future marks: the automatic lease moves on; a configured slot s
   assert.equal(configured.error?.code, 'ERR_SNOWID_CLOCK_BACKWARDS')
 })
 
-test('two users on the default configuration share its directory: both issue ids, 0 duplicates', { skip: !isRoot && 'needs root to add a user' }, async () => {
+test('two users on the default configuration share its directory: both issue ids, 0 duplicates', HOST_LEASE, { skip: !isRoot && 'needs root to add a user' }, async () => {
   const user = 'snowidtest'
   if (spawnSync('id', [user]).status !== 0) {
     const made = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', user], { encoding: 'utf8' })

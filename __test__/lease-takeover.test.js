@@ -12,9 +12,10 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { cleanEnv, freshLeaseDir } = require('./helpers.js')
+const { cleanEnv, freshLeaseDir, wasiSkip } = require('./helpers.js')
 
 const WRITER = path.join(__dirname, 'fixtures', 'lease-writer.js')
+const WASI = wasiSkip('no flock, so no host lease').skip
 const isRoot = process.getuid && process.getuid() === 0
 const FAKETIME = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', '/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1'].find((f) =>
   fs.existsSync(f),
@@ -106,7 +107,7 @@ async function directoryChanged({ env, change, user }) {
   assert.equal(duplicates(h, rc, ra), 0)
 }
 
-test('the lease directory moved away under its holder: newcomers at the path cannot take its slot, 0 duplicates', async () => {
+test('the lease directory moved away under its holder: newcomers at the path cannot take its slot, 0 duplicates', { skip: WASI }, async () => {
   const dir = path.join(freshLeaseDir(), 'lease')
   await directoryChanged({
     env: { SNOWID_LEASE_DIR: dir },
@@ -117,12 +118,12 @@ test('the lease directory moved away under its holder: newcomers at the path can
   assert.ok(fs.existsSync(path.join(dir, 'dc0-worker0.lease')), 'the holder made its directory and file again at the path')
 })
 
-test('the lease directory removed with rm -rf: its holder makes it again and goes on, 0 duplicates', async () => {
+test('the lease directory removed with rm -rf: its holder makes it again and goes on, 0 duplicates', { skip: WASI }, async () => {
   const dir = path.join(freshLeaseDir(), 'lease')
   await directoryChanged({ env: { SNOWID_LEASE_DIR: dir }, change: () => fs.rmSync(dir, { recursive: true }) })
 })
 
-test('another directory mounted over the lease directory: 0 duplicates', { skip: !isRoot && 'needs root to mount' }, async () => {
+test('another directory mounted over the lease directory: 0 duplicates', { skip: WASI || (!isRoot && 'needs root to mount') }, async () => {
   const base = freshLeaseDir()
   const dir = path.join(base, 'lease')
   const other = path.join(base, 'other')
@@ -141,7 +142,7 @@ test('another directory mounted over the lease directory: 0 duplicates', { skip:
   }
 })
 
-test('a deploy switches a parent link of the lease directory: the same SNOWID_LEASE_DIR is the same slot, 0 duplicates', async () => {
+test('a deploy switches a parent link of the lease directory: the same SNOWID_LEASE_DIR is the same slot, 0 duplicates', { skip: WASI }, async () => {
   const base = freshLeaseDir()
   for (const rel of ['rel1', 'rel2']) fs.mkdirSync(path.join(base, rel, 'lease'), { recursive: true, mode: 0o700 })
   fs.symlinkSync('rel1', path.join(base, 'current'))
@@ -156,7 +157,7 @@ test('a deploy switches a parent link of the lease directory: the same SNOWID_LE
   assert.ok(fs.existsSync(path.join(base, 'rel2', 'lease', 'dc0-worker0.lease')), 'the holder writes its marks behind the new link')
 })
 
-test('another user renames the shared default directory and makes a fresh one: 0 duplicates', { skip: !isRoot && 'needs root to add a user' }, async () => {
+test('another user renames the shared default directory and makes a fresh one: 0 duplicates', { skip: WASI || (!isRoot && 'needs root to add a user') }, async () => {
   const user = 'snowidtest'
   if (spawnSync('id', [user]).status !== 0) {
     sh('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', user])
@@ -209,7 +210,7 @@ for (const [holderLead, newcomerLead] of [
   [5000, 0],
   [0, 5000],
 ]) {
-  test(`leads ${holderLead}/${newcomerLead}: a borrowing holder's deleted file, newcomers during and after it, 0 duplicates`, () =>
+  test(`leads ${holderLead}/${newcomerLead}: a borrowing holder's deleted file, newcomers during and after it, 0 duplicates`, { skip: WASI }, () =>
     borrowed(holderLead, newcomerLead))
 }
 
@@ -223,7 +224,7 @@ function steppedClock() {
   }
 }
 
-const noFaketime = !FAKETIME && 'libfaketime not installed (apt-get install faketime)'
+const noFaketime = WASI || (!FAKETIME && 'libfaketime not installed (apt-get install faketime)')
 
 test('clock steps: back 2 s under a running holder, its file deleted, newcomers during and after it: 0 duplicates', { skip: noFaketime }, async () => {
   const clock = steppedClock()

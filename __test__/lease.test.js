@@ -9,7 +9,10 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { spawn, spawnSync } = require('node:child_process')
 
-const { ROOT, cleanEnv, freshLeaseDir, probeFirstId: probe, runNode } = require('./helpers.js')
+const { ROOT, cleanEnv, freshLeaseDir, probeFirstId: probe, runNode, wasiSkip } = require('./helpers.js')
+
+// WASI has no flock, so no host lease: the tests of the host lease itself skip there.
+const HOST_LEASE = wasiSkip('no flock, so no host lease')
 const snowid = require('..')
 
 // --- the lease file format (README, "The lease file"), written here independently of the Rust code ---
@@ -102,7 +105,7 @@ test('snowid/cluster refuses a fork when every worker id is taken', () => {
   assert.match(out.error.message, /among the 2 of workerBits 1/)
 })
 
-test('two unconfigured processes get different worker ids; a third given a held slot fails, naming the holder', async () => {
+test('two unconfigured processes get different worker ids; a third given a held slot fails, naming the holder', HOST_LEASE, async () => {
   const dir = freshLeaseDir()
   const a = await holder({ SNOWID_LEASE_DIR: dir }, HOLD)
   const b = await holder({ SNOWID_LEASE_DIR: dir }, HOLD)
@@ -133,7 +136,7 @@ test('two unconfigured processes get different worker ids; a third given a held 
   assert.equal(again.decoded.workerId, 0)
 })
 
-test('kill -9 a holder: a new process takes its slot and starts past its mark', async (t) => {
+test('kill -9 a holder: a new process takes its slot and starts past its mark', HOST_LEASE, async (t) => {
   const dir = freshLeaseDir()
   const code = `
     const s = require('.')
@@ -177,7 +180,7 @@ test('kill -9 a holder: a new process takes its slot and starts past its mark', 
   t.diagnostic(`kill -9: mark was ${mark - snowid.decode(lastPrinted).timestamp} ms past the last id seen; new holder waited ${next.ms.toFixed(1)} ms`)
 })
 
-test('restart with the clock behind the mark: no timestamp reused, no wait past maxWaitMs, under each policy', () => {
+test('restart with the clock behind the mark: no timestamp reused, no wait past maxWaitMs, under each policy', HOST_LEASE, () => {
   const cases = [
     // A mark 5 s ahead, maxWaitMs 200: waiting cannot help.
     { ahead: 5000, policy: 'bits', expect: 'clockBack' },
@@ -220,7 +223,7 @@ test('restart with the clock behind the mark: no timestamp reused, no wait past 
   }
 })
 
-test('a garbage slot file and an unusable lease directory give coded errors, and no id', () => {
+test('a garbage slot file and an unusable lease directory give coded errors, and no id', HOST_LEASE, () => {
   const dir = freshLeaseDir()
   fs.writeFileSync(path.join(dir, 'dc0-worker0.lease'), 'this is not a lease\n')
   // Configured on that slot: refused loudly.
@@ -245,7 +248,7 @@ test('a garbage slot file and an unusable lease directory give coded errors, and
   }
 })
 
-test('a new lease directory is private to its owner; slot files are readable by all, writable by their owner', () => {
+test('a new lease directory is private to its owner; slot files are readable by all, writable by their owner', HOST_LEASE, () => {
   const parent = freshLeaseDir()
   const dir = path.join(parent, 'leases')
   const out = probe({ SNOWID_LEASE_DIR: dir })
@@ -260,7 +263,7 @@ test('a new lease directory is private to its owner; slot files are readable by 
   assert.equal(fs.statSync(path.join(tmp, 'snowid')).mode & 0o7777, 0o1777)
 })
 
-test('stats() reports the lead, clock-back events, waits and mark writes', () => {
+test('stats() reports the lead, clock-back events, waits and mark writes', HOST_LEASE, () => {
   const dir = freshLeaseDir()
   const out = runNode(
     `

@@ -12,7 +12,7 @@ const { setTimeout: sleep } = require('node:timers/promises')
 
 const { Snowflake } = require('..')
 const { postgresFunctions } = require('../lib/sql.js')
-const { ROOT, cleanEnv, runCli } = require('./helpers.js')
+const { ROOT, WASI, cleanEnv, runCli } = require('./helpers.js')
 const { reportMissing, startPostgres } = require('./servers.js')
 
 const TOTAL = 100_000
@@ -97,7 +97,8 @@ test('snowid sql postgres --functions takes the layout from the environment, and
   const notADir = path.join(dir, 'file')
   fs.writeFileSync(notADir, '')
   try {
-    assert.equal(runCli(['config'], { SNOWID_LEASE_DIR: notADir }).status, 1)
+    // (On WASI there is no host lease, so `snowid config` does not open the directory either.)
+    if (!WASI) assert.equal(runCli(['config'], { SNOWID_LEASE_DIR: notADir }).status, 1)
     const r2 = runCli(['sql', 'postgres', '--functions'], { SNOWID_LEASE_DIR: notADir })
     assert.equal(r2.status, 0, r2.stderr)
   } finally {

@@ -8,7 +8,7 @@ const { spawn } = require('node:child_process')
 const { once } = require('node:events')
 const fs = require('node:fs')
 
-const { ROOT, cleanEnv, probeFirstId: probe, runCli, runNode } = require('./helpers.js')
+const { ROOT, cleanEnv, probeFirstId: probe, runCli, runNode, wasiSkip } = require('./helpers.js')
 
 const FROM = { SNOWID_WORKER_ID_FROM: 'statefulset' }
 
@@ -76,7 +76,7 @@ test('snowid config shows where the worker id came from', () => {
   assert.deepEqual([c.workerId, c.sources.workerId], [6, 'statefulset'])
 })
 
-test('a second process in the pod that reads the same ordinal gets ERR_SNOWID_WORKER_ID_IN_USE', async () => {
+test('a second process in the pod that reads the same ordinal gets ERR_SNOWID_WORKER_ID_IN_USE', wasiSkip('no flock, so no host lease to find the first process by'), async () => {
   const env = cleanEnv({ ...FROM, HOSTNAME: 'web-4' })
   const holder = spawn(process.execPath, ['-e', "require('.').nextId(); console.log('ready'); setInterval(() => {}, 1000)"], {
     cwd: ROOT,

@@ -8,6 +8,9 @@ const { Worker } = require('node:worker_threads')
 // This process's leases go to a directory of its own; the default generator reads it on first use.
 process.env.SNOWID_LEASE_DIR = require('./helpers.js').freshLeaseDir()
 
+// Each worker_thread instantiates the WASI build's wasm module afresh: threads do not share the generator there.
+const SHARED = require('./helpers.js').wasiSkip("each worker_thread instantiates the wasm module afresh, so threads do not share the process's generator")
+
 const ROOT = path.resolve(__dirname, '..')
 
 // Each thread fills a shared-nothing BigInt64Array from the process-wide default generator and sends it back.
@@ -29,7 +32,7 @@ function runThreads(threads, n, useString = false) {
   )
 }
 
-test('4 worker_threads x 250k ids share the process generator with 0 duplicates', async () => {
+test('4 worker_threads x 250k ids share the process generator with 0 duplicates', SHARED, async () => {
   const snowid = require('..')
   const results = await runThreads(4, 250_000)
   const all = new Set()
@@ -48,7 +51,7 @@ test('4 worker_threads x 250k ids share the process generator with 0 duplicates'
   for (const ids of results) assert.ok(mine > ids[ids.length - 1])
 })
 
-test('threads mixing nextIdString and nextId never collide', async () => {
+test('threads mixing nextIdString and nextId never collide', SHARED, async () => {
   const [a, b] = await Promise.all([runThreads(1, 100_000, true), runThreads(1, 100_000, false)])
   const all = new Set([...a[0], ...b[0]])
   assert.equal(all.size, 200_000)

@@ -3,8 +3,10 @@
 // The native addon, loaded by `binding.js` (napi-rs's generated loader). When no binary loads on this platform, the
 // error says which platform this is, which platforms have prebuilt binaries, and how to build one from source.
 
-const ARCH = { x86_64: 'x64', aarch64: 'arm64', i686: 'ia32', armv7: 'arm' }
+const ARCH = { x86_64: 'x64', aarch64: 'arm64', i686: 'ia32', armv7: 'arm', riscv64gc: 'riscv64', powerpc64le: 'ppc64' }
 const OS = [
+  [/^unknown-linux-gnueabihf$/, (arch) => `linux-${arch}-gnueabihf`],
+  [/^wasip1-threads$/, () => 'wasm32-wasi'],
   [/^unknown-linux-gnu/, (arch) => `linux-${arch}-gnu`],
   [/^unknown-linux-musl/, (arch) => `linux-${arch}-musl`],
   [/^apple-darwin$/, (arch) => `darwin-${arch}`],

@@ -25,7 +25,11 @@ assert.equal(new Date(discord.timestampOf(175928847299117063n)).toISOString(), '
 const worker = new Worker(`const s = require(${JSON.stringify(path.join(__dirname, '..'))}); require('node:worker_threads').parentPort.postMessage(String(s.nextId()))`, { eval: true })
 worker.once('message', (fromThread) => {
   assert.ok(BigInt(fromThread) > id, 'a worker_thread shares the generator')
-  console.log(JSON.stringify({ arch: process.arch, node: process.version, ok: true }))
+  // Linux's C library the process runs on: the report names glibc's version, and nothing on musl.
+  const libc = process.platform !== 'linux' ? null : process.report.getReport().header.glibcVersionRuntime ? 'glibc' : 'musl'
+  // Which build loaded: 'native', or 'wasm32-wasi' when the loader fell back to the WASI package.
+  const binding = require(path.join(__dirname, '..', 'binding.js')).__napiBindingTarget
+  console.log(JSON.stringify({ arch: process.arch, libc, binding, node: process.version, ok: true }))
 })
 worker.once('error', (e) => {
   console.error(e)

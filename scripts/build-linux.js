@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict'
 
-// npm run build:linux: builds the four Linux binaries with zig into npm/<platform>/snowid.<platform>.node. Installs
+// npm run build:linux: builds the Linux binaries (scripts/linux-targets.js) with zig into npm/<platform>/snowid.<platform>.node. Installs
 // what it needs when missing: the Rust targets (rustup) and pinned ziglang and cargo-zigbuild (pip, into
 // .cache/python/zig). `--only linux-x64-gnu,...` builds some.
 

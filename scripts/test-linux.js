@@ -1,23 +1,27 @@
 #!/usr/bin/env node
 'use strict'
 
-// npm run test:linux: checks the four binaries `npm run build:linux` made.
-// - gnu: no symbol newer than GLIBC_2.17 (objdump -T), so they load on every glibc Node 20+ runs on.
-// - musl: linked against musl's libc.so and nothing of glibc. This host has no musl C++ runtime for a musl Node,
-//   so they are checked as ELF files only; the release workflow loads them on Alpine.
-// - Each is an ELF of its architecture. The x64 gnu binary runs the smoke check (scripts/binary-smoke.js) on every
-//   pinned Node line; the arm64 gnu binary runs it under qemu-aarch64 on the official arm64 Node 20 and 24.
+// npm run test:linux: checks the binaries `npm run build:linux` made (scripts/linux-targets.js lists them).
+// - gnu: no symbol newer than the target's glibc floor (objdump -T: 2.17, ppc64le 2.19, riscv64 2.27), so they load on every glibc
+//   Node 20+ runs on.
+// - musl: linked against musl's libc.so and nothing of glibc.
+// - Each is an ELF of its architecture, and each runs the smoke check (scripts/binary-smoke.js), which reports the
+//   libc it ran on:
+//   - linux-x64-gnu on every pinned Node line;
+//   - the other gnu ones under qemu-user (with Debian's cross glibc) on the official Node build for their arch that
+//     an npm package carries: arm64 on Node 20 and 24, arm, ppc64le and s390x on node-linux-<arch> 20.11.0, the last
+//     release published there. riscv64 has no official Node build, so it is checked as a file only;
+//   - linux-x64-musl and (under qemu-aarch64) linux-arm64-musl on PyPI's musl Node, in a musl 1.2.5 root the script
+//     makes from Debian trixie's musl package (scripts/tools.js cachedMuslRoot).
 // `--only linux-arm64-gnu,...` checks some; `--no-load` checks the files only. Prints one line per check and exits non-zero if any failed.
 
 const fs = require('node:fs')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
-const { ROOT, GLIBC_FLOOR, TARGETS } = require('./linux-targets.js')
-const { NODE_VERSIONS, cachedNode } = require('./tools.js')
+const { ROOT, TARGETS } = require('./linux-targets.js')
+const { NODE_VERSIONS, MUSL_NODE, cachedNode, cachedPackage, cachedMuslRoot } = require('./tools.js')
 
-// Debian's cross packages put the arm64 glibc here (libc6-arm64-cross, libstdc++6-arm64-cross).
-const ARM64_SYSROOT = '/usr/aarch64-linux-gnu'
-const MACHINE = { x64: 'Advanced Micro Devices X86-64', arm64: 'AArch64' }
+const MACHINE = { x64: 'Advanced Micro Devices X86-64', arm64: 'AArch64', arm: 'ARM', riscv64: 'RISC-V', ppc64: 'PowerPC64', s390x: 'IBM S/390' }
 
 function out(cmd, args) {
   const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20 })
@@ -65,9 +69,9 @@ async function main() {
     const glibc = [...new Set(symbols.match(/GLIBC_[0-9.]+/g) ?? [])].map((s) => s.slice(6)).sort((a, b) => (versionKey(a) < versionKey(b) ? -1 : 1))
     const needed = [...out('readelf', ['-d', t.binary]).matchAll(/\(NEEDED\)\s+Shared library: \[(.*)\]/g)].map((m) => m[1])
     if (t.libc === 'gnu') {
-      await check(`${name} needs nothing newer than GLIBC_${GLIBC_FLOOR}`, () => {
+      await check(`${name} needs nothing newer than GLIBC_${t.glibc}`, () => {
         const newest = glibc.at(-1)
-        if (!newest || versionKey(newest) > versionKey(GLIBC_FLOOR)) throw new Error(`highest symbol version GLIBC_${newest}`)
+        if (!newest || versionKey(newest) > versionKey(t.glibc)) throw new Error(`highest symbol version GLIBC_${newest}`)
         return `highest GLIBC_${newest}`
       })
     } else {
@@ -79,17 +83,46 @@ async function main() {
       })
     }
   }
-  const x64 = TARGETS.find((t) => t.platform === 'linux-x64-gnu')
-  const arm64 = TARGETS.find((t) => t.platform === 'linux-arm64-gnu')
-  for (const line of Object.keys(NODE_VERSIONS)) {
-    if (!load || !only.includes(x64.platform) || !fs.existsSync(x64.binary)) break
-    await check(`linux-x64-gnu loads on Node ${NODE_VERSIONS[line]}`, async () => JSON.stringify(smoke(await cachedNode(line), [], x64.binary)))
+  const built = (platform) => load && only.includes(platform) && fs.existsSync(TARGETS.find((t) => t.platform === platform).binary)
+  const target = (platform) => TARGETS.find((t) => t.platform === platform)
+  const expect = (result, arch, libc) => {
+    // 'native': a binary that failed to load would otherwise pass through the loader's WASI fallback.
+    if (result.arch !== arch || result.libc !== libc || result.binding !== 'native') {
+      throw new Error(`ran on ${result.arch} ${result.libc} (${result.binding}), expected ${arch} ${libc} (native)`)
+    }
+    return JSON.stringify(result)
   }
-  for (const line of ['20', '24']) {
-    if (!load || !only.includes(arm64.platform) || !fs.existsSync(arm64.binary)) break
-    await check(`linux-arm64-gnu loads on Node ${NODE_VERSIONS[line]} arm64 under qemu-aarch64`, async () => {
-      const node = await cachedNode(line, 'arm64')
-      return JSON.stringify(smoke('qemu-aarch64', ['-L', ARM64_SYSROOT, node], arm64.binary))
+  if (built('linux-x64-gnu')) {
+    for (const line of Object.keys(NODE_VERSIONS)) {
+      await check(`linux-x64-gnu loads on Node ${NODE_VERSIONS[line]}`, async () => expect(smoke(await cachedNode(line), [], target('linux-x64-gnu').binary), 'x64', 'glibc'))
+    }
+  }
+  if (built('linux-arm64-gnu')) {
+    const t = target('linux-arm64-gnu')
+    for (const line of ['20', '24']) {
+      await check(`linux-arm64-gnu loads on Node ${NODE_VERSIONS[line]} arm64 under qemu-aarch64`, async () =>
+        expect(smoke(t.qemu, ['-L', t.sysroot, await cachedNode(line, 'arm64')], t.binary), 'arm64', 'glibc'),
+      )
+    }
+  }
+  for (const t of TARGETS.filter((t) => t.node && built(t.platform))) {
+    await check(`${t.platform} loads on ${t.node.pkg} ${t.node.version} under ${t.qemu}`, async () => {
+      const node = path.join(await cachedPackage(t.node.pkg, t.node.version, t.node.pkg), 'bin', 'node')
+      return expect(smoke(t.qemu, ['-L', t.sysroot, node], t.binary), t.arch, 'glibc')
+    })
+  }
+  if (built('linux-x64-musl')) {
+    await check(`linux-x64-musl loads on musl Node ${MUSL_NODE} (musl 1.2.5)`, async () => {
+      const { root, node, loader } = await cachedMuslRoot('x64')
+      // musl's loader run as a program, so that nothing of the host's glibc is in the process.
+      return expect(smoke(loader, ['--library-path', path.join(root, 'lib'), node], target('linux-x64-musl').binary), 'x64', 'musl')
+    })
+  }
+  if (built('linux-arm64-musl')) {
+    const t = target('linux-arm64-musl')
+    await check(`linux-arm64-musl loads on musl Node ${MUSL_NODE} arm64 (musl 1.2.5) under qemu-aarch64`, async () => {
+      const { root, node } = await cachedMuslRoot('arm64')
+      return expect(smoke(t.qemu, ['-L', root, node], t.binary), 'arm64', 'musl')
     })
   }
   console.log(results.join('\n'))

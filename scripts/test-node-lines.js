@@ -5,6 +5,11 @@
 // but the host's, with the pinned official binaries (scripts/tools.js). Each line's `node` comes first on PATH, so
 // the processes the tests start run on it too. `--lines 22,24` picks lines. Prints one line per Node line and exits
 // non-zero if any failed.
+// `--wasi` runs it on the WASI build instead (npm run test:wasi): NAPI_RS_FORCE_WASI=error, so no native binary
+// loads, and leases off (WASI has no flock); the tests WASI cannot run skip themselves, naming why (helpers.js
+// wasiSkip). Node's ExperimentalWarning for node:wasi is silenced, as tests check what the CLI writes to stderr.
+// `--no-servers` leaves out the files that start PostgreSQL, Redis or MariaDB (npm run test:wasi, for CI's time: the
+// stores' code is the same JS on either build).
 
 const fs = require('node:fs')
 const path = require('node:path')
@@ -15,11 +20,15 @@ const ROOT = path.resolve(__dirname, '..')
 // The suite of one line may take several minutes: it starts PostgreSQL, Redis and MariaDB, and forks clusters.
 const TIMEOUT_MS = 30 * 60_000
 
+// The files whose tests start a database server.
+const SERVER_FILES = ['mariadb.test.js', 'postgres-lease.test.js', 'postgres.test.js', 'redis.test.js', 'sql.test.js']
+
 function testFiles() {
   const dir = path.join(ROOT, '__test__')
+  const servers = process.argv.includes('--no-servers')
   return fs
     .readdirSync(dir)
-    .filter((f) => /\.test\.[cm]?[jt]s$/.test(f))
+    .filter((f) => /\.test\.[cm]?[jt]s$/.test(f) && !(servers && SERVER_FILES.includes(f)))
     .sort()
     .map((f) => path.join('__test__', f))
 }
@@ -27,17 +36,19 @@ function testFiles() {
 async function main() {
   const at = process.argv.indexOf('--lines')
   const host = process.versions.node.split('.')[0]
-  const lines = at > 0 ? process.argv[at + 1].split(',') : Object.keys(NODE_VERSIONS).filter((l) => l !== host)
+  const wasi = process.argv.includes('--wasi')
+  const lines = at > 0 ? process.argv[at + 1].split(',') : Object.keys(NODE_VERSIONS).filter((l) => wasi || l !== host)
+  const extra = wasi ? { NAPI_RS_FORCE_WASI: 'error', SNOWID_LEASE: 'off', NODE_OPTIONS: '--disable-warning=ExperimentalWarning' } : {}
   const results = []
   for (const line of lines) {
     const node = await cachedNode(line)
-    const env = { ...process.env, PATH: `${path.dirname(node)}${path.delimiter}${process.env.PATH}` }
+    const env = { ...process.env, ...extra, PATH: `${path.dirname(node)}${path.delimiter}${process.env.PATH}` }
     const started = Date.now()
-    console.log(`\n=== Node ${NODE_VERSIONS[line]}: node --test ${testFiles().length} files ===`)
+    console.log(`\n=== Node ${NODE_VERSIONS[line]}${wasi ? ' (WASI)' : ''}: node --test ${testFiles().length} files ===`)
     const r = spawnSync(node, ['--test', ...testFiles()], { cwd: ROOT, env, stdio: 'inherit', timeout: TIMEOUT_MS })
     const s = Math.round((Date.now() - started) / 1000)
     const ok = r.status === 0
-    results.push(`Node ${NODE_VERSIONS[line]}: ${ok ? 'passed' : `FAILED (${r.signal ?? `exit ${r.status}`})`} in ${s} s`)
+    results.push(`Node ${NODE_VERSIONS[line]}${wasi ? ' (WASI)' : ''}: ${ok ? 'passed' : `FAILED (${r.signal ?? `exit ${r.status}`})`} in ${s} s`)
   }
   console.log(`\n${results.join('\n')}`)
   if (results.some((r) => r.includes('FAILED'))) process.exitCode = 1

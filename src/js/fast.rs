@@ -134,7 +134,26 @@ pub(crate) fn next_ids_impl<'g>(
     // elements are 8-byte aligned, and ids below 2^63 have the same bits as i64 and u64.
     let ids = unsafe { std::slice::from_raw_parts_mut(data, len) };
     generator.fill(ids).map_err(|e| raise(env, &e))?;
+    // On WASI (emnapi) `data` is a copy in wasm memory: copy the ids back into the JS array.
+    #[cfg(target_os = "wasi")]
+    {
+        let mut view = array;
+        // SAFETY: `view` is the BigInt64Array the ids were written for; usize::MAX syncs all of it.
+        check(unsafe { emnapi_sync_memory(env, false, &mut view, 0, usize::MAX) })?;
+    }
     Ok(array)
+}
+
+#[cfg(target_os = "wasi")]
+extern "C" {
+    /// emnapi's copy between a JS ArrayBuffer (or view) and its wasm-memory copy: `js_to_wasm` false is wasm to JS.
+    fn emnapi_sync_memory(
+        env: sys::napi_env,
+        js_to_wasm: bool,
+        arraybuffer_or_view: *mut sys::napi_value,
+        byte_offset: usize,
+        length: usize,
+    ) -> sys::napi_status;
 }
 
 /// `nextIdStrings(count)`: an array of `count` decimal ids. The generator is asked for as in `next_ids_impl`.
