@@ -478,7 +478,7 @@ fn auto_slots() -> &'static Mutex<HashMap<(PathBuf, u32), u32>> {
 
 /// How an attempt to take a slot ended.
 enum Attempt {
-    Taken(Lease),
+    Taken(Box<Lease>),
     /// Another process holds it; the pid its record names, if readable.
     Held(Option<u32>),
     /// Its file belongs to another user: its lock and marks are honoured, but it is not this process's to take.
@@ -651,7 +651,7 @@ impl LeaseDir {
         };
         // Name this process as the holder at once, keeping the earlier marks.
         lease.advance(SystemClock.now_ms(), |_| Ok(()))?;
-        Ok(Attempt::Taken(lease))
+        Ok(Attempt::Taken(Box::new(lease)))
     }
 
     /// Refuses a new slot when the process holds `held` slots, [`MAX_HELD`] or more, already.
@@ -684,7 +684,7 @@ impl LeaseDir {
         let holder = match self.attempt(datacenter_id, worker_id)? {
             Attempt::Taken(lease) => {
                 start_repairs();
-                return Ok(Arc::clone(map.entry(key).or_insert(Arc::new(lease))));
+                return Ok(Arc::clone(map.entry(key).or_insert(Arc::new(*lease))));
             }
             Attempt::Held(pid) => pid.map_or("another process".to_string(), |p| format!("pid {p}")),
             Attempt::Foreign(uid) => format!("the user with uid {uid}, whose file it is"),
@@ -728,7 +728,7 @@ impl LeaseDir {
                 Ok(Attempt::Taken(lease)) if usable(&lease.previous) => {
                     start_repairs();
                     auto.insert((self.path.clone(), datacenter_id), w);
-                    return Ok(Arc::clone(map.entry(key).or_insert(Arc::new(lease))));
+                    return Ok(Arc::clone(map.entry(key).or_insert(Arc::new(*lease))));
                 }
                 // Dropping the lease closes its file, which frees the lock; its marks stay.
                 Ok(Attempt::Taken(_)) | Ok(Attempt::Foreign(_)) => skipped += 1,
@@ -779,7 +779,7 @@ impl LeaseDir {
             };
             let record = read_records(&file).ok().and_then(|b| read_file(&b, &path).ok().flatten());
             if let Some(r) = record {
-                let holds = locks.as_ref().map_or(true, |l| l.contains(&FlockHolder::of(r.pid, &m)));
+                let holds = locks.as_ref().is_none_or(|l| l.contains(&FlockHolder::of(r.pid, &m)));
                 if holds {
                     out.push((worker, r.pid));
                 }

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use super::error::{Class, Code, Error, Result};
 
-
 /// What a slot's earlier holder left (never read here: no lease is ever taken).
 pub struct Record {
     pub marks: Vec<(u32, u64)>,
