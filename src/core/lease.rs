@@ -20,7 +20,8 @@
 //! - `seq` counts writes; record `seq % 2` is the one written, so the other always holds the previous state.
 //! - `pid` is the holder that wrote it.
 //! - `marks` lists, per clockBack value, a Unix ms up to which ids under that value may have been issued.
-//!   Marks already in the past are dropped, because they no longer constrain anything.
+//!   Marks are kept while the record has room (a mark in the past still bounds its value's ids should the clock
+//!   step back); when it has none, those already past are dropped.
 //! - `sum` is the FNV-1a 64-bit hash, in hex, of the text before ` sum=`.
 //!
 //! The valid record with the highest `seq` wins. A torn write damages only the record being written, and it was
@@ -267,8 +268,13 @@ impl Lease {
     pub fn reserve(&self, clock_back: u32, until: u64, now: u64) -> Result<()> {
         self.advance(now, |next| {
             let kept = until.max(next.mark(clock_back));
-            next.marks.retain(|(c, m)| *m >= now && *c != clock_back);
+            next.marks.retain(|(c, _)| *c != clock_back);
             next.marks.push((clock_back, kept));
+            // A mark in the past still bounds the ids of its value should the clock step back behind it, so marks
+            // are kept while the record has room; only when it has none are those already past dropped.
+            if next.marks.len() > MAX_MARKS {
+                next.marks.retain(|(c, m)| *m >= now || *c == clock_back);
+            }
             next.marks.sort_unstable();
             if next.marks.len() > MAX_MARKS {
                 return Err(Error::new(
@@ -920,10 +926,10 @@ mod tests {
         let bytes = std::fs::read(a.path()).unwrap();
         let r = read_file(&bytes, a.path()).unwrap().unwrap();
         assert_eq!(r.marks, vec![(0, 6_000), (1, 7_000)]);
-        // Marks in the past are dropped on the next write.
+        // A mark in the past is kept: should the clock step back behind it, it still bounds clockBack 1's ids.
         a.reserve(0, 9_000, 7_500).unwrap();
         let r = read_file(&std::fs::read(a.path()).unwrap(), a.path()).unwrap().unwrap();
-        assert_eq!(r.marks, vec![(0, 9_000)]);
+        assert_eq!(r.marks, vec![(0, 9_000), (1, 7_000)]);
     }
 
     #[test]
