@@ -6,6 +6,8 @@
 
 const assert = require('node:assert/strict')
 const { spawn } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
 const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
@@ -14,11 +16,11 @@ const snowid = require('..')
 
 const HOLDER = path.join(__dirname, 'fixtures', 'lease-holder.js')
 
-/** A holder process: its parsed output lines so far, and a way to wait for one. */
-function holder(settings) {
+/** A holder process: its parsed output lines so far, and a way to wait for one. `env` is added to its environment. */
+function holder(settings, env = {}) {
   const child = spawn(process.execPath, [HOLDER], {
     cwd: ROOT,
-    env: cleanEnv({ SNOWID_TEST_LEASE: JSON.stringify(settings) }),
+    env: cleanEnv({ SNOWID_TEST_LEASE: JSON.stringify(settings), ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const events = []
@@ -216,4 +218,62 @@ async function holdersThroughAnOutage(tt, base, disrupt, { noHistory = false, se
   }
 }
 
-module.exports = { holder, assertNoDuplicates, until, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage }
+// libfaketime, which steps a running process's wall clock when its offset file is rewritten (Debian's faketime).
+const LIBFAKETIME = ['x86_64-linux-gnu', 'aarch64-linux-gnu', '']
+  .map((dir) => path.join('/usr/lib', dir, 'faketime', 'libfaketime.so.1'))
+  .find((file) => fs.existsSync(file))
+
+/**
+ * A holder streams ids, the host's clock steps back 2 s (so it goes on under clockBack 1), and it releases while a
+ * second holder on the same host waits for the slot: the second starts past every id of the first, whatever its
+ * clockBack, so none is issued twice. Skipped loudly without libfaketime (CI installs it).
+ */
+async function releaseAfterAStepBack(tt, base) {
+  if (!LIBFAKETIME) {
+    const message = 'libfaketime is not installed (apt-get install faketime)'
+    if (process.env.CI) throw new Error(message)
+    tt.diagnostic(`*** SKIPPED: ${message} ***`)
+    tt.skip(message)
+    return
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-clock-'))
+  const offset = path.join(dir, 'offset')
+  fs.writeFileSync(offset, '+0\n')
+  // The wall clock follows the file at every read; timers run on the monotonic clock, which is left alone.
+  const env = { LD_PRELOAD: LIBFAKETIME, FAKETIME_TIMESTAMP_FILE: offset, FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' }
+  // workerBits 0: a single slot in datacenter 6, so the second holder must take the first one's.
+  const settings = { ...base, mode: 'stream', ttlMs: 3000, waitMs: 30_000, workerBits: 0, datacenterId: 6 }
+  // The holders' layout, to read their ids.
+  const layout = new snowid.Snowflake({ workerBits: 0, workerId: 0, lease: false })
+  const a = holder(settings, env)
+  let b
+  try {
+    await a.waitFor((e) => e.event === 'acquired', 60_000)
+    await sleep(700)
+    fs.writeFileSync(offset, '-2s\n')
+    await a.waitFor((e) => e.event === 'ids' && e.ids.some((id) => layout.decode(id).clockBack === 1))
+    b = holder(settings, env)
+    await sleep(500)
+    await a.stop()
+    const bAcquired = await b.waitFor((e) => e.event === 'acquired', 60_000)
+    // B runs until its clock is past every id A issued before the step.
+    await sleep(2500)
+    await b.stop()
+    const aIds = a.ids()
+    const bIds = b.ids()
+    const times = (ids) => ids.map((id) => layout.decode(id).timestamp)
+    const aLatest = Math.max(...times(aIds))
+    const bFirst = Math.min(...times(bIds))
+    assert.ok(aIds.some((id) => layout.decode(id).clockBack === 0) && aIds.some((id) => layout.decode(id).clockBack === 1))
+    assert.ok(bIds.length > 0, 'B issued ids')
+    assert.ok(bFirst > aLatest, `B's first id (${bFirst}) is past A's latest (${aLatest})`)
+    assertNoDuplicates([...aIds, ...bIds], 'between a holder released after a clock step back and the next')
+    tt.diagnostic(`A: ${aIds.length} ids under clockBack 0 and 1; B started ${bAcquired.at - aLatest} ms past A's latest id (on the stepped clock) and issued ${bIds.length}; 0 duplicates`)
+  } finally {
+    await a.stop()
+    if (b) await b.stop()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+module.exports = { holder, assertNoDuplicates, until, releaseAfterAStepBack, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage }

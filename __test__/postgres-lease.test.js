@@ -11,7 +11,7 @@ const { setTimeout: sleep } = require('node:timers/promises')
 process.env.SNOWID_LEASE_DIR = require('./helpers.js').freshLeaseDir()
 
 const { reportMissing, startPostgres, freePort } = require('./servers.js')
-const { holder, assertNoDuplicates, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage } = require('./holders.js')
+const { holder, assertNoDuplicates, releaseAfterAStepBack, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage } = require('./holders.js')
 const { acquireWorkerId, configureWorkerId, PostgresLease, tableSql } = require('../lib/postgres.js')
 const { runNode } = require('./helpers.js')
 
@@ -117,6 +117,9 @@ async function main() {
       })
     })
   }
+
+  test('a holder released after a 2 s clock step back: the next on the host starts past its every id, 0 duplicates', (tt) =>
+    releaseAfterAStepBack(tt, { store: 'postgres', client: 'pg', ...server, table: 'stepped' }))
 
   test('the server restarted (pg_ctl restart -m fast) while 3 holders stream: they stop by their deadlines, recover, 0 duplicates', (tt) =>
     holdersThroughAnOutage(tt, { store: 'postgres', client: 'pg', ...server }, () => server.restart(1200)))

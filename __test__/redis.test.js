@@ -11,7 +11,7 @@ const { setTimeout: sleep } = require('node:timers/promises')
 process.env.SNOWID_LEASE_DIR = require('./helpers.js').freshLeaseDir()
 
 const { ROOT, cleanEnv } = require('./helpers.js')
-const { holder, until, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage } = require('./holders.js')
+const { holder, until, releaseAfterAStepBack, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage } = require('./holders.js')
 const { reportMissing, startRedis, freePort } = require('./servers.js')
 const snowid = require('..')
 const { acquireWorkerId, configureWorkerId } = require('../lib/redis.js')
@@ -327,6 +327,15 @@ async function main() {
       })
     })
   }
+
+  test('a holder released after a 2 s clock step back: the next on the host starts past its every id, 0 duplicates', async (tt) => {
+    const redis = await startRedis()
+    try {
+      await releaseAfterAStepBack(tt, { store: 'redis', client: 'ioredis', port: redis.port })
+    } finally {
+      await redis.stop()
+    }
+  })
 
   test('Redis unreachable at acquire is ERR_SNOWID_REDIS_UNAVAILABLE, with either client', async () => {
     const port = await freePort()

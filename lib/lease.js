@@ -29,6 +29,11 @@
 // The generator may issue ids until its deadline: the send time of the last confirmed renewal plus ttlMs, less
 // marginMs, checked in Rust on every call. Every renewal first raises the slot's mark past that deadline, so a later
 // holder starts past every id this one may have issued.
+//
+// The invariant: a slot's mark never goes below an id issued on it, under any clockBack value. A renewal only
+// raises it. A release lowers it only to what fenceSnowflake returns once the generator has stopped: the latest
+// time of any id it issued, which after a clock step back is a time under an earlier clockBack value, not the time
+// of the last id. A new holder takes the mark in for every clockBack value, so it issues nothing at or before it.
 
 const { EventEmitter } = require('node:events')
 const { randomUUID } = require('node:crypto')
