@@ -218,6 +218,36 @@ async function holdersThroughAnOutage(tt, base, disrupt, { noHistory = false, se
   }
 }
 
+/**
+ * A holder loses its slot (stopped past its TTL while another took the slot), so it keeps trying to take one again;
+ * then its owner ends the client without release(). The attempts stop, and the process exits: no timer of the
+ * lease keeps it alive.
+ */
+async function endedClientExits(tt, base) {
+  // workerBits 0: a single slot in datacenter 2, which B holds while A tries to take one again.
+  const settings = { ...base, mode: 'stream', ttlMs: 600, waitMs: 10_000, workerBits: 0, datacenterId: 2 }
+  const a = holder(settings)
+  let b
+  try {
+    await a.waitFor((e) => e.event === 'acquired', 60_000)
+    a.child.kill('SIGSTOP')
+    b = holder(settings)
+    await b.waitFor((e) => e.event === 'acquired', 60_000)
+    a.child.kill('SIGCONT')
+    await a.waitFor((e) => e.event === 'lost')
+    a.child.kill('SIGUSR1')
+    await a.waitFor((e) => e.event === 'ending')
+    const endedAt = Date.now()
+    const code = await Promise.race([a.exited, sleep(30_000).then(() => 'still running after 30 s')])
+    assert.equal(code, 0, `A's exit: ${code}; events ${JSON.stringify(a.events.map((e) => e.event)).slice(-300)}; stderr: ${a.stderr}`)
+    tt.diagnostic(`A exited ${Date.now() - endedAt} ms after its client was ended, having tried to take a slot again ${a.events.filter((e) => e.event === 'renewFailed').length} times`)
+  } finally {
+    a.child.kill('SIGCONT')
+    await a.stop()
+    if (b) await b.stop()
+  }
+}
+
 // libfaketime, which steps a running process's wall clock when its offset file is rewritten (Debian's faketime).
 const LIBFAKETIME = ['x86_64-linux-gnu', 'aarch64-linux-gnu', '']
   .map((dir) => path.join('/usr/lib', dir, 'faketime', 'libfaketime.so.1'))
@@ -276,4 +306,4 @@ async function releaseAfterAStepBack(tt, base) {
   }
 }
 
-module.exports = { holder, assertNoDuplicates, until, releaseAfterAStepBack, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage }
+module.exports = { holder, assertNoDuplicates, until, releaseAfterAStepBack, endedClientExits, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage }
