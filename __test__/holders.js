@@ -98,7 +98,8 @@ async function until(pred, ms, what) {
 
 /** 40 processes across 2 datacenter ids acquire at once: 40 distinct slots, 200,000 ids, 0 duplicates. */
 async function manyAtOnce(tt, base) {
-  const procs = Array.from({ length: 40 }, (_, i) => holder({ ...base, mode: 'burst', count: 5000, ttlMs: 1000, datacenterId: i % 2 }))
+  // ttlMs 5000: a renewal may take a third of it (1.7 s), which 40 processes starting at once on 2 busy cores need.
+  const procs = Array.from({ length: 40 }, (_, i) => holder({ ...base, mode: 'burst', count: 5000, ttlMs: 5000, datacenterId: i % 2 }))
   try {
     const acquired = await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'acquired' || e.event === 'error', 120_000)))
     assert.deepEqual(acquired.filter((e) => e.event !== 'acquired'), [], 'every process got a slot')
@@ -120,8 +121,8 @@ async function manyAtOnce(tt, base) {
 
 /** More contenders than slots: the extras get ERR_SNOWID_NO_FREE_WORKER_ID after waitMs. */
 async function moreContendersThanSlots(tt, base) {
-  // workerBits 2: four slots in datacenter 3.
-  const procs = Array.from({ length: 7 }, () => holder({ ...base, mode: 'burst', count: 100, ttlMs: 500, waitMs: 1500, workerBits: 2, datacenterId: 3 }))
+  // workerBits 2: four slots in datacenter 3. ttlMs 3000 gives a slot held before use renewals of up to 1 s each.
+  const procs = Array.from({ length: 7 }, () => holder({ ...base, mode: 'burst', count: 100, ttlMs: 3000, waitMs: 1500, workerBits: 2, datacenterId: 3 }))
   try {
     const first = await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'acquired' || e.event === 'error', 120_000)))
     const winners = first.filter((e) => e.event === 'acquired')

@@ -11,7 +11,7 @@ const { setTimeout: sleep } = require('node:timers/promises')
 process.env.SNOWID_LEASE_DIR = require('./helpers.js').freshLeaseDir()
 
 const { reportMissing, startPostgres, freePort } = require('./servers.js')
-const { holder, assertNoDuplicates, releaseAfterAStepBack, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage } = require('./holders.js')
+const { holder, assertNoDuplicates, releaseAfterAStepBack, endedClientExits, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage } = require('./holders.js')
 const { acquireWorkerId, configureWorkerId, PostgresLease, tableSql } = require('../lib/postgres.js')
 const { runNode } = require('./helpers.js')
 
@@ -64,8 +64,8 @@ async function main() {
         assert.equal(Number(after.mark), lease.snowflake.timestampOf(last), 'release lowers the mark to the last id')
         // The next holder finds the mark, so it starts at once, past every id the first one made.
         const t0 = Date.now()
-        const again = await acquireWorkerId({ client, datacenterId: 6, ttlMs: 300, table: `lease_${kind}` })
-        assert.ok(Date.now() - t0 < 300, `started past the mark without a TTL's wait (${Date.now() - t0} ms)`)
+        const again = await acquireWorkerId({ client, datacenterId: 6, ttlMs: 10_000, table: `lease_${kind}` })
+        assert.ok(Date.now() - t0 < 10_000, `started past the mark without a TTL's wait (${Date.now() - t0} ms)`)
         assert.equal(again.workerId, 0)
         assert.ok(again.snowflake.nextId() > last)
         await again.release()
@@ -114,6 +114,91 @@ async function main() {
         }
       })
     })
+  }
+
+  test('a fresh table: a slot is taken in one round trip with no wait; a row deleted by hand is held one TTL', async () => {
+    const ttlMs = 10_000
+    const statements = []
+    const counting = { query: (text, params) => (statements.push(text), admin.client.query(text, params)) }
+    const started = Date.now()
+    const lease = await acquireWorkerId({ client: counting, datacenterId: 2, ttlMs, table: 'fresh_slots' })
+    assert.ok(Date.now() - started < ttlMs, `no TTL's wait (${Date.now() - started} ms)`)
+    // Making and checking the table, then one statement that takes the slot, and nothing before the first id.
+    assert.equal(statements.filter((text) => /FOR UPDATE SKIP LOCKED/.test(text)).length, 1)
+    assert.equal(statements.length, 4, statements.map((t) => t.slice(0, 40)).join(' | '))
+    assert.equal(typeof lease.snowflake.nextId(), 'bigint')
+    const [row] = await admin.sql('SELECT count(*)::int AS n, count(*) FILTER (WHERE mark_ms = 0)::int AS fresh FROM fresh_slots')
+    assert.deepEqual(row, { n: 256, fresh: 255 }, 'a row per slot of the 8 datacenters, made never held')
+    await lease.release()
+    // A hand deletion: the row is made again with no mark, and that slot waits one TTL.
+    await admin.sql('DELETE FROM fresh_slots WHERE datacenter_id = 3')
+    const t0 = Date.now()
+    const again = await acquireWorkerId({ client: admin.client, datacenterId: 3, ttlMs: 500, table: 'fresh_slots' })
+    assert.ok(Date.now() - t0 >= 500, `held ${Date.now() - t0} ms`)
+    await again.release()
+  })
+
+  test('tables: reserved words work; pg_* schemas are refused; a table that is not the lease table is ERR_SNOWID_STORE_TABLE_INVALID', async () => {
+    for (const table of ['user', 'select', 'order']) {
+      const lease = await acquireWorkerId({ client: admin.client, table, ttlMs: 10_000 })
+      assert.equal(lease.workerId, 0)
+      await lease.release()
+    }
+    await admin.sql(tableSql('public.group', { datacenterBits: 0, workerBits: 1 }))
+    assert.equal((await admin.sql('SELECT count(*)::int AS n FROM "group"'))[0].n, 2, 'the printed DDL runs, with its rows')
+    for (const table of ['pg_temp.snowid_workers', 'pg_catalog.pg_class', 'information_schema.tables', 'pg_class', 'pg_toast.t']) {
+      await assert.rejects(acquireWorkerId({ client: admin.client, table }), (err) => err instanceof RangeError && err.code === 'ERR_SNOWID_INVALID_ARGUMENT')
+    }
+    const { Client } = require('pg')
+    const one = new Client({ host: server.host, port: server.port, user: server.user, database: server.database })
+    await one.connect()
+    try {
+      // A temporary table of the same name hides the permanent one on its connection.
+      await one.query(`${tableSql('shadowed').replace('BEGIN;', '').replace('COMMIT;', '')}`)
+      await one.query('CREATE TEMPORARY TABLE shadowed (LIKE public.shadowed INCLUDING ALL)')
+      await admin.sql('CREATE UNLOGGED TABLE unlogged (LIKE public.shadowed INCLUDING ALL)')
+      await admin.sql('CREATE TABLE no_key (LIKE public.shadowed)')
+      await admin.sql('CREATE TABLE wrong_type (datacenter_id integer, worker_id integer, token text, expires_at timestamptz, mark_ms integer, clock_back integer, PRIMARY KEY (datacenter_id, worker_id))')
+      await admin.sql('CREATE TABLE other_key (LIKE public.shadowed, PRIMARY KEY (worker_id, datacenter_id))')
+      for (const [client, table, found] of [
+        [one, 'shadowed', /a temporary table/],
+        [admin.client, 'unlogged', /an unlogged table/],
+        [admin.client, 'no_key', /no primary key/],
+        [admin.client, 'wrong_type', /columns with mark_ms integer/],
+        [admin.client, 'other_key', /the primary key \(worker_id, datacenter_id\)/],
+      ]) {
+        await assert.rejects(acquireWorkerId({ client, table, ttlMs: 500 }), (err) => {
+          assert.equal(err.code, 'ERR_SNOWID_STORE_TABLE_INVALID', `${table}: ${err.message}`)
+          assert.match(err.message, found)
+          assert.ok(err.message.length <= 400)
+          return true
+        })
+      }
+    } finally {
+      await one.end()
+    }
+  })
+
+  test('free slots whose marks are far ahead are skipped; when all are, ERR_SNOWID_CLOCK_BACKWARDS after waitMs', async () => {
+    const opts = { client: admin.client, datacenterId: 4, ttlMs: 1000, table: 'ahead', snowflake: { workerBits: 2 } }
+    await (await acquireWorkerId(opts)).release()
+    await admin.sql('UPDATE ahead SET mark_ms = $1 WHERE datacenter_id = 4 AND worker_id < 3', [Date.now() + 30_000])
+    const lease = await acquireWorkerId({ ...opts, waitMs: 3000 })
+    assert.equal(lease.workerId, 3, 'the slot whose mark is behind the clock')
+    await lease.release()
+    await admin.sql('UPDATE ahead SET mark_ms = $1 WHERE datacenter_id = 4', [Date.now() + 30_000])
+    const started = Date.now()
+    await assert.rejects(acquireWorkerId({ ...opts, waitMs: 1000 }), (err) => {
+      assert.equal(err.code, 'ERR_SNOWID_CLOCK_BACKWARDS', err.message)
+      assert.match(err.message, /every free slot's mark is a TTL or more ahead/)
+      return true
+    })
+    assert.ok(Date.now() - started >= 1000, 'it waited waitMs')
+  })
+
+  for (const client of CLIENTS) {
+    test(`a lost lease whose ${client} client is then ended stops taking slots, and its process exits`, (tt) =>
+      endedClientExits(tt, { store: 'postgres', client, ...server, table: `ended_${client}` }))
   }
 
   test('a holder released after a 2 s clock step back: the next on the host starts past its every id, 0 duplicates', (tt) =>
@@ -200,6 +285,10 @@ async function main() {
 
   test('bad options are coded errors', async () => {
     const pool = admin.client
+    const boom = () => {
+      throw new Error('unreadable')
+    }
+    const throwing = new Proxy({}, { get: boom, has: boom, ownKeys: boom })
     const bad = [
       [undefined, TypeError],
       [{}, TypeError],
@@ -212,10 +301,13 @@ async function main() {
       [{ client: pool, table: 5 }, TypeError],
       [{ client: pool, snowflake: { workerId: 3 } }, TypeError],
       [{ client: pool, keyPrefix: 'x' }, TypeError],
+      [{ client: pool, snowflake: throwing }, TypeError],
+      [{ client: throwing }, TypeError],
+      [throwing, TypeError],
     ]
     for (const [options, Class] of bad) {
       await assert.rejects(acquireWorkerId(options), (err) => {
-        assert.ok(err instanceof Class, `${JSON.stringify(options && { ...options, client: typeof options.client })}: ${err}`)
+        assert.ok(err instanceof Class, `${bad.indexOf(bad.find(([o]) => o === options))}: ${err}`)
         assert.equal(err.code, 'ERR_SNOWID_INVALID_ARGUMENT')
         return true
       })
