@@ -154,7 +154,7 @@ async function main() {
     await one.connect()
     try {
       // A temporary table of the same name hides the permanent one on its connection.
-      await one.query(`${tableSql('shadowed').replace('BEGIN;', '').replace('COMMIT;', '')}`)
+      await one.query(tableSql('shadowed'))
       await one.query('CREATE TEMPORARY TABLE shadowed (LIKE public.shadowed INCLUDING ALL)')
       await admin.sql('CREATE UNLOGGED TABLE unlogged (LIKE public.shadowed INCLUDING ALL)')
       await admin.sql('CREATE TABLE no_key (LIKE public.shadowed)')

@@ -38,5 +38,5 @@ export declare function acquireWorkerId(options: PostgresAcquireOptions): Promis
 /** As `acquireWorkerId`, and configures the process's default generator with the slot, before its first id. */
 export declare function configureWorkerId(options: PostgresAcquireOptions): Promise<PostgresLease>
 
-/** The DDL of the lease table with a row per slot of the layout, in one transaction, as `snowid sql postgres` prints it. */
+/** The DDL of the lease table with a row per slot of the layout, in one statement, as `snowid sql postgres` prints it. */
 export declare function tableSql(table?: string, layout?: { datacenterBits?: number; workerBits?: number }): string

@@ -83,9 +83,10 @@ const layoutNumber = (layout, key, fallback) => {
 }
 
 /**
- * The DDL of the lease table, as `snowid sql postgres` prints it: in one transaction, the table and a row for every
- * slot of the layout (`datacenterBits` and `workerBits`, by default 3 and 5), never held (mark_ms 0), so that a
- * lease takes a slot at once. It fails on a table that already exists.
+ * The DDL of the lease table, as `snowid sql postgres` prints it: one statement (a DO block, so that no transaction
+ * is left open when it fails) that makes the table and a row for every slot of the layout (`datacenterBits` and
+ * `workerBits`, by default 3 and 5), never held (mark_ms 0), so that a lease takes a slot at once. It fails on a
+ * table that already exists, making nothing.
  */
 function tableSql(table = DEFAULT_TABLE, layout = {}) {
   const t = quoteTable(table)
@@ -94,11 +95,12 @@ function tableSql(table = DEFAULT_TABLE, layout = {}) {
   return `-- snowid/postgres: one row per (datacenterId, workerId) slot. A row is held while token is set and expires_at
 -- (the database's clock) is in the future. mark_ms is the slot's high-water mark in Unix ms: no id of the slot was
 -- stamped after it, so the next holder starts past it. clock_back is the clockBack in use at the mark. The rows are
--- made with the table, never held (mark_ms 0); a row made later (a hand deletion) is held one TTL before use.
-BEGIN;
-${createTable(t)}
-${insertFresh(t, 0, dcs - 1, slots)}
-COMMIT;
+-- made with the table, never held (mark_ms 0); a row made later (a hand deletion) is held one TTL before use. One
+-- statement: the rows come with the table or not at all, and it fails on a table that already exists.
+DO $snowid$ BEGIN
+${createTable(t, '  ')}
+  ${insertFresh(t, 0, dcs - 1, slots)}
+END $snowid$;
 `
 }
 
