@@ -98,8 +98,9 @@ async function until(pred, ms, what) {
 
 /** 40 processes across 2 datacenter ids acquire at once: 40 distinct slots, 200,000 ids, 0 duplicates. */
 async function manyAtOnce(tt, base) {
-  // ttlMs 5000: a renewal may take a third of it (1.7 s), which 40 processes starting at once on 2 busy cores need.
-  const procs = Array.from({ length: 40 }, (_, i) => holder({ ...base, mode: 'burst', count: 5000, ttlMs: 5000, datacenterId: i % 2 }))
+  // ttlMs 5000: a renewal may take a third of it (1.7 s); waitMs 60000: a take that gets no answer within 5 s, as
+  // 40 processes starting at once on 2 busy cores may, is tried again.
+  const procs = Array.from({ length: 40 }, (_, i) => holder({ ...base, mode: 'burst', count: 5000, ttlMs: 5000, waitMs: 60_000, datacenterId: i % 2 }))
   try {
     const acquired = await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'acquired' || e.event === 'error', 120_000)))
     assert.deepEqual(acquired.filter((e) => e.event !== 'acquired'), [], 'every process got a slot')

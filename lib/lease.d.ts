@@ -9,8 +9,8 @@ export interface LeaseOptions {
   /** How long a lease lasts without renewal, 100 to 3600000 ms. It is renewed every third of it.
    * @default 10000 */
   ttlMs?: number
-  /** How long to keep trying when every slot is leased (or every free one has a mark a TTL or more ahead of this
-   * host's clock), 0 to 3600000 ms.
+  /** How long to keep trying when every slot is leased, every free one has a mark a TTL or more ahead of this host's
+   * clock, or the store did not answer a take in time, 0 to 3600000 ms.
    * @default 0 */
   waitMs?: number
   /** The generator stops this long before the lease's confirmed expiry; more than the generator's `maxLeadMs`.

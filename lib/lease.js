@@ -436,8 +436,16 @@ async function takeSlot(store, o, preferred = -1, only = false) {
 async function acquire(store, o, Lease, onDefault) {
   const started = Date.now()
   const retryMs = Math.max(Math.floor(Math.min(o.ttlMs, 1000) / 10), 10)
+  // A take or a first renewal that got no answer in time, or a slot lost before use (its key evicted, its row changed
+  // by hand), is tried again within waitMs; every other error ends the acquire.
+  const retried = (coded) => (coded.code === 'ERR_SNOWID_LEASE_LOST' || Boolean(coded.cause && coded.cause.timedOut)) && Date.now() - started < o.waitMs
   for (;;) {
-    const taken = await takeSlot(store, o)
+    let taken = null
+    try {
+      taken = await takeSlot(store, o)
+    } catch (err) {
+      if (!retried(err)) throw err
+    }
     if (taken && taken.token) {
       const lease = new Lease(store, o, taken.workerId, taken.token, onDefault)
       try {
@@ -445,8 +453,7 @@ async function acquire(store, o, Lease, onDefault) {
       } catch (err) {
         await lease.release().catch(() => {})
         const coded = storeError(store, 'acquire', err)
-        // A slot lost before use (its key evicted, its row changed by hand): another try may do, within waitMs.
-        if (coded.code !== 'ERR_SNOWID_LEASE_LOST' || Date.now() - started >= o.waitMs) throw coded
+        if (!retried(coded)) throw coded
       }
     }
     const left = o.waitMs - (Date.now() - started)
