@@ -60,7 +60,8 @@ function holder(settings, env = {}) {
         }
         const timer = setTimeout(() => {
           waiters.splice(waiters.indexOf(check), 1)
-          reject(new Error(`no matching event in ${ms} ms; events: ${JSON.stringify(events.map((e) => e.event))}; stderr: ${stderr}`))
+          const crashes = events.filter((e) => e.event === 'crash').map((e) => e.message)
+          reject(new Error(`no matching event in ${ms} ms; events: ${JSON.stringify(events.map((e) => e.event))}; crashes: ${crashes.join('; ')}; stderr: ${stderr}`))
         }, ms)
         waiters.push(check)
         check()
@@ -98,9 +99,9 @@ async function until(pred, ms, what) {
 
 /** 40 processes across 2 datacenter ids acquire at once: 40 distinct slots, 200,000 ids, 0 duplicates. */
 async function manyAtOnce(tt, base) {
-  // ttlMs 5000: a renewal may take a third of it (1.7 s); waitMs 60000: a take that gets no answer within 5 s, as
-  // 40 processes starting at once on 2 busy cores may, is tried again.
-  const procs = Array.from({ length: 40 }, (_, i) => holder({ ...base, mode: 'burst', count: 5000, ttlMs: 5000, waitMs: 60_000, datacenterId: i % 2 }))
+  // ttlMs 10000: a holder stalled for seconds between its acquire and its burst (40 processes starting at once on 2
+  // busy cores) is still before its deadline; waitMs 60000: a take that gets no answer within 10 s is tried again.
+  const procs = Array.from({ length: 40 }, (_, i) => holder({ ...base, mode: 'burst', count: 5000, ttlMs: 10_000, waitMs: 60_000, datacenterId: i % 2 }))
   try {
     const acquired = await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'acquired' || e.event === 'error', 120_000)))
     assert.deepEqual(acquired.filter((e) => e.event !== 'acquired'), [], 'every process got a slot')
