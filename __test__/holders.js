@@ -6,6 +6,8 @@
 
 const assert = require('node:assert/strict')
 const { spawn } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
 const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
@@ -14,11 +16,11 @@ const snowid = require('..')
 
 const HOLDER = path.join(__dirname, 'fixtures', 'lease-holder.js')
 
-/** A holder process: its parsed output lines so far, and a way to wait for one. */
-function holder(settings) {
+/** A holder process: its parsed output lines so far, and a way to wait for one. `env` is added to its environment. */
+function holder(settings, env = {}) {
   const child = spawn(process.execPath, [HOLDER], {
     cwd: ROOT,
-    env: cleanEnv({ LEASE_HOLDER_SETTINGS: JSON.stringify(settings) }),
+    env: cleanEnv({ LEASE_HOLDER_SETTINGS: JSON.stringify(settings), ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const events = []
@@ -58,7 +60,8 @@ function holder(settings) {
         }
         const timer = setTimeout(() => {
           waiters.splice(waiters.indexOf(check), 1)
-          reject(new Error(`no matching event in ${ms} ms; events: ${JSON.stringify(events.map((e) => e.event))}; stderr: ${stderr}`))
+          const crashes = events.filter((e) => e.event === 'crash').map((e) => e.message)
+          reject(new Error(`no matching event in ${ms} ms; events: ${JSON.stringify(events.map((e) => e.event))}; crashes: ${crashes.join('; ')}; stderr: ${stderr}`))
         }, ms)
         waiters.push(check)
         check()
@@ -96,7 +99,9 @@ async function until(pred, ms, what) {
 
 /** 40 processes across 2 datacenter ids acquire at once: 40 distinct slots, 200,000 ids, 0 duplicates. */
 async function manyAtOnce(tt, base) {
-  const procs = Array.from({ length: 40 }, (_, i) => holder({ ...base, mode: 'burst', count: 5000, ttlMs: 1000, datacenterId: i % 2 }))
+  // ttlMs 10000: a holder stalled for seconds between its acquire and its burst (40 processes starting at once on 2
+  // busy cores) is still before its deadline; waitMs 60000: a take that gets no answer within 10 s is tried again.
+  const procs = Array.from({ length: 40 }, (_, i) => holder({ ...base, mode: 'burst', count: 5000, ttlMs: 10_000, waitMs: 60_000, datacenterId: i % 2 }))
   try {
     const acquired = await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'acquired' || e.event === 'error', 120_000)))
     assert.deepEqual(acquired.filter((e) => e.event !== 'acquired'), [], 'every process got a slot')
@@ -118,8 +123,8 @@ async function manyAtOnce(tt, base) {
 
 /** More contenders than slots: the extras get ERR_SNOWID_NO_FREE_WORKER_ID after waitMs. */
 async function moreContendersThanSlots(tt, base) {
-  // workerBits 2: four slots in datacenter 3.
-  const procs = Array.from({ length: 7 }, () => holder({ ...base, mode: 'burst', count: 100, ttlMs: 500, waitMs: 1500, workerBits: 2, datacenterId: 3 }))
+  // workerBits 2: four slots in datacenter 3. ttlMs 3000 gives a slot held before use renewals of up to 1 s each.
+  const procs = Array.from({ length: 7 }, () => holder({ ...base, mode: 'burst', count: 100, ttlMs: 3000, waitMs: 1500, workerBits: 2, datacenterId: 3 }))
   try {
     const first = await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'acquired' || e.event === 'error', 120_000)))
     const winners = first.filter((e) => e.event === 'acquired')
@@ -216,4 +221,92 @@ async function holdersThroughAnOutage(tt, base, disrupt, { noHistory = false, se
   }
 }
 
-module.exports = { holder, assertNoDuplicates, until, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage }
+/**
+ * A holder loses its slot (stopped past its TTL while another took the slot), so it keeps trying to take one again;
+ * then its owner ends the client without release(). The attempts stop, and the process exits: no timer of the
+ * lease keeps it alive.
+ */
+async function endedClientExits(tt, base) {
+  // workerBits 0: a single slot in datacenter 2, which B holds while A tries to take one again.
+  const settings = { ...base, mode: 'stream', ttlMs: 600, waitMs: 10_000, workerBits: 0, datacenterId: 2 }
+  const a = holder(settings)
+  let b
+  try {
+    await a.waitFor((e) => e.event === 'acquired', 60_000)
+    a.child.kill('SIGSTOP')
+    b = holder(settings)
+    await b.waitFor((e) => e.event === 'acquired', 60_000)
+    a.child.kill('SIGCONT')
+    await a.waitFor((e) => e.event === 'lost')
+    a.child.kill('SIGUSR1')
+    await a.waitFor((e) => e.event === 'ending')
+    const endedAt = Date.now()
+    const code = await Promise.race([a.exited, sleep(30_000).then(() => 'still running after 30 s')])
+    assert.equal(code, 0, `A's exit: ${code}; events ${JSON.stringify(a.events.map((e) => e.event)).slice(-300)}; stderr: ${a.stderr}`)
+    tt.diagnostic(`A exited ${Date.now() - endedAt} ms after its client was ended, having tried to take a slot again ${a.events.filter((e) => e.event === 'renewFailed').length} times`)
+  } finally {
+    a.child.kill('SIGCONT')
+    await a.stop()
+    if (b) await b.stop()
+  }
+}
+
+// libfaketime, which steps a running process's wall clock when its offset file is rewritten (Debian's faketime).
+const LIBFAKETIME = ['x86_64-linux-gnu', 'aarch64-linux-gnu', '']
+  .map((dir) => path.join('/usr/lib', dir, 'faketime', 'libfaketime.so.1'))
+  .find((file) => fs.existsSync(file))
+
+/**
+ * A holder streams ids, the host's clock steps back 2 s (so it goes on under clockBack 1), and it releases while a
+ * second holder on the same host waits for the slot: the second starts past every id of the first, whatever its
+ * clockBack, so none is issued twice. Skipped loudly without libfaketime (CI installs it).
+ */
+async function releaseAfterAStepBack(tt, base) {
+  if (!LIBFAKETIME) {
+    const message = 'libfaketime is not installed (apt-get install faketime)'
+    if (process.env.CI) throw new Error(message)
+    tt.diagnostic(`*** SKIPPED: ${message} ***`)
+    tt.skip(message)
+    return
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-clock-'))
+  const offset = path.join(dir, 'offset')
+  fs.writeFileSync(offset, '+0\n')
+  // The wall clock follows the file at every read; timers run on the monotonic clock, which is left alone.
+  const env = { LD_PRELOAD: LIBFAKETIME, FAKETIME_TIMESTAMP_FILE: offset, FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' }
+  // workerBits 0: a single slot in datacenter 6, so the second holder must take the first one's.
+  const settings = { ...base, mode: 'stream', ttlMs: 3000, waitMs: 30_000, workerBits: 0, datacenterId: 6 }
+  // The holders' layout, to read their ids.
+  const layout = new snowid.Snowflake({ workerBits: 0, workerId: 0, lease: false })
+  const a = holder(settings, env)
+  let b
+  try {
+    await a.waitFor((e) => e.event === 'acquired', 60_000)
+    await sleep(700)
+    fs.writeFileSync(offset, '-2s\n')
+    await a.waitFor((e) => e.event === 'ids' && e.ids.some((id) => layout.decode(id).clockBack === 1))
+    b = holder(settings, env)
+    await sleep(500)
+    await a.stop()
+    const bAcquired = await b.waitFor((e) => e.event === 'acquired', 60_000)
+    // B runs until its clock is past every id A issued before the step.
+    await sleep(2500)
+    await b.stop()
+    const aIds = a.ids()
+    const bIds = b.ids()
+    const times = (ids) => ids.map((id) => layout.decode(id).timestamp)
+    const aLatest = Math.max(...times(aIds))
+    const bFirst = Math.min(...times(bIds))
+    assert.ok(aIds.some((id) => layout.decode(id).clockBack === 0) && aIds.some((id) => layout.decode(id).clockBack === 1))
+    assert.ok(bIds.length > 0, 'B issued ids')
+    assert.ok(bFirst > aLatest, `B's first id (${bFirst}) is past A's latest (${aLatest})`)
+    assertNoDuplicates([...aIds, ...bIds], 'between a holder released after a clock step back and the next')
+    tt.diagnostic(`A: ${aIds.length} ids under clockBack 0 and 1; B started ${bAcquired.at - aLatest} ms past A's latest id (on the stepped clock) and issued ${bIds.length}; 0 duplicates`)
+  } finally {
+    await a.stop()
+    if (b) await b.stop()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+module.exports = { holder, assertNoDuplicates, until, releaseAfterAStepBack, endedClientExits, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage }

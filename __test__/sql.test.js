@@ -57,8 +57,9 @@ async function idsFor(layout) {
 
 test('snowid sql: usage errors exit 2 with a message; --json prints the SQL as one JSON string', () => {
   for (const [args, message] of [
-    [['sql'], /^snowid: sql: expected a dialect \(postgres\), found nothing/],
-    [['sql', 'mysql', '--functions'], /^snowid: sql: expected a dialect \(postgres\), found "mysql"/],
+    [['sql'], /^snowid: sql: expected a dialect \(postgres, mysql\), found nothing/],
+    [['sql', 'mysql', '--functions'], /^snowid: sql: --functions applies to postgres only, found mysql/],
+    [['sql', 'sqlite'], /^snowid: sql: expected a dialect \(postgres, mysql\), found "sqlite"/],
     [['sql', 'postgres', 'extra'], /^snowid: sql: expected one dialect, found also "extra"/],
     [['sql', 'postgres', '--functions', '--table', 't'], /--table applies to the lease table/],
     [['sql', 'postgres', '--table'], /^snowid: --table: expected a table name, found nothing/],
@@ -130,7 +131,40 @@ test('snowid sql postgres prints the lease table of snowid/postgres', () => {
   const named = runCli(['sql', 'postgres', '--table', 'ids.snowid_slots'])
   assert.equal(named.status, 0, named.stderr)
   assert.equal(named.stdout.trimEnd(), tableSql('ids.snowid_slots').trimEnd())
-  assert.match(named.stdout, /ids\.snowid_slots/)
+  assert.match(named.stdout, /CREATE TABLE "ids"\."snowid_slots"/)
+})
+
+test('snowid sql mysql prints the lease table of snowid/mysql; reserved words are quoted; the rows follow the layout', () => {
+  const mysql = require('../lib/mysql.js')
+  const r = runCli(['sql', 'mysql', '--table', 'user'])
+  assert.equal(r.status, 0, r.stderr)
+  assert.equal(r.stdout.trimEnd(), mysql.tableSql('user').trimEnd())
+  assert.match(r.stdout, /CREATE TABLE `user` \(/)
+  const pg = runCli(['sql', 'postgres', '--table', 'order'])
+  assert.match(pg.stdout, /CREATE TABLE "order" \(/)
+  // The rows are those of the configured layout: 2 datacenters of 4 slots.
+  const small = runCli(['sql', 'postgres'], { SNOWID_DATACENTER_BITS: '1', SNOWID_WORKER_BITS: '2' })
+  assert.match(small.stdout, /generate_series\(0, 1\) AS d, generate_series\(0, 3\) AS w/)
+})
+
+test('snowid sql refuses a temporary or system table with exit 1 and a coded message', () => {
+  for (const [dialect, table] of [['postgres', 'pg_temp.t'], ['postgres', 'information_schema.tables'], ['mysql', 'mysql.user'], ['mysql', 'a-b']]) {
+    const r = runCli(['sql', dialect, '--table', table])
+    assert.equal(r.status, 1, `${dialect} ${table}: ${r.stdout}`)
+    assert.equal(r.stdout, '')
+    assert.match(r.stderr, /^snowid: table: expected .*\(ERR_SNOWID_INVALID_ARGUMENT\)\n$/)
+  }
+})
+
+test('postgresFunctions() refuses a config that throws when read, and an epoch in the future', () => {
+  const base = { epoch: 0, timestampBits: 41, datacenterBits: 3, workerBits: 5, clockBackBits: 2, sequenceBits: 12 }
+  const boom = () => {
+    throw new Error('unreadable')
+  }
+  assert.throws(() => postgresFunctions(new Proxy({}, { get: boom })), (err) => err instanceof TypeError && err.code === 'ERR_SNOWID_INVALID_ARGUMENT')
+  for (const epoch of [8.64e15, 9e15, Date.parse('2100-01-01')]) {
+    assert.throws(() => postgresFunctions({ ...base, epoch }), (err) => err instanceof RangeError && err.code === 'ERR_SNOWID_INVALID_ARGUMENT' && /in the past/.test(err.message))
+  }
 })
 
 async function main() {

@@ -108,6 +108,23 @@ async function useLease(): Promise<bigint> {
 }
 useLease()
 
+import * as mysqlLeases from 'snowid/mysql'
+import type { MysqlAcquireOptions, SnowidMysqlError } from 'snowid/mysql'
+declare const mysql2Pool: { query(text: string, values?: unknown[]): Promise<unknown> }
+async function useMysqlLease(): Promise<bigint> {
+  const options: MysqlAcquireOptions = { client: mysql2Pool, table: 'ids.snowid_workers', ttlMs: 10000 }
+  const lease: mysqlLeases.MysqlLease = await mysqlLeases.acquireWorkerId(options)
+  lease.on('lost', (err: SnowidMysqlError) => err.code === 'ERR_SNOWID_STORE_TABLE_INVALID')
+  await lease.release()
+  await mysqlLeases.configureWorkerId({ client: mysql2Pool })
+  // @ts-expect-error: the lease decides the worker id
+  await mysqlLeases.acquireWorkerId({ client: mysql2Pool, snowflake: { workerId: 3 } })
+  return lease.snowflake.nextId()
+}
+useMysqlLease()
+const mysqlDdl: string = mysqlLeases.tableSql('t', { workerBits: 6 })
+export { mysqlDdl }
+
 import { postgresFunctions } from 'snowid/sql'
 const functionsSql: string = postgresFunctions(config()) + postgresFunctions(gen.config())
 // @ts-expect-error: a layout is required

@@ -7,7 +7,8 @@ const USAGE = `Usage:
   snowid [count]          print count ids (default 1), one per line
   snowid decode <id...>   print the fields of each id as JSON, one object per line
   snowid config           print the effective configuration and where each value came from
-  snowid sql postgres     print the SQL that creates snowid/postgres's lease table
+  snowid sql postgres     print the SQL that creates snowid/postgres's lease table, with a row per slot
+  snowid sql mysql        print the SQL that creates snowid/mysql's lease table, with a row per slot
   snowid sql postgres --functions
                           print SQL functions that read ids of the configured layout and epoch
                           (snowid_timestamp, snowid_worker_id, snowid_min_id_at, ...)
@@ -17,7 +18,8 @@ Options:
            print ids in that fixed-width text (with count), or read the ids given in it (with decode)
   --json   print one JSON value: an array of id strings, an array of decoded ids, the config object, or the SQL
   --table <name>
-           with sql postgres: the lease table's name, schema-qualified if you like (default: the store's)
+           with sql postgres or mysql: the lease table's name, schema-qualified if you like (default:
+           snowid_workers); the rows are those of the layout's datacenter and worker bits
   --help   print this help
 
 The generator is configured from SNOWID_* environment variables (see the README).
@@ -68,7 +70,7 @@ function parseTable(text) {
   return text
 }
 
-const DIALECTS = ['postgres']
+const DIALECTS = ['postgres', 'mysql']
 
 /** `snowid sql <dialect>`: the lease table's DDL, or with `--functions` the SQL functions for the layout. */
 function printSql(rest, { json, functions, table }) {
@@ -78,11 +80,14 @@ function printSql(rest, { json, functions, table }) {
   }
   if (extra.length > 0) throw new UsageError(`sql: expected one dialect, found also ${shown(extra[0])}`)
   if (functions && table !== undefined) throw new UsageError('sql: --table applies to the lease table, not to --functions')
+  if (functions && dialect !== 'postgres') throw new UsageError(`sql: --functions applies to postgres only, found ${dialect}`)
+  // The layout and epoch as reading ids resolves them (SNOWID_* env, defaults): no worker id, no lease.
+  const layout = layoutFromEnv()
   let text
   if (functions) {
-    text = require('../lib/sql.js').postgresFunctions(layoutFromEnv())
+    text = require('../lib/sql.js').postgresFunctions(layout)
   } else {
-    text = require('../lib/postgres.js').tableSql(table)
+    text = require(`../lib/${dialect}.js`).tableSql(table, { datacenterBits: layout.datacenterBits, workerBits: layout.workerBits })
   }
   process.stdout.write(json ? JSON.stringify(text) + '\n' : text.endsWith('\n') ? text : text + '\n')
 }

@@ -8,7 +8,8 @@ export interface LeaseOptions {
   /** How long a lease lasts without renewal, 100 to 3600000 ms. It is renewed every third of it.
    * @default 10000 */
   ttlMs?: number
-  /** How long to keep trying when every slot is leased, 0 to 3600000 ms.
+  /** How long to keep trying when every slot is leased, every free one has a mark a TTL or more ahead of this host's
+   * clock, or the store did not answer a take in time, 0 to 3600000 ms.
    * @default 0 */
   waitMs?: number
   /** The generator stops this long before the lease's confirmed expiry; more than the generator's `maxLeadMs`.
@@ -27,6 +28,8 @@ export interface SnowidLeaseError extends Error {
     | 'ERR_SNOWID_LEASE_LOST'
     | 'ERR_SNOWID_REDIS_UNAVAILABLE'
     | 'ERR_SNOWID_POSTGRES_UNAVAILABLE'
+    | 'ERR_SNOWID_MYSQL_UNAVAILABLE'
+    | 'ERR_SNOWID_STORE_TABLE_INVALID'
     | 'ERR_SNOWID_STORE_PERMISSION_DENIED'
     | 'ERR_SNOWID_NO_FREE_WORKER_ID'
     | 'ERR_SNOWID_LEASE_CORRUPT'
@@ -55,8 +58,9 @@ export declare class StoreLease {
 
   on(event: 'renewed', listener: (info: { deadline: number }) => void): this
   /** 'renewFailed': a renewal the store did not answer (the lease keeps trying until its deadline), or, after a
-   * loss, a failed attempt to take a slot again (`ERR_SNOWID_CLOCK_BACKWARDS` for a slot whose mark is further ahead
-   * than a TTL; the attempts go on, except after `ERR_SNOWID_LEASE_CORRUPT` or `ERR_SNOWID_STORE_PERMISSION_DENIED`). */
+   * loss, a failed attempt to take a slot again (`ERR_SNOWID_CLOCK_BACKWARDS` when the free slots' marks are further
+   * ahead than a TTL; the attempts go on, except after `ERR_SNOWID_LEASE_CORRUPT`, `ERR_SNOWID_STORE_PERMISSION_DENIED`
+   * or `ERR_SNOWID_STORE_TABLE_INVALID`, or once the client was ended or closed). */
   on(event: 'renewFailed', listener: (err: SnowidLeaseError) => void): this
   on(event: 'lost', listener: (err: SnowidLeaseError) => void): this
   on(event: 'reacquired', listener: (lease: this) => void): this

@@ -4,15 +4,19 @@
 // machine (take, hold, renew, lose, take again, release) and its events, used by every store (snowid/redis,
 // snowid/postgres). A store supplies only its primitives, as an object:
 //
-//   name                        the store's name for messages ('Redis', 'PostgreSQL')
+//   name                        the store's name for messages ('Redis', 'PostgreSQL', 'MySQL')
 //   unavailableCode             the code of "the store did not answer" (ERR_SNOWID_REDIS_UNAVAILABLE, ...)
 //   slotName(workerId)          how messages name a slot (a key, a row)
-//   take(token, preferred, only)
-//                               takes the first free slot (`preferred` first when >= 0, and only it when `only`) for
-//                               `token`, with a TTL, in one atomic step. Resolves to null when none is free, else to
-//                               { workerId, mark }: `mark` is the slot's high-water mark (Unix ms), or undefined when
-//                               the slot has no history. Throws ERR_SNOWID_LEASE_CORRUPT (having given the slot back)
-//                               for a slot whose record it cannot read.
+//   take(token, preferred, only, { now, until, limit })
+//                               takes a free slot (`preferred` first when >= 0, and only it when `only`; then one
+//                               whose mark is before `now`; then the lowest) for `token`, with a TTL, in one atomic
+//                               step, skipping slots whose mark is at or past `limit` (the generator could not start
+//                               past it). Resolves to { workerId, mark, confirmed }: `mark` is the slot's high-water
+//                               mark (Unix ms) as found, or undefined when the slot has no history; `confirmed` says
+//                               that the same step raised the mark to `until`, as a renewal does. When no slot is
+//                               taken, resolves to null, or to { ahead } (the earliest mark skipped) when free slots
+//                               were skipped. Throws ERR_SNOWID_LEASE_CORRUPT (having given the slot back) for a slot
+//                               whose record it cannot read.
 //   renew(workerId, token, until, clockBack)
 //                               if `token` still holds the slot: raises its mark to `until` (when not null), with
 //                               `clockBack`, then extends the TTL, in one atomic step. Resolves true, or false when
@@ -25,10 +29,19 @@
 //                               so that the take, if it still runs, leaves nothing held.
 //   classify(err)               an error from the store as a coded error: a permission error as
 //                               ERR_SNOWID_STORE_PERMISSION_DENIED, naming what is missing; null for anything else.
+//   prepare()                   (optional) the store's one-time setup, such as making its table; resolves once done,
+//                               and is called before every take, so it remembers that it is done.
+//   closed(err)                 whether the client was ended or closed by its owner (judged from the client, and
+//                               from `err`, the error of its last call), so that a lost lease stops taking slots.
 //
 // The generator may issue ids until its deadline: the send time of the last confirmed renewal plus ttlMs, less
 // marginMs, checked in Rust on every call. Every renewal first raises the slot's mark past that deadline, so a later
 // holder starts past every id this one may have issued.
+//
+// The invariant: a slot's mark never goes below an id issued on it, under any clockBack value. A renewal only
+// raises it. A release lowers it only to what fenceSnowflake returns once the generator has stopped: the latest
+// time of any id it issued, which after a clock step back is a time under an earlier clockBack value, not the time
+// of the last id. A new holder takes the mark in for every clockBack value, so it issues nothing at or before it.
 
 const { EventEmitter } = require('node:events')
 const { randomUUID } = require('node:crypto')
@@ -67,6 +80,16 @@ function integerOption(options, name, min, max, fallback) {
  * settings of the lease (`o`), without the store.
  */
 function readOptions(options, storeOptions) {
+  try {
+    return readOptionsOf(options, storeOptions)
+  } catch (err) {
+    if (isCoded(err)) throw err
+    // A getter or a Proxy that throws: the options cannot be read.
+    throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', `options: expected plain objects, found one that threw when read: ${String((err && err.message) || err).slice(0, 160)}`, err)
+  }
+}
+
+function readOptionsOf(options, storeOptions) {
   if (options === null || typeof options !== 'object') {
     throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', 'options: expected an object with a client')
   }
@@ -78,10 +101,12 @@ function readOptions(options, storeOptions) {
   }
   const ttlMs = integerOption(options, 'ttlMs', 100, 3_600_000, DEFAULTS.ttlMs)
   const waitMs = integerOption(options, 'waitMs', 0, 3_600_000, DEFAULTS.waitMs)
-  const snowflake = options.snowflake ?? {}
-  if (snowflake === null || typeof snowflake !== 'object') {
+  const given = options.snowflake ?? {}
+  if (given === null || typeof given !== 'object') {
     throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', 'snowflake: expected an object of Snowflake options')
   }
+  // Read once: the slot count and every generator of the lease come from this copy.
+  const snowflake = { ...given }
   for (const key of ['datacenterId', 'workerId', 'lease', 'leaseDir']) {
     if (key in snowflake) {
       throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', `snowflake.${key}: expected it left out, since the lease decides it`)
@@ -114,6 +139,7 @@ function readOptions(options, storeOptions) {
     maxLeadMs,
     snowflake,
     datacenterId: slots.datacenterId,
+    datacenterBits: probe.datacenterBits,
     slotCount: 2 ** slots.workerBits,
     reacquire: options.reacquire ?? true,
     // How long a renewal may take: a third of the TTL, so that two more tries fit before the deadline.
@@ -123,13 +149,15 @@ function readOptions(options, storeOptions) {
   }
 }
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+// No timer of a lease keeps the process alive: while a lease waits for the store, the client's connection does.
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref())
 
 /** `promise`, or a rejection after `ms` that says the store did not answer. */
 function withTimeout(store, promise, ms) {
   let timer
   const timeout = new Promise((_, reject) => {
     timer = setTimeout(() => reject(Object.assign(new Error(`no answer from ${store.name} within ${ms} ms`), { timedOut: true })), ms)
+    timer.unref()
   })
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
 }
@@ -203,16 +231,28 @@ class StoreLease extends EventEmitter {
     return held ? deadline : 0
   }
 
-  /** Takes a slot (see `acquire`), holds it until usable, and starts the generator on it. */
+  /** Takes a slot (see `takeSlot`), holds it until usable, and starts the generator on it. */
   async _open(taken) {
-    await this.#hold(taken.mark)
+    const confirmed = this.#confirmedByTake(taken)
+    if (!confirmed) await this.#hold(taken.mark)
     if (this.#onDefault && !this.snowflake) this.#onDefault(this)
-    return this.#start(taken.mark)
+    return this.#start(taken.mark, confirmed)
   }
 
-  /** Starts the generator once the lease is confirmed. */
-  async #start(mark) {
-    const deadline = await this.#renew()
+  /**
+   * The deadline a take gave, or 0. A take that raised the mark (`confirmed`) did what a renewal sent at the same time
+   * does, so its deadline is the same; it is used at once when the slot's mark is behind the clock, and the answer
+   * came within a renewal's timeout.
+   */
+  #confirmedByTake({ confirmed, mark, sent }) {
+    const now = Date.now()
+    if (!confirmed || mark === undefined || now <= mark || now - sent >= this.#o.renewTimeoutMs) return 0
+    return sent + this.#o.ttlMs - this.#o.marginMs
+  }
+
+  /** Starts the generator once the lease is confirmed: by `confirmed` (a deadline), else by a renewal. */
+  async #start(mark, confirmed = 0) {
+    const deadline = confirmed || (await this.#renew())
     const name = this.#store.slotName(this.#slot)
     if (!deadline) throw codedError(Error, 'ERR_SNOWID_LEASE_LOST', `lease: the slot ${name} was lost before it was used`)
     // release() may have run while the renewal was out: the slot is given back, so no generator may be opened on it.
@@ -294,21 +334,23 @@ class StoreLease extends EventEmitter {
       let taken = null
       try {
         taken = await takeSlot(this.#store, this.#o, this.workerId, Boolean(this.#onDefault))
-        if (taken) {
+        if (taken && taken.token) {
           this.#slot = taken.workerId
           this.#token = taken.token
           if (this.#released) return await giveBack(this.#store, taken)
-          await this.#hold(taken.mark)
-          await this.#start(taken.mark)
+          await this._open(taken)
           this.emit('reacquired', this)
           return
         }
+        // Free slots there were, but their marks are too far ahead of this host's clock: say so, and try again.
+        if (taken) this.emit('renewFailed', markAhead(this.#o, taken.ahead, Date.now(), 'every free slot it may take'))
       } catch (err) {
-        if (taken) await giveBack(this.#store, taken)
+        if (taken && taken.token) await giveBack(this.#store, taken)
         if (this.#released) return
         const coded = storeError(this.#store, 'reacquire', err)
         this.emit('renewFailed', coded)
-        if (coded.code === 'ERR_SNOWID_LEASE_CORRUPT' || coded.code === 'ERR_SNOWID_STORE_PERMISSION_DENIED') return
+        // Errors that another try cannot mend, and a client its owner ended or closed, stop the attempts.
+        if (FINAL.includes(coded.code) || this.#store.closed(err)) return
       }
       await sleep(delay)
     }
@@ -353,13 +395,7 @@ async function giveBack(store, { workerId, token }, last = null, { strict = fals
 async function holdUntilUsable(o, mark, renew) {
   const now = Date.now()
   const until = mark === undefined ? now + o.ttlMs : mark + 1
-  if (until - now > o.ttlMs) {
-    throw codedError(
-      Error,
-      'ERR_SNOWID_CLOCK_BACKWARDS',
-      `clock: expected a time within ttlMs (${o.ttlMs}) of the mark ${mark} that the slot's last holder left, found ${now}, ${mark - now} ms behind it: are this host's and that host's clocks in sync?`,
-    )
-  }
+  if (until - now > o.ttlMs) throw markAhead(o, mark, now, 'the slot was taken')
   while (Date.now() < until) {
     await sleep(Math.min(Math.max(Math.floor(o.ttlMs / 3), 20), until - Date.now()))
     const ok = await renew()
@@ -367,20 +403,41 @@ async function holdUntilUsable(o, mark, renew) {
   }
 }
 
+/** Codes after which taking a slot again is not tried: the store's data or its grants need a person. */
+const FINAL = ['ERR_SNOWID_LEASE_CORRUPT', 'ERR_SNOWID_STORE_PERMISSION_DENIED', 'ERR_SNOWID_STORE_TABLE_INVALID']
+
+/** ERR_SNOWID_CLOCK_BACKWARDS for a slot's `mark` further ahead of the clock (`now`) than the lease waits. */
+function markAhead(o, mark, now, why) {
+  return codedError(
+    Error,
+    'ERR_SNOWID_CLOCK_BACKWARDS',
+    `clock: expected a time within ttlMs (${o.ttlMs}) of the mark ${mark} that a slot's last holder left, found ${now}, ${mark - now} ms behind it (${why}): are this host's and that host's clocks in sync?`,
+  )
+}
+
 /**
- * Tries once to take a slot. Returns `{ workerId, token, mark }`, or `null` when no slot is free. A take whose answer
- * does not come in time is abandoned: the store frees whatever it may still take for that token.
+ * Tries once to take a slot. Returns `{ workerId, token, mark, confirmed, sent }`; else `null` when no slot is free,
+ * or `{ ahead }` when the free slots were skipped because their marks are a TTL or more ahead of the clock (the
+ * generator could not start past them). A take whose answer does not come in time is abandoned: the store frees
+ * whatever it may still take for that token.
  */
 async function takeSlot(store, o, preferred = -1, only = false) {
   const token = randomUUID()
+  const sent = Date.now()
+  // As a renewal sent now would: the mark covers the deadline it gives, plus the lead.
+  const at = { now: sent, until: sent + o.ttlMs - o.marginMs + o.maxLeadMs, limit: sent + o.ttlMs }
   let taken
   try {
-    taken = await withTimeout(store, store.take(token, preferred, only), o.takeTimeoutMs)
+    // The store's one-time setup (a table made and checked) has a timeout of its own, apart from the take's.
+    if (store.prepare) await withTimeout(store, store.prepare(), o.takeTimeoutMs)
+    taken = await withTimeout(store, store.take(token, preferred, only, at), o.takeTimeoutMs)
   } catch (err) {
     if (err && err.timedOut) store.abandon(token).catch(() => {})
     throw storeError(store, 'acquire', err)
   }
-  return taken ? { ...taken, token } : null
+  if (!taken) return null
+  if (taken.workerId === undefined) return { ahead: taken.ahead }
+  return { ...taken, token, sent }
 }
 
 /**
@@ -390,19 +447,29 @@ async function takeSlot(store, o, preferred = -1, only = false) {
 async function acquire(store, o, Lease, onDefault) {
   const started = Date.now()
   const retryMs = Math.max(Math.floor(Math.min(o.ttlMs, 1000) / 10), 10)
+  // A take or a first renewal that got no answer in time, or a slot lost before use (its key evicted, its row changed
+  // by hand), is tried again within waitMs; every other error ends the acquire.
+  const retried = (coded) => (coded.code === 'ERR_SNOWID_LEASE_LOST' || Boolean(coded.cause && coded.cause.timedOut)) && Date.now() - started < o.waitMs
   for (;;) {
-    const taken = await takeSlot(store, o)
-    if (taken) {
+    let taken = null
+    try {
+      taken = await takeSlot(store, o)
+    } catch (err) {
+      if (!retried(err)) throw err
+    }
+    if (taken && taken.token) {
       const lease = new Lease(store, o, taken.workerId, taken.token, onDefault)
       try {
         return await lease._open(taken)
       } catch (err) {
         await lease.release().catch(() => {})
-        throw storeError(store, 'acquire', err)
+        const coded = storeError(store, 'acquire', err)
+        if (!retried(coded)) throw coded
       }
     }
     const left = o.waitMs - (Date.now() - started)
     if (left <= 0) {
+      if (taken && taken.ahead !== undefined) throw markAhead(o, taken.ahead, Date.now(), `every free slot's mark is a TTL or more ahead (waited ${Date.now() - started} ms, waitMs ${o.waitMs})`)
       throw codedError(
         Error,
         'ERR_SNOWID_NO_FREE_WORKER_ID',
@@ -414,11 +481,29 @@ async function acquire(store, o, Lease, onDefault) {
   }
 }
 
+/**
+ * Starts a lease: reads the options (the store's own named in `storeOptions`), makes the store with
+ * `makeStore(options, o)`, and acquires a slot with it (see `acquire`). An option that throws when read (a getter,
+ * a Proxy) is ERR_SNOWID_INVALID_ARGUMENT, never an uncoded error. With `configure`, the default generator is
+ * configured with the slot (`configureWorkerId`).
+ */
+async function startLease(options, storeOptions, makeStore, Lease, configure) {
+  const o = readOptions(options, storeOptions)
+  let store
+  try {
+    store = makeStore(options, o)
+  } catch (err) {
+    if (isCoded(err)) throw err
+    throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', `options: expected plain objects, found one that threw when read: ${String((err && err.message) || err).slice(0, 160)}`, err)
+  }
+  return acquire(store, o, Lease, configure ? configureDefault(o.snowflake) : null)
+}
+
 /** The default generator configured with a lease's slot, for `configureWorkerId`. */
-function configureDefault(options) {
+function configureDefault(snowflake) {
   return (lease) => {
-    snowid.configure({ ...options.snowflake, datacenterId: lease.datacenterId, workerId: lease.workerId, lease: false })
+    snowid.configure({ ...snowflake, datacenterId: lease.datacenterId, workerId: lease.workerId, lease: false })
   }
 }
 
-module.exports = { StoreLease, acquire, configureDefault, codedError, readOptions }
+module.exports = { StoreLease, startLease, codedError }

@@ -12,7 +12,8 @@ export type PostgresClient =
 export interface PostgresAcquireOptions extends LeaseOptions {
   /** The client to use. snowid does not connect or close it. */
   client: PostgresClient
-  /** The lease table, `table` or `schema.table` (letters, digits and `_`). Created on first use if missing.
+  /** The lease table, `table` or `schema.table` (letters, digits and `_`; quoted, so reserved words work; no `pg_*`
+   * schema such as `pg_temp`). Created on first use if missing, with a row per slot.
    * @default 'snowid_workers' */
   table?: string
 }
@@ -24,10 +25,12 @@ export type SnowidPostgresError = SnowidLeaseError
 export declare class PostgresLease extends StoreLease {}
 
 /**
- * Leases a free worker id from PostgreSQL and returns the started lease. A slot with no mark is held for one TTL
- * before it is used; a slot with a mark is used once the clock is past it.
+ * Leases a free worker id from PostgreSQL and returns the started lease. A slot whose row was made with the table is
+ * used at once, in one round trip; one whose row was made later (no mark) is held for one TTL before it is used; a
+ * slot with a mark is used once the clock is past it.
  * @throws `ERR_SNOWID_NO_FREE_WORKER_ID` when every slot is leased for `waitMs`.
- * @throws `ERR_SNOWID_POSTGRES_UNAVAILABLE` when the database does not answer; `ERR_SNOWID_LEASE_CORRUPT` for a row
+ * @throws `ERR_SNOWID_POSTGRES_UNAVAILABLE` when the database does not answer; `ERR_SNOWID_STORE_TABLE_INVALID` for a
+ * table that is not the lease's (temporary, unlogged, other columns or key); `ERR_SNOWID_LEASE_CORRUPT` for a row
  * that holds something else than snowid wrote; `ERR_SNOWID_STORE_PERMISSION_DENIED` for a missing privilege.
  */
 export declare function acquireWorkerId(options: PostgresAcquireOptions): Promise<PostgresLease>
@@ -35,5 +38,5 @@ export declare function acquireWorkerId(options: PostgresAcquireOptions): Promis
 /** As `acquireWorkerId`, and configures the process's default generator with the slot, before its first id. */
 export declare function configureWorkerId(options: PostgresAcquireOptions): Promise<PostgresLease>
 
-/** The DDL of the lease table (`CREATE TABLE IF NOT EXISTS ...`), as `snowid sql postgres` prints it. */
-export declare function tableSql(table?: string): string
+/** The DDL of the lease table with a row per slot of the layout, in one statement, as `snowid sql postgres` prints it. */
+export declare function tableSql(table?: string, layout?: { datacenterBits?: number; workerBits?: number }): string

@@ -6,13 +6,19 @@
 // the lease's expiry (`expires_at`, by the database's clock) say who holds the slot; `mark_ms` is the slot's
 // high-water mark (Unix ms) and `clock_back` the clockBack in use. Every primitive is one SQL statement, so it is
 // atomic without a transaction and works through a pool:
-// - take: locks the first free row (`FOR UPDATE SKIP LOCKED`) and sets the token and the expiry;
+// - take: locks a free row (`FOR UPDATE SKIP LOCKED`), sets the token and the expiry, and raises the mark as a
+//   renewal does, so that a slot whose mark is behind the clock is used after this one round trip;
 // - renew: if the token still holds the row and it has not expired, raises the mark and extends the expiry;
 // - release: if the token still holds the row, lowers the mark to the last id issued and frees the row.
 //
 // The lease itself (take, hold, renew, lose, take again, release) is lib/lease.js's, shared with snowid/redis.
+//
+// A fresh slot needs no wait. The table is made in one transaction with a row for every slot, each with mark_ms 0:
+// PostgreSQL is durable, so a row that was there from the start and never held has had no holder. A row that is
+// missing later was deleted by hand, maybe while held; it is made again with no mark (NULL), and is held one TTL
+// before use, so that any holder of the deleted row has passed its deadline.
 
-const { StoreLease, acquire, configureDefault, codedError, readOptions } = require('./lease.js')
+const { StoreLease, startLease, codedError } = require('./lease.js')
 
 const DEFAULT_TABLE = 'snowid_workers'
 // The mark is Unix ms, exact as a JS number; clockBack has at most 10 bits.
@@ -21,34 +27,80 @@ const MAX_CLOCK_BACK = 1023
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
-/** The table's name as SQL: each part of `name` (`table` or `schema.table`) checked, and quoted if it has capitals. */
+/**
+ * The table's name as SQL: each part of `name` (`table` or `schema.table`) checked and double-quoted, so that
+ * reserved words (`user`, `order`) name a table like any other. Names are case-sensitive, as quoted names are.
+ * PostgreSQL's own names (`pg_*`, `information_schema`) are refused: `pg_temp` would give every connection a table
+ * of its own, and a name that the system catalog shadows would not be this table.
+ */
 function quoteTable(name) {
   const parts = typeof name === 'string' ? name.split('.') : []
+  const found = typeof name === 'string' ? JSON.stringify(name).slice(0, 80) : typeof name
   if (parts.length < 1 || parts.length > 2 || !parts.every((p) => IDENTIFIER.test(p))) {
     throw codedError(
       TypeError,
       'ERR_SNOWID_INVALID_ARGUMENT',
-      `table: expected a table name, or schema.table, each of letters, digits and _ (at most 63, not starting with a digit), found ${typeof name === 'string' ? JSON.stringify(name).slice(0, 80) : typeof name}`,
+      `table: expected a table name, or schema.table, each of letters, digits and _ (at most 63, not starting with a digit), found ${found}`,
     )
   }
-  return parts.map((p) => (/[A-Z]/.test(p) ? `"${p}"` : p)).join('.')
+  if (parts.some((p) => /^pg_/i.test(p) || p.toLowerCase() === 'information_schema')) {
+    throw codedError(
+      RangeError,
+      'ERR_SNOWID_INVALID_ARGUMENT',
+      `table: expected a permanent table outside PostgreSQL's own schemas (no part starting with pg_, such as pg_temp, nor information_schema), found ${found}`,
+    )
+  }
+  return parts.map((p) => `"${p}"`).join('.')
 }
 
-/** The DDL of the lease table, as the lease runs it on first use and `snowid sql postgres` prints it. */
-function tableSql(table = DEFAULT_TABLE) {
+// The lease table's columns; `verify` checks a table against them, as format_type names the types.
+const COLUMNS = [
+  ['datacenter_id', 'integer NOT NULL', 'integer not null'],
+  ['worker_id', 'integer NOT NULL', 'integer not null'],
+  ['token', 'text', 'text'],
+  ['expires_at', 'timestamptz', 'timestamp with time zone'],
+  ['mark_ms', 'bigint', 'bigint'],
+  ['clock_back', 'integer', 'integer'],
+]
+const KEY = 'datacenter_id, worker_id'
+
+/** `CREATE TABLE` of the lease table named `t` (quoted), indented by `pad`. */
+const createTable = (t, pad = '') =>
+  [`CREATE TABLE ${t} (`, ...COLUMNS.map(([name, type]) => `  ${name} ${type},`), `  PRIMARY KEY (${KEY})`, ');']
+    .map((line) => pad + line)
+    .join('\n')
+
+/** `INSERT` of a row with mark_ms 0 (never held) for every slot of datacenters `dcLo..dcHi`, `slots` each. */
+const insertFresh = (t, dcLo, dcHi, slots) =>
+  `INSERT INTO ${t} (datacenter_id, worker_id, mark_ms) SELECT d, w, 0 FROM generate_series(${dcLo}, ${dcHi}) AS d, generate_series(0, ${slots - 1}) AS w;`
+
+const layoutNumber = (layout, key, fallback) => {
+  const v = layout && layout[key] !== undefined ? layout[key] : fallback
+  if (!Number.isInteger(v) || v < 0 || v > 16) {
+    throw codedError(RangeError, 'ERR_SNOWID_INVALID_ARGUMENT', `layout.${key}: expected an integer from 0 to 16, found ${typeof v === 'number' ? v : typeof v}`)
+  }
+  return v
+}
+
+/**
+ * The DDL of the lease table, as `snowid sql postgres` prints it: one statement (a DO block, so that no transaction
+ * is left open when it fails) that makes the table and a row for every slot of the layout (`datacenterBits` and
+ * `workerBits`, by default 3 and 5), never held (mark_ms 0), so that a lease takes a slot at once. It fails on a
+ * table that already exists, making nothing.
+ */
+function tableSql(table = DEFAULT_TABLE, layout = {}) {
   const t = quoteTable(table)
+  const dcs = 2 ** layoutNumber(layout, 'datacenterBits', 3)
+  const slots = 2 ** layoutNumber(layout, 'workerBits', 5)
   return `-- snowid/postgres: one row per (datacenterId, workerId) slot. A row is held while token is set and expires_at
 -- (the database's clock) is in the future. mark_ms is the slot's high-water mark in Unix ms: no id of the slot was
--- stamped after it, so the next holder starts past it. clock_back is the clockBack in use at the mark.
-CREATE TABLE IF NOT EXISTS ${t} (
-  datacenter_id integer NOT NULL,
-  worker_id integer NOT NULL,
-  token text,
-  expires_at timestamptz,
-  mark_ms bigint,
-  clock_back integer,
-  PRIMARY KEY (datacenter_id, worker_id)
-);
+-- stamped after it, so the next holder starts past it. clock_back is the clockBack in use at the mark. The rows are
+-- made with the table, never held (mark_ms 0); a row made later (a hand deletion) is held one TTL before use. One
+-- statement: the rows come with the table or not at all, and it fails on a table that already exists.
+DO $snowid$ BEGIN
+${createTable(t, '  ')}
+  ${insertFresh(t, 0, dcs - 1, slots)}
+END $snowid$;
 `
 }
 
@@ -69,6 +121,28 @@ function queryRunner(client) {
   )
 }
 
+/** What is wrong with the table `verify` found (a row of pg_class, or none), or null when it is the lease's. */
+function tableProblem(found) {
+  if (!found) return 'no table by that name after making it'
+  if (found.kind !== 'r') return `a relation of kind ${JSON.stringify(found.kind)} (a view, a partitioned table, ...)`
+  if (found.persistence === 't') return 'a temporary table (each connection would have its own)'
+  if (found.persistence !== 'p') return 'an unlogged table (a crash empties it, marks and all)'
+  const have = new Map(
+    String(found.columns || '')
+      .split(', ')
+      .filter(Boolean)
+      .map((c) => [c.slice(0, c.indexOf(' ')), c.slice(c.indexOf(' ') + 1)]),
+  )
+  const wrong = [
+    ...COLUMNS.filter(([n]) => !have.has(n)).map(([n]) => `no ${n}`),
+    ...COLUMNS.filter(([n, , type]) => have.has(n) && have.get(n) !== type).map(([n]) => `${n} ${have.get(n)}`),
+    ...[...have.keys()].filter((n) => !COLUMNS.some(([c]) => c === n)).map((n) => `an extra ${n}`),
+  ]
+  if (wrong.length) return `columns with ${wrong.join(', ')}`
+  if (found.primary_key !== KEY) return found.primary_key ? `the primary key (${found.primary_key})` : 'no primary key'
+  return null
+}
+
 /** A PostgreSQL permission error (SQLSTATE 42501) as ERR_SNOWID_STORE_PERMISSION_DENIED; else null. */
 function classify(err) {
   if (!err || err.code !== '42501') return null
@@ -80,6 +154,17 @@ function classify(err) {
   )
 }
 
+/** Whether a pg Pool or Client, or a postgres.js sql, was ended by its owner; `err` is the error of its last call. */
+function closed(client, err) {
+  if (client && (client.ending === true || client.ended === true || client._ending === true)) return true
+  const code = err && err.code
+  if (code === 'CONNECTION_ENDED' || code === 'CONNECTION_DESTROYED') return true
+  return /Cannot use a pool after calling end|Client was closed and is not queryable/.test(String(err && err.message))
+}
+
+// More slots than this are made with the table only for the datacenter of the lease that makes it.
+const MAX_FRESH_ROWS = 65536
+
 /** The PostgreSQL store of a lease: its primitives for lib/lease.js. */
 function postgresStore(options, o) {
   const query = queryRunner(options.client)
@@ -89,21 +174,55 @@ function postgresStore(options, o) {
   const expiry = `clock_timestamp() + $ttl * interval '1 millisecond'`.replace('$ttl', String(o.ttlMs))
   let prepared = null
 
-  /** Creates the table when missing, and a row for every slot of the datacenter; once per lease. */
+  /**
+   * Makes the table when missing, with a fresh row for every slot (of every datacenter, when they are not too many),
+   * in one statement; then checks the table, and adds rows (with no mark) for slots it lacks. Once per lease.
+   */
   async function prepare() {
+    const everyDc = 2 ** o.datacenterBits * o.slotCount <= MAX_FRESH_ROWS
+    const [lo, hi] = everyDc ? [0, 2 ** o.datacenterBits - 1] : [dc, dc]
     try {
-      await query(tableSql(table), [])
+      await query(
+        `DO $snowid$ BEGIN
+  IF to_regclass('${t}') IS NULL THEN
+${createTable(t, '    ')}
+    ${insertFresh(t, lo, hi, o.slotCount)}
+  END IF;
+END $snowid$`,
+        [],
+      )
     } catch (err) {
-      // A role without CREATE on the schema may still use a table made beforehand; two processes creating it at
-      // once may collide on the catalog (23505, 42P07), and the table is there either way.
-      if (!['42501', '23505', '42P07'].includes(err && err.code)) throw err
-      const [found] = await query('SELECT to_regclass($1) IS NOT NULL AS found', [t])
-      if (!found || !found.found) throw err
+      // Two processes making the table at once collide on the catalog (23505, 42P07); it is there either way.
+      if (!['23505', '42P07'].includes(err && err.code)) throw err
     }
+    await verify()
     await query(
       `INSERT INTO ${t} (datacenter_id, worker_id) SELECT $1, g FROM generate_series(0, $2 - 1) AS g ON CONFLICT DO NOTHING`,
       [dc, o.slotCount],
     )
+  }
+
+  /** Checks that the table the name leads to is a permanent table with the lease's columns and primary key. */
+  async function verify() {
+    const [found] = await query(
+      `SELECT c.relkind::text AS kind, c.relpersistence::text AS persistence,
+         (SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END, ', ' ORDER BY a.attnum)
+            FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS columns,
+         (SELECT string_agg(a.attname, ', ' ORDER BY k.i)
+            FROM pg_index x CROSS JOIN LATERAL unnest(x.indkey::int2[]) WITH ORDINALITY AS k(attnum, i)
+            JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.attnum
+            WHERE x.indrelid = c.oid AND x.indisprimary) AS primary_key
+       FROM pg_class c WHERE c.oid = to_regclass($1)`,
+      [t],
+    )
+    const problem = tableProblem(found)
+    if (problem) {
+      throw codedError(
+        Error,
+        'ERR_SNOWID_STORE_TABLE_INVALID',
+        `postgres: expected ${table} to be a permanent table with the columns and primary key (${KEY}) that snowid sql postgres prints, found ${problem}`.slice(0, 400),
+      )
+    }
   }
 
   const rowName = (workerId) => `the row (${dc}, ${workerId}) of ${table}`
@@ -115,24 +234,31 @@ function postgresStore(options, o) {
     unavailableCode: 'ERR_SNOWID_POSTGRES_UNAVAILABLE',
     slotName: rowName,
     classify,
-    async take(token, preferred, only) {
+    closed: (err) => closed(options.client, err),
+    prepare() {
       prepared = prepared ?? prepare().catch((err) => {
         prepared = null
         throw err
       })
-      await prepared
-      // The row is taken only when its mark and clockBack are ones snowid wrote; else it is reported, untouched.
+      return prepared
+    },
+    async take(token, preferred, only, { now, until, limit }) {
+      // A free row is taken only when its mark and clockBack are ones snowid wrote; else it is reported, untouched.
+      // Rows whose mark is at or past `limit` are skipped: the earliest such mark is returned when none is taken.
+      const free = `datacenter_id = $1 AND worker_id < $2
+             AND (token IS NULL OR expires_at IS NULL OR expires_at <= clock_timestamp())
+             AND ($4::int < 0 OR NOT $5::boolean OR worker_id = $4::int)`
       const rows = await query(
         `WITH pick AS (
            SELECT worker_id, mark_ms, clock_back FROM ${t}
-           WHERE datacenter_id = $1 AND worker_id < $2
-             AND (token IS NULL OR expires_at IS NULL OR expires_at <= clock_timestamp())
-             AND ($4::int < 0 OR NOT $5::boolean OR worker_id = $4::int)
-           ORDER BY (worker_id = $4::int) DESC, worker_id
+           WHERE ${free} AND (mark_ms IS NULL OR mark_ms < $7::bigint OR mark_ms NOT BETWEEN 0 AND ${MAX_MARK})
+           ORDER BY (worker_id = $4::int) DESC, (mark_ms IS NOT NULL AND mark_ms BETWEEN 0 AND $6::bigint) DESC, worker_id
            LIMIT 1
            FOR UPDATE SKIP LOCKED
          ), took AS (
-           UPDATE ${t} AS s SET token = $3, expires_at = ${expiry}
+           UPDATE ${t} AS s SET token = $3, expires_at = ${expiry},
+             mark_ms = GREATEST(COALESCE(s.mark_ms, 0), $8::bigint),
+             clock_back = CASE WHEN $8::bigint > COALESCE(s.mark_ms, -1) THEN 0 ELSE s.clock_back END
            FROM pick
            WHERE s.datacenter_id = $1 AND s.worker_id = pick.worker_id
              AND (pick.mark_ms IS NULL OR pick.mark_ms BETWEEN 0 AND ${MAX_MARK})
@@ -140,15 +266,16 @@ function postgresStore(options, o) {
            RETURNING s.worker_id
          )
          SELECT pick.worker_id, pick.mark_ms::text AS mark, pick.clock_back::text AS clock_back,
-                (SELECT count(*) FROM took)::int AS taken
-         FROM pick`,
-        [dc, o.slotCount, token, preferred, only],
+                (SELECT count(*) FROM took)::int AS taken,
+                CASE WHEN pick.worker_id IS NULL THEN (SELECT min(mark_ms)::text FROM ${t} WHERE ${free} AND mark_ms >= $7::bigint) END AS ahead
+         FROM (SELECT 1) AS one LEFT JOIN pick ON true`,
+        [dc, o.slotCount, token, preferred, only, now, limit, until],
       )
-      if (rows.length === 0) return null
       const [row] = rows
+      if (!row || row.worker_id === null) return row && row.ahead !== null ? { ahead: Number(row.ahead) } : null
       const workerId = Number(row.worker_id)
       if (Number(row.taken) !== 1) throw corrupt(workerId, `mark_ms ${row.mark} and clock_back ${row.clock_back}`)
-      return { workerId, mark: row.mark === null ? undefined : Number(row.mark) }
+      return { workerId, mark: row.mark === null ? undefined : Number(row.mark), confirmed: true }
     },
     async renew(workerId, token, until, clockBack) {
       const [row] = await query(
@@ -196,19 +323,12 @@ function postgresStore(options, o) {
  */
 class PostgresLease extends StoreLease {}
 
-function start(options, onDefault) {
-  return (async () => {
-    const o = readOptions(options, ['table'])
-    return acquire(postgresStore(options, o), o, PostgresLease, onDefault)
-  })()
-}
-
 /**
  * Leases a free (datacenterId, workerId) slot from PostgreSQL and returns a started lease with its `snowflake`.
  * The table is created on first use. A slot with no mark is held for one TTL before it is used.
  */
 function acquireWorkerId(options) {
-  return start(options, null)
+  return startLease(options, ['table'], postgresStore, PostgresLease, false)
 }
 
 /**
@@ -216,7 +336,7 @@ function acquireWorkerId(options) {
  * `require('snowid').nextId()` uses it. Call it before the default generator's first id.
  */
 function configureWorkerId(options) {
-  return start(options, configureDefault(options))
+  return startLease(options, ['table'], postgresStore, PostgresLease, true)
 }
 
 module.exports = { acquireWorkerId, configureWorkerId, PostgresLease, tableSql }

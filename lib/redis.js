@@ -11,7 +11,7 @@
 // The lease itself (take, hold, renew, lose, take again, release) is lib/lease.js's, shared with snowid/postgres:
 // this module supplies the Redis primitives.
 
-const { StoreLease, acquire, configureDefault, codedError, readOptions } = require('./lease.js')
+const { StoreLease, startLease, codedError } = require('./lease.js')
 
 const DEFAULT_PREFIX = 'snowid'
 
@@ -36,28 +36,47 @@ local function must(cmd, ...)
 end
 `
 
-// Takes the first free slot of a datacenter: the preferred one first when given (ARGV[6] >= 0), and only that one
-// when ARGV[7] is 'only'. Returns { workerId, until, clockBack } of the slot taken, with the marks as stored (or
-// false when there are none), or 'corrupt' and the error when the marks cannot be read.
+// Takes a free slot of a datacenter: the preferred one first when given (ARGV[6] >= 0), and only that one when
+// ARGV[7] is 'only'; then one whose mark is before ARGV[8] (usable at once); then the lowest. A slot whose mark is at
+// or past ARGV[10] is skipped (the generator could not start past it). The slot taken gets its mark raised to
+// ARGV[9], as a renewal does, when it has a mark snowid wrote. Returns { workerId, until, clockBack, raised } of the
+// slot taken, with the marks as found (false when there are none), or 'corrupt' and the error when the marks cannot
+// be read; else { 'ahead', the earliest mark skipped } or false.
 const ACQUIRE = PRELUDE + `
 local prefix, dc, slots, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
-local function try(w)
+local now, raise, limit = tonumber(ARGV[8]), ARGV[9], tonumber(ARGV[10])
+local ahead = false
+local function try(w, anyMark)
   local base = prefix .. ':' .. dc .. ':' .. w
-  if not must('SET', base .. ':lease', token, 'NX', 'PX', ttl) then return nil end
   local ok, m = call('HMGET', base .. ':marks', 'until', 'clockBack')
+  local mark = ok and m[1] and string.match(m[1], '^%d+$') and tonumber(m[1])
+  if mark and mark >= limit then
+    if not must('GET', base .. ':lease') and (not ahead or mark < ahead) then ahead = mark end
+    return nil
+  end
+  if not anyMark and not (mark and mark < now) then return nil end
+  if not must('SET', base .. ':lease', token, 'NX', 'PX', ttl) then return nil end
   if not ok then return {w, 'corrupt', m} end
-  return {w, m[1] or false, m[2] or false}
+  local raised = 0
+  if mark and (not m[2] or string.match(m[2], '^%d%d?%d?$')) then
+    if tonumber(raise) > mark then must('HSET', base .. ':marks', 'until', raise, 'clockBack', '0') end
+    raised = 1
+  end
+  return {w, m[1] or false, m[2] or false, raised}
 end
 local preferred = tonumber(ARGV[6])
 if preferred >= 0 then
-  local r = try(preferred)
-  if r or ARGV[7] == 'only' then return r or false end
-end
-for w = 0, slots - 1 do
-  local r = try(w)
+  local r = try(preferred, true)
   if r then return r end
+  if ARGV[7] == 'only' then return ahead and {'ahead', tostring(ahead)} or false end
 end
-return false
+for pass = 1, 2 do
+  for w = 0, slots - 1 do
+    local r = try(w, pass == 2)
+    if r then return r end
+  end
+end
+return ahead and {'ahead', tostring(ahead)} or false
 `
 
 // Extends the lease if it still holds our token, and first raises the mark to ARGV[3] (when given). Returns 1, 0
@@ -142,6 +161,12 @@ function classify(err) {
   )
 }
 
+/** Whether an ioredis or node-redis client was closed by its owner; `err` is the error of its last call. */
+function closed(client, err) {
+  if (client.status === 'end' || client.isOpen === false) return true
+  return (err && err.name === 'ClientClosedError') || /^Connection is closed\.?$/.test(String(err && err.message))
+}
+
 /** The Redis store of a lease: its primitives for lib/lease.js. */
 function redisStore(options, o) {
   const run = scriptRunner(options.client)
@@ -159,10 +184,13 @@ function redisStore(options, o) {
     unavailableCode: 'ERR_SNOWID_REDIS_UNAVAILABLE',
     slotName: (workerId) => slotKeys(workerId)[0],
     classify,
-    async take(token, preferred, only) {
-      const reply = await run(ACQUIRE, [], [`{${keyPrefix}}`, o.datacenterId, o.slotCount, token, o.ttlMs, preferred, only ? 'only' : 'any'])
+    closed: (err) => closed(options.client, err),
+    async take(token, preferred, only, { now, until: raise, limit }) {
+      const args = [`{${keyPrefix}}`, o.datacenterId, o.slotCount, token, o.ttlMs, preferred, only ? 'only' : 'any', now, raise, limit]
+      const reply = await run(ACQUIRE, [], args)
       if (!reply) return null
-      const [workerId, until, clockBack] = reply
+      if (reply[0] === 'ahead') return { ahead: Number(reply[1]) }
+      const [workerId, until, clockBack, raised] = reply
       const w = Number(workerId)
       const bad = async (found) => {
         await store.release(w, token, null).catch(() => {})
@@ -179,7 +207,7 @@ function redisStore(options, o) {
       if (clockBack !== null && clockBack !== undefined && clockBack !== false && !/^\d{1,3}$/.test(String(clockBack))) {
         throw await bad(`clockBack ${JSON.stringify(String(clockBack)).slice(0, 60)}`)
       }
-      return { workerId: w, mark: Number(until) }
+      return { workerId: w, mark: Number(until), confirmed: Number(raised) === 1 }
     },
     async renew(workerId, token, until, clockBack) {
       const keys = slotKeys(workerId)
@@ -206,19 +234,12 @@ function redisStore(options, o) {
  */
 class RedisLease extends StoreLease {}
 
-function start(options, onDefault) {
-  return (async () => {
-    const o = readOptions(options, ['keyPrefix'])
-    return acquire(redisStore(options, o), o, RedisLease, onDefault)
-  })()
-}
-
 /**
  * Leases a free (datacenterId, workerId) slot from Redis and returns a started lease with its `snowflake`.
  * A slot with no recorded history is held for one TTL before it is used.
  */
 function acquireWorkerId(options) {
-  return start(options, null)
+  return startLease(options, ['keyPrefix'], redisStore, RedisLease, false)
 }
 
 /**
@@ -226,7 +247,7 @@ function acquireWorkerId(options) {
  * `require('snowid').nextId()` uses it. Call it before the default generator's first id.
  */
 function configureWorkerId(options) {
-  return start(options, configureDefault(options))
+  return startLease(options, ['keyPrefix'], redisStore, RedisLease, true)
 }
 
 module.exports = { acquireWorkerId, configureWorkerId, RedisLease }

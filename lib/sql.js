@@ -20,11 +20,21 @@ function readLayout(config) {
   }
   const layout = {}
   for (const key of ['epoch', 'timestampBits', ...FIELDS]) {
-    const v = config[key]
+    let v
+    try {
+      v = config[key]
+    } catch (err) {
+      // A getter or a Proxy that throws.
+      throw Object.assign(invalid(TypeError, `config.${key}`, 'a readable value', `one that threw: ${String((err && err.message) || err).slice(0, 160)}`), { cause: err })
+    }
     if (!Number.isSafeInteger(v) || v < 0) {
       throw invalid(RangeError, `config.${key}`, 'a non-negative integer', typeof v === 'number' ? String(v) : typeof v)
     }
     layout[key] = v
+  }
+  // Ids are read for an epoch in the past, as decode() reads them (a later one has no ids yet).
+  if (layout.epoch > Date.now()) {
+    throw invalid(RangeError, 'config.epoch', `Unix ms in the past (at most ${Date.now()})`, String(layout.epoch))
   }
   const sum = layout.timestampBits + FIELDS.reduce((n, key) => n + layout[key], 0)
   if (sum !== 63 || layout.timestampBits > 52) {

@@ -122,6 +122,9 @@ pub struct Stats {
 pub struct State {
     /// Timestamp (ms since the epoch) of the last id issued.
     last: u64,
+    /// The largest `last` had before a step back moved it to an earlier time under another clockBack value: with
+    /// `last`, it bounds every id of this state, under any clockBack value.
+    highest: u64,
     /// The sequence value the next id in `last` takes.
     next_seq: u64,
     clock_back: u32,
@@ -146,6 +149,7 @@ impl State {
     pub fn new(clock_back: u32) -> Self {
         State {
             last: 0,
+            highest: 0,
             next_seq: 0,
             clock_back,
             start_clock_back: clock_back,
@@ -470,6 +474,8 @@ impl<C: Clock> Generator<C> {
             if let Some(c) = moved {
                 // No mark covers the new value yet; `persist` writes one (or, with no store, none).
                 self.persist(st, c, unix, now)?;
+                // `last` moves back, so the later ids of the old value are remembered in `highest`.
+                st.highest = st.highest.max(st.last);
                 st.clock_back = c;
                 st.stats.clock_back_events += 1;
             } else if unix > st.reserved_until {
@@ -548,9 +554,11 @@ impl<C: Clock> Generator<C> {
         self.state.lock().deadline = deadline;
     }
 
-    /// The Unix ms of the last id issued (or of the last mark taken in): no id of this state is stamped later.
-    pub fn last_ms(&self) -> u64 {
-        self.state.lock().last + self.epoch
+    /// The Unix ms of the latest id issued under any clockBack value (or of the last mark taken in): no id of this
+    /// state is stamped later. After a step back, the last id issued is earlier than this.
+    pub fn highest_ms(&self) -> u64 {
+        let st = self.state.lock();
+        st.last.max(st.highest) + self.epoch
     }
 
     /// Takes in the mark another holder of the slot left: it may have issued ids at any clockBack up to Unix ms
@@ -738,6 +746,29 @@ pub(crate) mod tests {
         let next = g.next_id().unwrap();
         assert!(next > before);
         assert_eq!(fields(&g, next).sequence, 1);
+    }
+
+    #[test]
+    fn the_highest_ms_covers_ids_issued_before_a_step_back() {
+        let clock = FakeClock::at(NOW + 2000);
+        let g = generator(ClockBackPolicy::Bits, &clock);
+        g.next_id().unwrap();
+        clock.set(NOW + 2400);
+        g.next_id().unwrap();
+        assert_eq!(g.highest_ms(), NOW + 2400);
+        // The clock steps back 2 s: the next id is under clockBack 1 at the earlier time, and the highest ms stays
+        // at the later ids of clockBack 0.
+        clock.set(NOW + 400);
+        let f = fields(&g, g.next_id().unwrap());
+        assert_eq!((f.timestamp, f.clock_back), (NOW + 400 - DEFAULT_EPOCH, 1));
+        assert_eq!(g.highest_ms(), NOW + 2400);
+        // A second step back, then the clock passes the old ids: the highest ms follows the latest id again.
+        clock.set(NOW);
+        assert_eq!(fields(&g, g.next_id().unwrap()).clock_back, 2);
+        assert_eq!(g.highest_ms(), NOW + 2400);
+        clock.set(NOW + 3000);
+        g.next_id().unwrap();
+        assert_eq!(g.highest_ms(), NOW + 3000);
     }
 
     #[test]

@@ -166,7 +166,8 @@ impl Snowflake {
 
 /// For the store leases (`snowid/redis`, `snowid/postgres`): sets `target`'s lease deadline (Unix ms; no id from
 /// then on, 0 stops at once) and takes in the mark an earlier holder left (Unix ms; ids at or before it are never
-/// issued). Returns the Unix ms of the last id issued.
+/// issued). Returns the Unix ms of the latest id issued under any clockBack value, the lowest mark a release may
+/// leave.
 ///
 /// A function of the binding, not a method: `lib/index.js` does not export it, so user code cannot reach it
 /// through `snowid` or a `Snowflake`.
@@ -179,5 +180,5 @@ pub fn fence_snowflake(env: Env, target: &Snowflake, deadline: f64, mark: Option
         generator.absorb_mark(ms(mark, "mark")?);
     }
     generator.set_deadline(deadline);
-    Ok(generator.last_ms() as f64)
+    Ok(generator.highest_ms() as f64)
 }

@@ -1,0 +1,337 @@
+'use strict'
+
+// snowid/mysql: worker ids leased from MySQL 8 or MariaDB 10.6+ (InnoDB), through mysql2, for services on more than
+// one host that already run one.
+//
+// Each (datacenterId, workerId) slot is a row of one table (`snowid_workers` by default). A holder's random token and
+// the lease's expiry (`expires_ms`, Unix ms by the database's clock) say who holds the slot; `mark_ms` is the slot's
+// high-water mark (Unix ms) and `clock_back` the clockBack in use. Every primitive is single statements, each atomic
+// on its own, so it works through a Pool or a Connection and never opens a transaction on the caller's connection:
+// - take: one UPDATE claims a free row (ORDER BY ... LIMIT 1: InnoDB locks the rows it reads, so two takes never
+//   claim the same row), then a SELECT by the token reads the mark of the row claimed;
+// - renew: if the token still holds the row and it has not expired, raises the mark and extends the expiry;
+// - release: if the token still holds the row, lowers the mark to the last id issued and frees the row.
+//
+// MySQL cannot make a table and its rows in one transaction (DDL commits), but CREATE TABLE ... SELECT makes both in
+// one statement that no other session sees half done. Rows made so are never held (mark_ms 0), and a slot taken from
+// one is used at once. Rows made later (a hand deletion, a datacenter or slot the table did not have) have no mark
+// (NULL), and are held one TTL before use.
+//
+// The lease itself (take, hold, renew, lose, take again, release) is lib/lease.js's, shared with snowid/redis and
+// snowid/postgres.
+
+const { StoreLease, startLease, codedError } = require('./lease.js')
+
+const DEFAULT_TABLE = 'snowid_workers'
+const MAX_MARK = Number.MAX_SAFE_INTEGER
+const MAX_CLOCK_BACK = 1023
+// More slots than this are made with the table only for the datacenter of the lease that makes it.
+const MAX_FRESH_ROWS = 65536
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/
+const SYSTEM_SCHEMAS = ['mysql', 'information_schema', 'performance_schema', 'sys']
+
+// Unix ms by the database's clock, whatever the session's time zone: UTC_TIMESTAMP is UTC, and TIMESTAMPDIFF
+// between two DATETIMEs is plain arithmetic.
+const NOW_MS = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)"
+
+/**
+ * The table's name as SQL: each part of `name` (`table` or `database.table`) checked and quoted with backticks, so
+ * that reserved words (`user`, `order`) name a table like any other. The server's own databases are refused.
+ */
+function quoteTable(name) {
+  const parts = typeof name === 'string' ? name.split('.') : []
+  const found = typeof name === 'string' ? JSON.stringify(name).slice(0, 80) : typeof name
+  if (parts.length < 1 || parts.length > 2 || !parts.every((p) => IDENTIFIER.test(p))) {
+    throw codedError(
+      TypeError,
+      'ERR_SNOWID_INVALID_ARGUMENT',
+      `table: expected a table name, or database.table, each of letters, digits and _ (at most 64, not starting with a digit), found ${found}`,
+    )
+  }
+  if (parts.length === 2 && SYSTEM_SCHEMAS.includes(parts[0].toLowerCase())) {
+    throw codedError(RangeError, 'ERR_SNOWID_INVALID_ARGUMENT', `table: expected a table outside the server's own databases (${SYSTEM_SCHEMAS.join(', ')}), found ${found}`)
+  }
+  return parts.map((p) => `\`${p}\``).join('.')
+}
+
+// The lease table's columns, as information_schema's COLUMN_TYPE names them, and whether each may be NULL.
+const COLUMNS = [
+  ['datacenter_id', 'int', false],
+  ['worker_id', 'int', false],
+  ['token', 'varchar(64)', true],
+  ['expires_ms', 'bigint', true],
+  ['mark_ms', 'bigint', true],
+  ['clock_back', 'int', true],
+]
+const KEY = 'datacenter_id, worker_id'
+
+/** The numbers 0..count-1 as a derived table `n(i)`, from cross joins of 0..15. */
+function series(count) {
+  const digits = `(SELECT 0 AS i${Array.from({ length: 15 }, (_, k) => ` UNION ALL SELECT ${k + 1}`).join('')})`
+  const joins = []
+  for (let span = 1; joins.length === 0 || span < count; span *= 16) joins.push([`${digits} AS d${joins.length}`, span])
+  const sum = joins.map(([, span], k) => (span === 1 ? `d${k}.i` : `${span} * d${k}.i`)).join(' + ')
+  return `(SELECT ${sum} AS i FROM ${joins.map(([d]) => d).join(' CROSS JOIN ')}) AS n`
+}
+
+/**
+ * CREATE TABLE ... SELECT of the lease table named `t` (quoted) with a row, never held (mark_ms 0), for every slot
+ * of datacenters `dcLo..dcHi`, `2 ** workerBits` each.
+ */
+function createTable(t, dcLo, dcHi, workerBits) {
+  const count = (dcHi - dcLo + 1) * 2 ** workerBits
+  const mask = 2 ** workerBits - 1
+  return `CREATE TABLE ${t} (
+  datacenter_id int NOT NULL,
+  worker_id int NOT NULL,
+  token varchar(64) NULL,
+  expires_ms bigint NULL,
+  mark_ms bigint NULL,
+  clock_back int NULL,
+  PRIMARY KEY (${KEY})
+) ENGINE=InnoDB
+SELECT ${dcLo} + (n.i >> ${workerBits}) AS datacenter_id, n.i & ${mask} AS worker_id, 0 AS mark_ms
+FROM ${series(count)}
+WHERE n.i < ${count}`
+}
+
+const layoutNumber = (layout, key, fallback) => {
+  const v = layout && layout[key] !== undefined ? layout[key] : fallback
+  if (!Number.isInteger(v) || v < 0 || v > 16) {
+    throw codedError(RangeError, 'ERR_SNOWID_INVALID_ARGUMENT', `layout.${key}: expected an integer from 0 to 16, found ${typeof v === 'number' ? v : typeof v}`)
+  }
+  return v
+}
+
+/**
+ * The DDL of the lease table, as `snowid sql mysql` prints it: one statement that makes the table with a row for
+ * every slot of the layout (`datacenterBits` and `workerBits`, by default 3 and 5), never held (mark_ms 0), so that a
+ * lease takes a slot at once. It fails on a table that already exists.
+ */
+function tableSql(table = DEFAULT_TABLE, layout = {}) {
+  const t = quoteTable(table)
+  const dcBits = layoutNumber(layout, 'datacenterBits', 3)
+  const workerBits = layoutNumber(layout, 'workerBits', 5)
+  return `-- snowid/mysql: one row per (datacenterId, workerId) slot. A row is held while token is set and expires_ms
+-- (Unix ms, the database's clock) is in the future. mark_ms is the slot's high-water mark in Unix ms: no id of the
+-- slot was stamped after it, so the next holder starts past it. clock_back is the clockBack in use at the mark. The
+-- rows are made with the table, never held (mark_ms 0); a row made later (a hand deletion) is held one TTL before use.
+${createTable(t, 0, 2 ** dcBits - 1, workerBits)};
+`
+}
+
+/** Runs one statement with `?` parameters on a mysql2 Pool or Connection (either API), and resolves to its result. */
+function queryRunner(client) {
+  if (client && typeof client === 'object' && typeof client.query === 'function') {
+    // The callback API's objects have promise(), which gives the promise API's; those have none.
+    const promised = typeof client.promise === 'function' ? client.promise() : client
+    return async (text, params) => {
+      const [result] = await promised.query(text, params)
+      return result
+    }
+  }
+  throw codedError(
+    TypeError,
+    'ERR_SNOWID_INVALID_ARGUMENT',
+    `client: expected a mysql2 Pool or Connection, found ${client === null ? 'null' : typeof client}`,
+  )
+}
+
+/** A MySQL permission error (ER_TABLEACCESS_DENIED_ERROR and its kin) as ERR_SNOWID_STORE_PERMISSION_DENIED; else null. */
+function classify(err) {
+  if (!err || !['ER_TABLEACCESS_DENIED_ERROR', 'ER_COLUMNACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_SPECIFIC_ACCESS_DENIED_ERROR'].includes(err.code)) return null
+  return codedError(
+    Error,
+    'ERR_SNOWID_STORE_PERMISSION_DENIED',
+    `mysql: expected the user to have the privileges the lease needs, found: ${String(err.message).slice(0, 160)}. The lease needs SELECT, INSERT and UPDATE on the table (and CREATE on the database, unless the table is made beforehand with snowid sql mysql)`,
+    err,
+  )
+}
+
+/** Whether a mysql2 Pool or Connection was ended by its owner; `err` is the error of its last call. */
+function closed(client, err) {
+  const inner = client && client.pool ? client.pool : client
+  if (inner && (inner._closed === true || inner._closing === true)) return true
+  return /Pool is closed|Can't add new command when connection is in closed state/.test(String(err && err.message))
+}
+
+// Lock waits and deadlocks between takes are tried again: each statement is atomic, so a retry is safe.
+const RETRIED = ['ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT']
+
+/** The MySQL store of a lease: its primitives for lib/lease.js. */
+function mysqlStore(options, o) {
+  const run = queryRunner(options.client)
+  const query = async (text, params) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await run(text, params)
+      } catch (err) {
+        if (!RETRIED.includes(err && err.code) || attempt >= 5) throw err
+      }
+    }
+  }
+  const table = options.table ?? DEFAULT_TABLE
+  const t = quoteTable(table)
+  const [schema, name] = table.includes('.') ? table.split('.') : [null, table]
+  const dc = o.datacenterId
+  const workerBits = Math.log2(o.slotCount)
+  const valid = `(mark_ms IS NULL OR mark_ms BETWEEN 0 AND ${MAX_MARK}) AND (clock_back IS NULL OR (mark_ms IS NOT NULL AND clock_back BETWEEN 0 AND ${MAX_CLOCK_BACK}))`
+  const free = `datacenter_id = ? AND worker_id < ? AND (token IS NULL OR expires_ms IS NULL OR expires_ms <= ${NOW_MS})`
+  let prepared = null
+
+  /** Makes the table when missing (with its fresh rows), checks it, and adds rows (with no mark) for slots it lacks. */
+  async function prepare() {
+    // The schema and table as constants, so that the server reads only that table's entries of information_schema.
+    const db = schema ?? (await query('SELECT DATABASE() AS db', []))[0].db
+    const [exists] = await query('SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = ? AND table_name = ?', [db, name])
+    if (Number(exists.n) === 0) {
+      const everyDc = 2 ** o.datacenterBits * o.slotCount <= MAX_FRESH_ROWS
+      try {
+        await query(everyDc ? createTable(t, 0, 2 ** o.datacenterBits - 1, workerBits) : createTable(t, dc, dc, workerBits), [])
+      } catch (err) {
+        // Two processes making the table at once: it is there either way.
+        if (!(err && err.code === 'ER_TABLE_EXISTS_ERROR')) throw err
+      }
+    }
+    await verify(db)
+    await query(`INSERT IGNORE INTO ${t} (datacenter_id, worker_id) SELECT ?, n.i FROM ${series(o.slotCount)} WHERE n.i < ?`, [dc, o.slotCount])
+  }
+
+  /** Checks that the table (in the database `db`) is an InnoDB table with the lease's columns and primary key. */
+  async function verify(db) {
+    const where = 'WHERE table_schema = ? AND table_name = ?'
+    const [found] = await query(`SELECT engine FROM information_schema.tables ${where} AND table_type = 'BASE TABLE'`, [db, name])
+    if (found) {
+      const columns = await query(`SELECT column_name AS name, column_type AS type, is_nullable AS nullable FROM information_schema.columns ${where}`, [db, name])
+      const key = await query(`SELECT column_name AS name FROM information_schema.key_column_usage ${where} AND constraint_name = 'PRIMARY' ORDER BY ordinal_position`, [db, name])
+      found.columns = columns.map((c) => `${c.name} ${c.type}${c.nullable === 'YES' ? ' null' : ''}`).join(', ')
+      found.primary_key = key.map((k) => k.name).join(', ')
+    }
+    const problem = tableProblem(found)
+    if (problem) {
+      throw codedError(
+        Error,
+        'ERR_SNOWID_STORE_TABLE_INVALID',
+        `mysql: expected ${table} to be an InnoDB table with the columns and primary key (${KEY}) that snowid sql mysql prints, found ${problem}`.slice(0, 400),
+      )
+    }
+  }
+
+  const rowName = (workerId) => `the row (${dc}, ${workerId}) of ${table}`
+  const corrupt = (workerId, found) =>
+    codedError(Error, 'ERR_SNOWID_LEASE_CORRUPT', `lease: expected ${rowName(workerId)} to hold a mark_ms of Unix ms and a clock_back snowid wrote, found ${found}; the row is left as found`)
+  const expiry = `${NOW_MS} + ${o.ttlMs}`
+
+  return {
+    name: 'MySQL',
+    unavailableCode: 'ERR_SNOWID_MYSQL_UNAVAILABLE',
+    slotName: rowName,
+    classify,
+    closed: (err) => closed(options.client, err),
+    prepare() {
+      prepared = prepared ?? prepare().catch((err) => {
+        prepared = null
+        throw err
+      })
+      return prepared
+    },
+    async take(token, preferred, only, { now, limit }) {
+      // Only rows snowid wrote are taken, and none whose mark is at or past `limit`. The mark is raised by the
+      // renewal that follows, so `confirmed` is false.
+      const filter = `${free} AND (? < 0 OR NOT ? OR worker_id = ?)`
+      const args = [dc, o.slotCount, preferred, only, preferred]
+      const claimed = await query(
+        `UPDATE ${t} SET token = ?, expires_ms = ${expiry}
+         WHERE ${filter} AND ${valid} AND (mark_ms IS NULL OR mark_ms < ?)
+         ORDER BY (worker_id = ?) DESC, (mark_ms IS NOT NULL AND mark_ms < ?) DESC, worker_id
+         LIMIT 1`,
+        [token, ...args, limit, preferred, now],
+      )
+      if (claimed.affectedRows === 1) {
+        const [row] = await query(`SELECT worker_id, CAST(mark_ms AS CHAR) AS mark FROM ${t} WHERE datacenter_id = ? AND token = ?`, [dc, token])
+        return { workerId: Number(row.worker_id), mark: row.mark === null ? undefined : Number(row.mark), confirmed: false }
+      }
+      // None taken: a free row snowid did not write is reported, untouched; else the earliest mark skipped, if any.
+      const [bad] = await query(`SELECT worker_id, CAST(mark_ms AS CHAR) AS mark, CAST(clock_back AS CHAR) AS clock_back FROM ${t} WHERE ${filter} AND NOT (${valid}) LIMIT 1`, args)
+      if (bad) throw corrupt(Number(bad.worker_id), `mark_ms ${bad.mark} and clock_back ${bad.clock_back}`)
+      const [ahead] = await query(`SELECT CAST(MIN(mark_ms) AS CHAR) AS mark FROM ${t} WHERE ${filter} AND mark_ms >= ?`, [...args, limit])
+      return ahead && ahead.mark !== null ? { ahead: Number(ahead.mark) } : null
+    },
+    async renew(workerId, token, until, clockBack) {
+      // MySQL assigns left to right, each assignment seeing the ones before: clock_back reads the old mark_ms.
+      const held = `datacenter_id = ? AND worker_id = ? AND token = ? AND expires_ms > ${NOW_MS}`
+      const renewed = await query(
+        `UPDATE ${t} SET
+           clock_back = IF(? > COALESCE(mark_ms, -1), ?, clock_back),
+           mark_ms = IF(? IS NULL, mark_ms, GREATEST(COALESCE(mark_ms, 0), ?)),
+           expires_ms = ${expiry}
+         WHERE ${held} AND ${valid}`,
+        [until, clockBack, until, until, dc, workerId, token],
+      )
+      if (renewed.affectedRows === 1) return true
+      const [row] = await query(`SELECT CAST(mark_ms AS CHAR) AS mark, CAST(clock_back AS CHAR) AS clock_back FROM ${t} WHERE ${held}`, [dc, workerId, token])
+      if (row) throw corrupt(workerId, `mark_ms ${row.mark} and clock_back ${row.clock_back}`)
+      return false
+    },
+    async release(workerId, token, last) {
+      await query(
+        `UPDATE ${t} SET
+           mark_ms = IF(? IS NOT NULL AND mark_ms BETWEEN 0 AND ${MAX_MARK} AND ? < mark_ms, ?, mark_ms),
+           token = NULL, expires_ms = NULL
+         WHERE datacenter_id = ? AND worker_id = ? AND token = ?`,
+        [last, last, last, dc, workerId, token],
+      )
+    },
+    async abandon(token) {
+      await query(`UPDATE ${t} SET token = NULL, expires_ms = NULL WHERE datacenter_id = ? AND token = ?`, [dc, token])
+    },
+  }
+}
+
+/** What is wrong with the table `verify` found (a row of information_schema.tables, or none), or null. */
+function tableProblem(found) {
+  if (!found) return 'no base table by that name after making it'
+  if (String(found.engine).toLowerCase() !== 'innodb') return `the engine ${found.engine} (the lease needs InnoDB's row locks and durability)`
+  const have = new Map(
+    String(found.columns || '')
+      .split(', ')
+      .filter(Boolean)
+      // MariaDB and MySQL before 8.0.19 show a display width: int(11), bigint(20).
+      .map((c) => [c.slice(0, c.indexOf(' ')), c.slice(c.indexOf(' ') + 1).replace(/^(int|bigint)\(\d+\)/, '$1')]),
+  )
+  const want = new Map(COLUMNS.map(([n, type, nullable]) => [n, nullable ? `${type} null` : type]))
+  const wrong = [
+    ...[...want.keys()].filter((n) => !have.has(n)).map((n) => `no ${n}`),
+    ...[...want].filter(([n, type]) => have.has(n) && have.get(n) !== type).map(([n]) => `${n} ${have.get(n)}`),
+    ...[...have.keys()].filter((n) => !want.has(n)).map((n) => `an extra ${n}`),
+  ]
+  if (wrong.length) return `columns with ${wrong.join(', ')}`
+  if (found.primary_key !== KEY) return found.primary_key ? `the primary key (${found.primary_key})` : 'no primary key'
+  return null
+}
+
+/**
+ * A worker-id slot leased from MySQL. Emits 'renewed' ({ deadline }), 'renewFailed' (error: a renewal the database
+ * did not answer, the lease keeps trying until its deadline; or, after a loss, a failed attempt to take a slot
+ * again), 'lost' (error) and 'reacquired' (lease).
+ */
+class MysqlLease extends StoreLease {}
+
+/**
+ * Leases a free (datacenterId, workerId) slot from MySQL or MariaDB and returns a started lease with its `snowflake`.
+ * The table is created on first use, with its rows; a slot whose row was made later is held for one TTL before use.
+ */
+function acquireWorkerId(options) {
+  return startLease(options, ['table'], mysqlStore, MysqlLease, false)
+}
+
+/**
+ * As `acquireWorkerId`, and configures the process's default generator with the slot, so that
+ * `require('snowid').nextId()` uses it. Call it before the default generator's first id.
+ */
+function configureWorkerId(options) {
+  return startLease(options, ['table'], mysqlStore, MysqlLease, true)
+}
+
+module.exports = { acquireWorkerId, configureWorkerId, MysqlLease, tableSql }
