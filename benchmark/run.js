@@ -1,10 +1,11 @@
 'use strict'
 
-// npm run bench [-- --rounds N] [--json FILE] [--filter TEXT]
+// npm run bench [-- --rounds N] [--json FILE] [--filter TEXT] [--starts N]
 //
 // Checks every generator's output first (duplicates in 1M ids, increasing, duplicates between 2 worker_threads with
 // the same configuration), then times each case in its own process for several rounds, rotating the order of the
-// cases every round, and prints markdown tables of medians with min and max.
+// cases every round, and prints markdown tables of medians with min and max. Then times the first id of new
+// processes beside `node -e 0` (benchmark/startup.js), `--starts` times each (20 by default).
 
 const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
@@ -12,19 +13,22 @@ const os = require('node:os')
 const path = require('node:path')
 
 const { cases } = require('./cases.js')
+const startup = require('./startup.js')
 
 const CAP = 4_096_000
 
 function parseArgs(argv) {
-  const args = { rounds: 5, json: null, filter: null }
+  const args = { rounds: 5, json: null, filter: null, starts: 20 }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     if (a === '--rounds') args.rounds = Number(argv[++i])
     else if (a === '--json') args.json = argv[i + 1] && !argv[i + 1].startsWith('--') ? argv[++i] : 'benchmark/results.json'
     else if (a === '--filter') args.filter = argv[++i]
+    else if (a === '--starts') args.starts = Number(argv[++i])
     else throw new Error(`unknown argument ${a}`)
   }
   if (!Number.isInteger(args.rounds) || args.rounds < 1) throw new Error('--rounds: expected a positive integer')
+  if (!Number.isInteger(args.starts) || args.starts < 1) throw new Error('--starts: expected a positive integer')
   return args
 }
 
@@ -132,6 +136,14 @@ function main() {
   const bulkS = find('bulk', 'snowid nextIdStrings(4096)')
   targets.push(['bulk: nextIdStrings(4096) ≥ 10M ids/s', bulkS ? `${fmtRate(bulkS.rate.median)} ids/s` : 'not run'])
   targets.push(['2 worker_threads at the cap ≥ 95% of 4.096M, 0 duplicates', threads ? `${((threads.rate.median / CAP) * 100).toFixed(1)}%, ${threads.duplicates} duplicates` : 'not run'])
+  let first = null
+  if (!args.filter || 'startup first id'.includes(args.filter)) {
+    process.stderr.write(`time to first id: ${args.starts} starts of each command...\n`)
+    first = startup.timeToFirstId(args.starts)
+    out.push(...startup.table(first.rows, args.starts), '', `(xor of the first ids: ${first.sink})`)
+    const lease = first.rows[1]
+    targets.push(['startup: the first nextId() (host lease) returns within 5 ms of require', `${lease.firstIdMs.toFixed(3)} ms (+${lease.overNodeMs.toFixed(1)} ms wall over node -e 0)`])
+  }
   out.push('', '### Targets', '', '| target | measured |', '|---|---|')
   for (const [t, v] of targets) out.push(`| ${t} | ${v} |`)
   process.stdout.write(out.join('\n') + '\n')
@@ -142,6 +154,7 @@ function main() {
       rounds: args.rounds,
       cases: rows.map((r) => ({ name: r.case.name, regime: r.case.regime, check: r.check, rounds: r.rounds, idsPerSec: r.rate })),
       threads: threadRounds,
+      firstId: first && first.rows,
     }
     fs.writeFileSync(args.json, JSON.stringify(raw, null, 2) + '\n')
     process.stderr.write(`raw figures written to ${args.json}\n`)
