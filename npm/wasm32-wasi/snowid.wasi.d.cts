@@ -276,7 +276,7 @@ export declare function parse(text: string, encoding: 'base62' | 'base36' | 'hex
 /** A slot whose lease file names a process. */
 export interface SlotRecord {
   workerId: number
-  /** The pid that last wrote the slot's lease file. It may have exited since; the file does not say. */
+  /** The process that holds the slot: its lease file names it, and (on Linux) it holds the file's lock. */
   pid: number
 }
 
@@ -426,6 +426,6 @@ export interface WorkerSlots {
   workerBits: number
   /** Whether slots are leased (`SNOWID_LEASE`). */
   lease: boolean
-  /** The slots whose lease file names a process, read without taking any lock (empty when leases are off). */
+  /** The slots a live process holds, read without taking any lock (empty when leases are off). */
   recorded: Array<SlotRecord>
 }
