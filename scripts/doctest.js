@@ -14,8 +14,9 @@
 // - sh: with bash -u -o pipefail, as a shell runs pasted lines (the block's status is its last command's), with
 //   `snowid` and `npx snowid` being this package's CLI.
 // - sql: with psql, on a PostgreSQL server started for the run.
-// - A block that mentions REDIS_URL or DATABASE_URL gets a Redis or PostgreSQL server started for it, as the tests
-//   start theirs (__test__/servers.js), and the variable set to its URL.
+// - A block that mentions REDIS_URL, DATABASE_URL or MYSQL_URL gets a Redis, PostgreSQL or MariaDB server started
+//   for it, as the tests start theirs (__test__/servers.js), and the variable set to its URL (for MariaDB, a
+//   database `app` made for the run).
 // - A text block right after a run block, marked `<!-- doctest: output -->`, must equal what that block printed.
 // Other languages (json, yaml, text, none) are data or output, not programs, and are not run.
 //
@@ -102,12 +103,24 @@ class Services {
       const pg = await this.start('postgres')
       env.DATABASE_URL = `postgres://${pg.user}@${pg.host}:${pg.port}/${pg.database}`
     }
+    if (/\bMYSQL_URL\b/.test(code)) {
+      const my = await this.start('mariadb')
+      if (!my.app) {
+        const mysql = require('mysql2/promise')
+        const c = await mysql.createConnection({ host: my.host, port: my.port, user: my.user })
+        await c.query('CREATE DATABASE IF NOT EXISTS app')
+        await c.end()
+        my.app = true
+      }
+      env.MYSQL_URL = `mysql://${my.user}@${my.host}:${my.port}/app`
+    }
     return env
   }
   async start(name) {
     if (!(name in this.started)) {
       const servers = require('../__test__/servers.js')
-      this.started[name] = await (name === 'redis' ? servers.startRedis() : servers.startPostgres())
+      const start = { redis: servers.startRedis, postgres: servers.startPostgres, mariadb: servers.startMariadb }[name]
+      this.started[name] = await start()
     }
     if (!this.started[name]) throw new Missing(name)
     return this.started[name]
