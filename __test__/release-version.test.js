@@ -1,6 +1,7 @@
 'use strict'
 
-// npm run release:version sets one version on all 8 package.json files, the optionalDependencies and the lock.
+// npm run release:version sets one version on the root and every npm/ package.json, the dependencies on them and the
+// lock.
 
 const test = require('node:test')
 const assert = require('node:assert')
@@ -22,26 +23,31 @@ function copyPackage(t) {
 
 const readJson = (file) => JSON.parse(fs.readFileSync(file, 'utf8'))
 
-test('release:version bumps the root, the 7 platform packages, the optionalDependencies and the lock', (t) => {
+test('release:version bumps the root, the 12 native packages and the WASI one, the dependencies on them and the lock', (t) => {
   const dir = copyPackage(t)
   const r = spawnSync(process.execPath, [SCRIPT, '1.2.3-rc.1', '--root', dir], { encoding: 'utf8' })
   assert.equal(r.status, 0, r.stderr)
   const pkg = readJson(path.join(dir, 'package.json'))
   assert.equal(pkg.version, '1.2.3-rc.1')
   const platforms = fs.readdirSync(path.join(dir, 'npm')).map((d) => readJson(path.join(dir, 'npm', d, 'package.json')))
-  assert.equal(platforms.length, 7)
+  assert.equal(platforms.length, 13)
   for (const p of platforms) {
     assert.equal(p.version, '1.2.3-rc.1', p.name)
-    assert.equal(pkg.optionalDependencies[p.name], '1.2.3-rc.1', p.name)
+    assert.equal({ ...pkg.optionalDependencies, ...pkg.dependencies }[p.name], '1.2.3-rc.1', p.name)
   }
-  assert.equal(Object.keys(pkg.optionalDependencies).length, 7)
+  assert.equal(Object.keys(pkg.optionalDependencies).length, 12)
+  assert.equal(pkg.dependencies['snowid-wasm32-wasi'], '1.2.3-rc.1')
   const lock = readJson(path.join(dir, 'package-lock.json'))
   assert.equal(lock.version, '1.2.3-rc.1')
   assert.equal(lock.packages[''].version, '1.2.3-rc.1')
   for (const v of Object.values(lock.packages[''].optionalDependencies)) assert.equal(v, '1.2.3-rc.1')
+  assert.equal(lock.packages[''].dependencies['snowid-wasm32-wasi'], '1.2.3-rc.1')
   // Everything else is as it was.
   const before = readJson(path.join(ROOT, 'package.json'))
-  assert.deepStrictEqual({ ...pkg, version: before.version, optionalDependencies: before.optionalDependencies }, before)
+  assert.deepStrictEqual(
+    { ...pkg, version: before.version, optionalDependencies: before.optionalDependencies, dependencies: before.dependencies },
+    before,
+  )
 })
 
 test('release:version refuses a version that is not semantic, and changes nothing', (t) => {

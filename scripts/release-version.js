@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict'
 
-// npm run release:version <version>: sets one version on the package, its 7 platform packages (npm/*/package.json),
+// npm run release:version <version>: sets one version on the package, its platform packages (npm/*/package.json),
 // the optionalDependencies that name them, and package-lock.json's record of the root, so that a release publishes
 // matching versions. `npm version` alone bumps only the root. Writes nothing unless every file checks out.
 //
@@ -43,14 +43,16 @@ function main() {
     .readdirSync(path.join(root, 'npm'), { withFileTypes: true })
     .filter((d) => d.isDirectory())
     .map((d) => read(path.join(root, 'npm', d.name, 'package.json')))
+  // The native packages are optional dependencies; the WASI fallback is a plain dependency.
   const optional = pkg.json.optionalDependencies ?? {}
+  const required = pkg.json.dependencies ?? {}
   const names = platforms.map((p) => p.json.name).sort()
-  const listed = Object.keys(optional).sort()
+  const listed = [...Object.keys(optional), ...Object.keys(required).filter((n) => n.startsWith(`${pkg.json.name}-`))].sort()
   if (JSON.stringify(names) !== JSON.stringify(listed)) {
-    fail(`the optionalDependencies (${listed.join(', ')}) are not the packages in npm/ (${names.join(', ')})`)
+    fail(`the optional and platform dependencies (${listed.join(', ')}) are not the packages in npm/ (${names.join(', ')})`)
   }
   pkg.json.version = version
-  for (const name of names) optional[name] = version
+  for (const name of names) (name in optional ? optional : required)[name] = version
   for (const p of platforms) p.json.version = version
   const changed = [pkg, ...platforms]
   const lockFile = path.join(root, 'package-lock.json')
@@ -60,7 +62,9 @@ function main() {
     const self = lock.json.packages && lock.json.packages['']
     if (self) {
       self.version = version
-      if (self.optionalDependencies) for (const name of names) self.optionalDependencies[name] = version
+      for (const deps of [self.optionalDependencies, self.dependencies]) {
+        for (const name of names) if (deps && name in deps) deps[name] = version
+      }
     }
     changed.push(lock)
   }
