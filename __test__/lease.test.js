@@ -202,7 +202,8 @@ test('restart with the clock behind the mark: no timestamp reused, no wait past 
       SNOWID_MAX_WAIT_MS: String(maxWait),
     })
     const label = `${policy}, mark ${ahead} ms ahead`
-    assert.ok(out.ms < maxWait + 500, `${label}: took ${out.ms} ms`)
+    // No wait past maxWaitMs (the 5 s mark would show), with a margin for a busy machine.
+    assert.ok(out.ms < maxWait + 2000, `${label}: took ${out.ms} ms`)
     if (expect === 'error') {
       assert.equal(out.error.code, 'ERR_SNOWID_CLOCK_BACKWARDS', label)
       assert.match(out.error.message, /mark an earlier holder of this slot left for clockBack 0/)
