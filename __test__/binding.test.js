@@ -335,6 +335,8 @@ test('a binary that needs a newer glibc: the linker’s line is in the message, 
   const r = runNode(
     `process.dlopen = () => { throw new Error(${JSON.stringify(line)}) }
      try { require('.'); console.log('loaded') } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })) }`,
+    // With the WASI package hidden: otherwise the loader falls back to it, and loads.
+    { NAPI_RS_FORCE_WASI: undefined, NODE_OPTIONS: NOTHING.NODE_OPTIONS },
   )
   assert.equal(r.status, 0, r.stderr)
   const e = JSON.parse(r.stdout)
