@@ -22,20 +22,68 @@ function describe(value) {
   return `a ${typeof value}`
 }
 
-// `Native`'s constructor and prototype, guarded: the returned constructor throws a coded TypeError without `new`,
-// each prototype method throws one when `this` is not an instance made here, and each instance gets the methods
-// named in `bound` as its own functions bound to it (the binding gives `Snowflake` instances their hot methods
-// itself).
+// `decode`: the binding's `decodeFields` checks the id, writes its number fields into `FIELDS` and returns its decimal
+// form; the object is built here, as one literal of one shape, which costs a fraction of building it natively.
+const FIELDS = binding.__decodeScratch
+
+function fields(id) {
+  return { id, timestamp: FIELDS[0], datacenterId: FIELDS[1], workerId: FIELDS[2], clockBack: FIELDS[3], sequence: FIELDS[4] }
+}
+
+/** A `decode` function over `decodeFields`, a native function of one id. */
+function decoder(decodeFields) {
+  return function decode(id) {
+    return fields(decodeFields(id))
+  }
+}
+
+// Batches. A small `nextIds(count)` has the binding write the ids into `ID_SCRATCH` and copies them out with one
+// `slice` (V8 makes a small array for a fraction of what N-API pays); any other argument goes to the binding's own
+// `nextIds` as it is, which makes or fills the array, or refuses the argument with its coded error.
+// `nextIdStrings(count)` splits the one string of comma-joined ids the binding's `joinedIds` returns.
+const ID_SCRATCH = binding.__idScratch
+
+function idsOf(fill, scratchIds) {
+  return function nextIds(count) {
+    if (Number.isInteger(count) && count >= 1 && count <= ID_SCRATCH.length) {
+      scratchIds(count)
+      return ID_SCRATCH.slice(0, count)
+    }
+    return fill(count)
+  }
+}
+
+function stringsOf(joinedIds) {
+  return function nextIdStrings(count) {
+    return joinedIds(count).split(',')
+  }
+}
+
+// `Native`'s constructor and prototype, guarded: the returned constructor throws a coded TypeError without `new`, and
+// each prototype method throws one when `this` is not an instance made here.
+//
+// An instance's methods are its own functions bound to it (so they work taken off it), made on its first method
+// access rather than by the constructor, so that an instance costs little to make and to keep: each method name is a
+// getter on the prototype that, reached through an instance, gives the instance all of them as own, hidden,
+// read-only properties, which shadow the getters from then on. The binding gives `Snowflake` instances their hot
+// methods itself (`__install`) and the halves of its batches; `decode` is made from the native `__decoder`; the rest
+// are bound here.
 function guardedClass(Native, name, bound) {
   const instances = new WeakSet()
   const proto = Native.prototype
   const native = {}
+  const guardedMethods = {}
   for (const key of Object.getOwnPropertyNames(proto)) {
     const d = Object.getOwnPropertyDescriptor(proto, key)
     if (key === 'constructor' || typeof d.value !== 'function') continue
     const method = d.value
     native[key] = method
-    const guarded = {
+    // The binding's helpers for this file (`__install`, `__decoder`) are not the class's methods.
+    if (key.startsWith('__')) {
+      delete proto[key]
+      continue
+    }
+    guardedMethods[key] = {
       [key](...args) {
         if (!instances.has(this)) {
           throw codedTypeError(`${name}.prototype.${key}: expected to be called on a ${name}, found ${describe(this)}`)
@@ -43,7 +91,37 @@ function guardedClass(Native, name, bound) {
         return Reflect.apply(method, this, args)
       },
     }[key]
-    Object.defineProperty(proto, key, { ...d, value: guarded })
+    Object.defineProperty(proto, key, { ...d, value: guardedMethods[key] })
+  }
+  const own = (value) => ({ value, writable: false, enumerable: false, configurable: false })
+  // The methods of `self` as its own functions: a frozen or sealed instance, which can take no property, gets the one
+  // asked for each time instead.
+  const ownMethod = (self, key) => (key === 'decode' ? decoder(native.__decoder.call(self)) : native[key].bind(self))
+  function materialize(self, key) {
+    if (!Object.isExtensible(self)) return ownMethod(self, key)
+    if (native.__install) {
+      const [fill, scratchIds, joinedIds] = native.__install.call(self)
+      Object.defineProperty(self, 'nextIds', own(idsOf(fill, scratchIds)))
+      Object.defineProperty(self, 'nextIdStrings', own(stringsOf(joinedIds)))
+    }
+    for (const k of bound) Object.defineProperty(self, k, own(ownMethod(self, k)))
+    return self[key]
+  }
+  const lazy = native.__install ? [...bound, ...Object.keys(guardedMethods).filter((k) => !bound.includes(k))] : bound
+  for (const key of lazy) {
+    const d = Object.getOwnPropertyDescriptor(proto, key)
+    Object.defineProperty(proto, key, {
+      get() {
+        return instances.has(this) ? materialize(this, key) : guardedMethods[key]
+      },
+      // Assigning a method on an instance or a subclass's prototype shadows it, as for a plain method.
+      set(value) {
+        if (this === proto) throw codedTypeError(`${name}.prototype.${key}: expected to stay as it is, found an assignment`)
+        Object.defineProperty(this, key, { value, writable: true, enumerable: true, configurable: true })
+      },
+      enumerable: d.enumerable,
+      configurable: d.configurable,
+    })
   }
   // A `function`, not a method, so that it can be called with `new`; the computed key names it.
   const Guarded = {
@@ -53,9 +131,6 @@ function guardedClass(Native, name, bound) {
       }
       const self = Reflect.construct(Native, [options], new.target)
       instances.add(self)
-      for (const key of bound) {
-        Object.defineProperty(self, key, { value: native[key].bind(self), writable: false, enumerable: false, configurable: false })
-      }
       return self
     },
   }[name]
@@ -76,14 +151,14 @@ module.exports.ConfigSource = binding.ConfigSource
 module.exports.OnClockBack = binding.OnClockBack
 module.exports.config = binding.config
 module.exports.configure = binding.configure
-module.exports.decode = binding.decode
+module.exports.decode = decoder(binding.__decodeFields)
 module.exports.encode = binding.encode
 module.exports.maxIdAt = binding.maxIdAt
 module.exports.minIdAt = binding.minIdAt
 module.exports.nextId = binding.nextId
-module.exports.nextIds = binding.nextIds
+module.exports.nextIds = idsOf(binding.nextIds, binding.__scratchIds)
 module.exports.nextIdString = binding.nextIdString
-module.exports.nextIdStrings = binding.nextIdStrings
+module.exports.nextIdStrings = stringsOf(binding.__joinedIds)
 module.exports.parse = binding.parse
 module.exports.stats = binding.stats
 module.exports.timestampOf = binding.timestampOf

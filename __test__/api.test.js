@@ -296,13 +296,26 @@ test('a bad batch count is a coded RangeError or TypeError', () => {
   assert.equal(snowid.nextIds(2 ** 20).length, 2 ** 20, 'the largest batch is allowed')
 })
 
-test("a Snowflake's fast methods are its own, hidden, and work detached; the prototype's agree", () => {
+test("a Snowflake's methods become its own, hidden, on first access, and work detached; the prototype's agree", () => {
   const gen = new Snowflake({ workerId: 8 })
+  const methods = ['nextId', 'nextIdString', 'nextIds', 'nextIdStrings', 'timestampOf', 'decode', 'minIdAt', 'maxIdAt', 'config', 'stats']
+  // A new instance holds no functions: they are made on its first method access, all at once.
+  assert.deepEqual(Object.getOwnPropertyNames(gen), [])
+  assert.equal(typeof gen.decode, 'function')
+  assert.deepEqual(Object.getOwnPropertyNames(gen).sort(), [...methods].sort())
   assert.deepEqual(Object.keys(gen), [])
-  for (const name of ['nextId', 'nextIdString', 'nextIds', 'nextIdStrings']) {
-    assert.ok(Object.prototype.hasOwnProperty.call(gen, name), name)
+  for (const name of methods) {
+    const d = Object.getOwnPropertyDescriptor(gen, name)
+    assert.equal(typeof d.value, 'function', name)
+    assert.equal(d.writable || d.configurable || d.enumerable, false, name)
     assert.equal(typeof Snowflake.prototype[name], 'function', name)
   }
+  // The same function each time: the getters on the prototype are shadowed.
+  assert.equal(gen.nextId, gen.nextId)
+  // A frozen instance, which can take no property, still gets working methods.
+  const frozen = Object.freeze(new Snowflake({ workerId: 8 }))
+  assert.equal(frozen.decode(frozen.nextIds(2)[1]).workerId, 8)
+  assert.deepEqual(Object.getOwnPropertyNames(frozen), [])
   const detached = gen.nextId
   const a = detached()
   const b = Snowflake.prototype.nextId.call(gen)
@@ -332,4 +345,51 @@ test("the article's transcription handles a step back of the clock, which the or
   const header = require('node:fs').readFileSync(require.resolve('../benchmark/article.js'), 'utf8').split('\n\n')[1]
   assert.match(header, /Three things differ from the original/)
   assert.match(header, /logger\.warn/)
+})
+
+test('small and large batches are fresh arrays of increasing, distinct ids, whatever the size', () => {
+  for (const gen of [snowid, new Snowflake({ workerId: 10 })]) {
+    // Small batches are written to a scratch and copied out: each call must return its own array.
+    const a = gen.nextIds(2)
+    const b = gen.nextIds(2)
+    assert.notEqual(a.buffer, b.buffer)
+    a[0] = 0n
+    assert.ok(b[0] > 0n && b[1] > b[0])
+    const all = []
+    for (const n of [1, 2, 63, 64, 65, 1000, 64, 3]) {
+      const ids = gen.nextIds(n)
+      assert.ok(ids instanceof BigInt64Array)
+      assert.equal(ids.length, n)
+      all.push(...ids)
+    }
+    for (const n of [1, 2, 100, 5000]) {
+      const strings = gen.nextIdStrings(n)
+      assert.ok(Array.isArray(strings))
+      assert.equal(strings.length, n)
+      for (const s of strings) assert.match(s, /^[1-9][0-9]*$/)
+      all.push(...strings.map(BigInt))
+    }
+    for (let i = 1; i < all.length; i++) assert.ok(all[i] > all[i - 1], `id ${i} increases`)
+    assert.equal(gen.decode(all.at(-1)).workerId, gen === snowid ? snowid.config().workerId : 10)
+  }
+})
+
+test('decode gives a fresh plain object per call, with every field of the id it was given', () => {
+  const gen = new Snowflake({ workerId: 11, datacenterId: 2, clockBack: 1 })
+  const [x, y] = gen.nextIds(2)
+  const dx = gen.decode(x)
+  const dy = gen.decode(String(y))
+  assert.notEqual(dx, dy)
+  assert.deepEqual(Object.keys(dx), ['id', 'timestamp', 'datacenterId', 'workerId', 'clockBack', 'sequence'])
+  assert.equal(dx.id, String(x))
+  assert.equal(dy.id, String(y))
+  assert.deepEqual([dx.datacenterId, dx.workerId, dx.clockBack], [2, 11, 1])
+  assert.equal(dy.sequence, dx.sequence + 1)
+  // Each decoder reads the layout it belongs to: the same id through three layouts.
+  const layout = new snowid.SnowflakeLayout({ datacenterBits: 0, workerBits: 0, clockBackBits: 0, sequenceBits: 22 })
+  const wide = layout.decode(x)
+  assert.equal(wide.sequence, Number(x & (2n ** 22n - 1n)))
+  assert.equal(wide.datacenterId, 0)
+  assert.equal(gen.decode(x).workerId, 11)
+  assert.equal(snowid.decode(x).workerId, 11)
 })

@@ -56,3 +56,43 @@ test('threads mixing nextIdString and nextId never collide', SHARED, async () =>
   const all = new Set([...a[0], ...b[0]])
   assert.equal(all.size, 200_000)
 })
+
+// Each thread makes small batches (written to its module's scratch and copied out) and decodes each batch's last id
+// (whose fields come back through the same scratch), checking every field against the id's own bits.
+const BATCHES = `
+const { parentPort, workerData } = require('node:worker_threads')
+const snowid = require(workerData.root)
+const ids = new BigInt64Array(workerData.n * 3)
+for (let i = 0; i < workerData.n; i++) {
+  const batch = snowid.nextIds(3)
+  const d = snowid.decode(batch[2])
+  const id = batch[2]
+  if (d.id !== String(id) || d.sequence !== Number(id & 4095n) || d.workerId !== Number((id >> 14n) & 31n)) {
+    throw new Error('decode of ' + id + ' gave ' + JSON.stringify(d))
+  }
+  ids.set(batch, i * 3)
+}
+parentPort.postMessage(ids, [ids.buffer])
+`
+
+test('threads making small batches and decoding at once each use their own scratch: every field right, 0 duplicates', async () => {
+  const results = await Promise.all(
+    Array.from({ length: 3 }, () => new Promise((resolve, reject) => {
+      const w = new Worker(BATCHES, { eval: true, workerData: { root: ROOT, n: 50_000 } })
+      w.once('message', resolve)
+      w.once('error', reject)
+    })),
+  )
+  const all = new BigInt64Array(results.reduce((n, r) => n + r.length, 0))
+  let at = 0
+  for (const ids of results) {
+    for (let i = 1; i < ids.length; i++) assert.ok(ids[i] > ids[i - 1], 'increasing within a thread')
+    all.set(ids, at)
+    at += ids.length
+  }
+  all.sort()
+  let duplicates = 0
+  for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) duplicates++
+  // On the WASI build each thread has its own generator, so only a thread's own ids are checked there.
+  if (!require('./helpers.js').WASI) assert.equal(duplicates, 0)
+})

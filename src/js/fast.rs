@@ -15,6 +15,7 @@ use super::default::{default_generator, default_layout};
 use super::errors::{check, raise, throw};
 use super::snowflake::Lazy;
 use super::values::{Raw, bigint, decimal, describe, read_id, type_of};
+use crate::core::id::Decimal;
 
 // Fast paths. napi-rs's wrapper around an exported function or method costs more than the generator itself, so the
 // hot calls are plain N-API callbacks: the module's read the default generator, and each `Snowflake` instance gets
@@ -71,8 +72,9 @@ pub(crate) enum Batch {
 
 pub(crate) fn read_batch(env: sys::napi_env, value: sys::napi_value, allow_array: bool) -> Result<Batch> {
     use sys::ValueType as T;
-    let expected = format!("an integer from 1 to {MAX_BATCH}{}", if allow_array { " or a BigInt64Array" } else { "" });
-    let bad_range = |found: String| raise(env, &CoreError::range_error(Code::InvalidArgument, "count", &expected, &found));
+    // The error text is made only for a refused call: a good one formats and allocates nothing.
+    let expected = || format!("an integer from 1 to {MAX_BATCH}{}", if allow_array { " or a BigInt64Array" } else { "" });
+    let bad_range = |found: String| raise(env, &CoreError::range_error(Code::InvalidArgument, "count", &expected(), &found));
     match type_of(env, value)? {
         T::napi_number => {
             // SAFETY: `value` is a number.
@@ -94,7 +96,7 @@ pub(crate) fn read_batch(env: sys::napi_env, value: sys::napi_value, allow_array
                 })?;
             }
             if !is_typed || kind != sys::TypedarrayType::bigint64_array {
-                let e = CoreError::type_error(Code::InvalidArgument, "count", &expected, "an object that is not a BigInt64Array");
+                let e = CoreError::type_error(Code::InvalidArgument, "count", &expected(), "an object that is not a BigInt64Array");
                 return Err(raise(env, &e));
             }
             if len == 0 || len as u64 > MAX_BATCH {
@@ -103,7 +105,7 @@ pub(crate) fn read_batch(env: sys::napi_env, value: sys::napi_value, allow_array
             Ok(Batch::Fill { array: value, data: data.cast(), len })
         }
         _ => {
-            let e = CoreError::type_error(Code::InvalidArgument, "count", &expected, &describe(env, value)?);
+            let e = CoreError::type_error(Code::InvalidArgument, "count", &expected(), &describe(env, value)?);
             Err(raise(env, &e))
         }
     }
@@ -178,6 +180,60 @@ pub(crate) fn next_id_strings_impl<'g>(
     Ok(array)
 }
 
+/// How many ids a batch asks the generator for at a time while writing their decimal forms: a stack buffer's worth.
+const TEXT_CHUNK: usize = 256;
+
+thread_local! {
+    /// The text `joined_ids_impl` writes, kept between calls so that a batch allocates only when it outgrows it.
+    static TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The fast half of `nextIdStrings(count)`: the next `count` ids' decimal forms joined by commas in one string,
+/// which `index.js` splits (one string made natively, and V8's split, cost a fraction of `count` strings made and
+/// stored through N-API). The generator is asked for as in `next_ids_impl`.
+pub(crate) fn joined_ids_impl<'g>(
+    env: sys::napi_env,
+    generator: impl FnOnce() -> CoreResult<&'g Generator<SystemClock>>,
+    arg: sys::napi_value,
+) -> Result<sys::napi_value> {
+    let Batch::Count(len) = read_batch(env, arg, false)? else {
+        return Err(napi::Error::from_status(Status::InvalidArg));
+    };
+    let generator = generator().map_err(|e| raise(env, &e))?;
+    TEXT.with(|text| {
+        // A re-entered call (none is expected: nothing here runs JS) would find the buffer taken: it gets its own.
+        let mut own = Vec::new();
+        let mut borrowed = text.try_borrow_mut();
+        let text = match borrowed.as_deref_mut() {
+            Ok(t) => t,
+            Err(_) => &mut own,
+        };
+        text.clear();
+        let mut ids = [0u64; TEXT_CHUNK];
+        let mut left = len;
+        while left > 0 {
+            let n = left.min(TEXT_CHUNK);
+            let Some(chunk) = ids.get_mut(..n) else { break };
+            generator.fill(chunk).map_err(|e| raise(env, &e))?;
+            for &id in chunk.iter() {
+                if !text.is_empty() {
+                    text.push(b',');
+                }
+                text.extend_from_slice(Decimal::new(id).as_bytes());
+            }
+            left -= n;
+        }
+        let mut out = ptr::null_mut();
+        // SAFETY: `text` is ASCII (so latin1) and its length is passed explicitly.
+        check(unsafe { sys::napi_create_string_latin1(env, text.as_ptr().cast(), text.len() as isize, &mut out) })?;
+        // A very large batch does not keep its memory for the life of the thread.
+        if text.capacity() > 1 << 16 {
+            *text = Vec::new();
+        }
+        Ok(out)
+    })
+}
+
 /// A hot callback's return value: `make(id)` for a generated id, else null with the coded error thrown.
 #[inline(always)]
 pub(crate) unsafe fn id_value(
@@ -211,8 +267,19 @@ unsafe extern "C" fn module_next_ids(env: sys::napi_env, info: sys::napi_callbac
     unsafe { finish(env, out.map(Raw)) }
 }
 
-unsafe extern "C" fn module_next_id_strings(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| next_id_strings_impl(env, || default_generator(env), arg));
+unsafe extern "C" fn module_scratch_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| scratch_ids_impl(env, || default_generator(env), arg));
+    unsafe { finish(env, out.map(Raw)) }
+}
+
+unsafe extern "C" fn instance_scratch_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let out = unsafe { call_info(env, info) }
+        .and_then(|(arg, data)| scratch_ids_impl(env, || unsafe { instance_generator(data) }.get(), arg));
+    unsafe { finish(env, out.map(Raw)) }
+}
+
+unsafe extern "C" fn module_joined_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| joined_ids_impl(env, || default_generator(env), arg));
     unsafe { finish(env, out.map(Raw)) }
 }
 
@@ -241,9 +308,9 @@ unsafe extern "C" fn instance_next_ids(env: sys::napi_env, info: sys::napi_callb
     unsafe { finish(env, out.map(Raw)) }
 }
 
-unsafe extern "C" fn instance_next_id_strings(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+unsafe extern "C" fn instance_joined_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     let out = unsafe { call_info(env, info) }
-        .and_then(|(arg, data)| next_id_strings_impl(env, || unsafe { instance_generator(data) }.get(), arg));
+        .and_then(|(arg, data)| joined_ids_impl(env, || unsafe { instance_generator(data) }.get(), arg));
     unsafe { finish(env, out.map(Raw)) }
 }
 
@@ -266,6 +333,152 @@ unsafe extern "C" fn instance_timestamp_of(env: sys::napi_env, info: sys::napi_c
     let out = unsafe { call_info(env, info) }
         .and_then(|(arg, data)| timestamp_impl(env, Ok(unsafe { instance_generator(data) }.layout), arg));
     unsafe { finish(env, out.map(Raw)) }
+}
+
+// `decode`, fast. napi-rs builds a returned object one property at a time, which costs many times the id itself, so
+// the native half of a decode writes the id's number fields into a small Float64Array this module made, and returns
+// the id's decimal string; `index.js` then builds the object as one literal, of one stable shape, from the two.
+
+/// How many numbers a decode writes: timestamp, datacenterId, workerId, clockBack, sequence.
+pub const DECODE_FIELDS: usize = 5;
+
+/// How many ids a small batch writes into the scratch, for `index.js` to copy out with one `slice`: a small
+/// `BigInt64Array` that N-API makes, or whose memory it is given, costs V8 far more than the ids.
+pub const SCRATCH_IDS: usize = 64;
+
+/// This thread's scratch: the data of one ArrayBuffer that [`install_fast_paths`] made for the module on this thread
+/// (the [`DECODE_FIELDS`] numbers of a decode, then [`SCRATCH_IDS`] ids), the two views `index.js` reads it
+/// through, and references that keep them alive for as long as the module is loaded. JS runs each module instance
+/// (one per thread: the main thread and each `worker_thread`) on one thread, so a thread's scratch is its module's.
+#[derive(Clone, Copy)]
+struct Scratch {
+    data: *mut u8,
+    fields: sys::napi_ref,
+    ids: sys::napi_ref,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
+}
+
+/// Makes this thread's scratch, and returns its two views: a Float64Array of the decode fields, a BigInt64Array of
+/// the ids.
+fn make_scratch(env: sys::napi_env) -> Result<(sys::napi_value, sys::napi_value)> {
+    let (mut data, mut buffer) = (ptr::null_mut(), ptr::null_mut());
+    let (mut fields, mut ids, mut fields_ref, mut ids_ref) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    // SAFETY: plain N-API calls on values of this call; the buffer is 8-byte aligned, and has room for both views,
+    // each made of 8-byte elements at an offset that is a multiple of 8.
+    check(unsafe { sys::napi_create_arraybuffer(env, (DECODE_FIELDS + SCRATCH_IDS) * 8, &mut data, &mut buffer) })?;
+    check(unsafe { sys::napi_create_typedarray(env, sys::TypedarrayType::float64_array, DECODE_FIELDS, buffer, 0, &mut fields) })?;
+    check(unsafe {
+        sys::napi_create_typedarray(env, sys::TypedarrayType::bigint64_array, SCRATCH_IDS, buffer, DECODE_FIELDS * 8, &mut ids)
+    })?;
+    // References that are never released: the buffer lives as long as the env, so `data` stays valid.
+    check(unsafe { sys::napi_create_reference(env, fields, 1, &mut fields_ref) })?;
+    check(unsafe { sys::napi_create_reference(env, ids, 1, &mut ids_ref) })?;
+    SCRATCH.with(|s| s.set(Some(Scratch { data: data.cast(), fields: fields_ref, ids: ids_ref })));
+    Ok((fields, ids))
+}
+
+/// This thread's scratch, or an error if the module made none on this thread.
+fn scratch() -> Result<Scratch> {
+    SCRATCH
+        .with(|s| s.get())
+        .ok_or_else(|| napi::Error::new(Status::GenericFailure, "snowid: this thread has no scratch: the module was not loaded on it"))
+}
+
+/// On WASI (emnapi) the scratch's data is a copy in wasm memory: copies it into the JS view `view`.
+#[cfg(target_os = "wasi")]
+fn sync_scratch(env: sys::napi_env, view: sys::napi_ref) -> Result<()> {
+    let mut value = ptr::null_mut();
+    // SAFETY: the reference is alive; usize::MAX syncs the whole view.
+    check(unsafe { sys::napi_get_reference_value(env, view, &mut value) })?;
+    check(unsafe { emnapi_sync_memory(env, false, &mut value, 0, usize::MAX) })
+}
+
+#[cfg(not(target_os = "wasi"))]
+fn sync_scratch(_env: sys::napi_env, _view: sys::napi_ref) -> Result<()> {
+    Ok(())
+}
+
+/// The fast half of a small `nextIds(count)`: the next `count` ids written to the scratch's ids, for `index.js` to
+/// copy out. `count` is a number from 1 to [`SCRATCH_IDS`]: `index.js` sends anything else to `next_ids_impl`.
+pub(crate) fn scratch_ids_impl<'g>(
+    env: sys::napi_env,
+    generator: impl FnOnce() -> CoreResult<&'g Generator<SystemClock>>,
+    arg: sys::napi_value,
+) -> Result<sys::napi_value> {
+    let mut n = 0f64;
+    // SAFETY: `arg` is a value of this call; a non-number gives an error status.
+    check(unsafe { sys::napi_get_value_double(env, arg, &mut n) })?;
+    if !(n >= 1.0 && n <= SCRATCH_IDS as f64 && n.fract() == 0.0) {
+        return Err(napi::Error::new(Status::InvalidArg, format!("snowid: a scratch batch of 1 to {SCRATCH_IDS} ids, found {n}")));
+    }
+    let generator = generator().map_err(|e| raise(env, &e))?;
+    let scratch = scratch()?;
+    // SAFETY: the ids start DECODE_FIELDS * 8 bytes into a buffer of DECODE_FIELDS + SCRATCH_IDS 8-byte elements
+    // that its reference keeps alive, 8-byte aligned; `n` is at most SCRATCH_IDS.
+    let ids = unsafe { std::slice::from_raw_parts_mut(scratch.data.add(DECODE_FIELDS * 8).cast::<u64>(), n as usize) };
+    generator.fill(ids).map_err(|e| raise(env, &e))?;
+    sync_scratch(env, scratch.ids)?;
+    let mut undefined = ptr::null_mut();
+    check(unsafe { sys::napi_get_undefined(env, &mut undefined) })?;
+    Ok(undefined)
+}
+
+/// The native half of a decode: `arg` read as an id and split by `layout`; its number fields written to this
+/// thread's scratch, its decimal form returned.
+pub(crate) fn decode_fields(env: sys::napi_env, layout: CoreResult<Layout>, arg: sys::napi_value) -> Result<sys::napi_value> {
+    let id = read_id(env, arg, "id")?;
+    let layout = layout.map_err(|e| raise(env, &e))?;
+    let f = layout.unpack(id);
+    let fields: [f64; DECODE_FIELDS] = [
+        // Every Unix ms a layout encodes is below 2^53, so exact as f64.
+        (layout.epoch() + f.timestamp) as f64,
+        f64::from(f.datacenter_id),
+        f64::from(f.worker_id),
+        f64::from(f.clock_back),
+        f64::from(f.sequence),
+    ];
+    let scratch = scratch()?;
+    // SAFETY: the buffer starts with DECODE_FIELDS f64s, 8-byte aligned, and its reference keeps it alive.
+    unsafe { ptr::copy_nonoverlapping(fields.as_ptr(), scratch.data.cast::<f64>(), DECODE_FIELDS) };
+    sync_scratch(env, scratch.fields)?;
+    // SAFETY: `env` is the live env of this call.
+    unsafe { decimal(env, id) }
+}
+
+unsafe extern "C" fn module_decode_fields(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| decode_fields(env, default_layout(env), arg));
+    unsafe { finish(env, out.map(Raw)) }
+}
+
+unsafe extern "C" fn layout_decode_fields(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    // SAFETY: the data is the `Layout` `layout_decoder` gave this function, freed only once it is collected.
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, data)| decode_fields(env, Ok(unsafe { *(data as *const Layout) }), arg));
+    unsafe { finish(env, out.map(Raw)) }
+}
+
+unsafe extern "C" fn drop_layout(_env: sys::napi_env, data: *mut std::ffi::c_void, _hint: *mut std::ffi::c_void) {
+    // SAFETY: `data` came from `Box::into_raw` in `layout_decoder`, and this finalizer runs once.
+    drop(unsafe { Box::from_raw(data as *mut Layout) });
+}
+
+/// The native half of an instance's `decode`: a function of one id that decodes it with `layout`.
+pub(crate) fn layout_decoder(env: sys::napi_env, layout: Layout) -> Result<sys::napi_value> {
+    let data = Box::into_raw(Box::new(layout)) as *mut std::ffi::c_void;
+    match make_function(env, c"decodeFields", layout_decode_fields, data) {
+        // SAFETY: `f` is the function just made; the finalizer frees `data` when it is collected.
+        Ok(f) => {
+            check(unsafe { sys::napi_add_finalizer(env, f, data, Some(drop_layout), ptr::null_mut(), ptr::null_mut()) })?;
+            Ok(f)
+        }
+        Err(e) => {
+            // SAFETY: the function was not made, so nothing else owns `data`.
+            unsafe { drop_layout(env, data, ptr::null_mut()) };
+            Err(e)
+        }
+    }
 }
 
 unsafe extern "C" fn drop_generator(_env: sys::napi_env, data: *mut std::ffi::c_void, _hint: *mut std::ffi::c_void) {
@@ -305,42 +518,59 @@ pub(crate) fn define_function(
     Ok(f)
 }
 
-pub(crate) const INSTANCE_METHODS: [(&std::ffi::CStr, Callback); 5] = [
-    (c"nextId", instance_next_id),
-    (c"nextIdString", instance_next_id_string),
-    (c"nextIds", instance_next_ids),
-    (c"nextIdStrings", instance_next_id_strings),
-    (c"timestampOf", instance_timestamp_of),
-];
+/// The hot methods the binding defines on a `Snowflake` itself.
+pub(crate) const INSTANCE_METHODS: [(&std::ffi::CStr, Callback); 3] =
+    [(c"nextId", instance_next_id), (c"nextIdString", instance_next_id_string), (c"timestampOf", instance_timestamp_of)];
 
-/// Gives a `Snowflake` its own fast methods, each holding a reference to its generator until it is collected.
-pub(crate) fn install_instance(env: sys::napi_env, this: sys::napi_value, generator: &Arc<Lazy>) -> Result<()> {
-    for (name, cb) in INSTANCE_METHODS {
-        let data = Arc::into_raw(Arc::clone(generator)) as *mut std::ffi::c_void;
-        match define_function(env, this, name, cb, data) {
-            // SAFETY: `f` is the function just made; the finalizer frees `data` when it is collected.
-            Ok(f) => check(unsafe {
-                sys::napi_add_finalizer(env, f, data, Some(drop_generator), ptr::null_mut(), ptr::null_mut())
-            })?,
-            Err(e) => {
-                // SAFETY: the function was not made, so nothing else owns `data`.
-                unsafe { drop_generator(env, data, ptr::null_mut()) };
-                return Err(e);
-            }
+/// The batch halves `index.js` wraps into an instance's `nextIds` and `nextIdStrings`: a fill of a `BigInt64Array`
+/// (or a count), a small batch into the scratch, and the joined decimal forms.
+pub(crate) const INSTANCE_BATCHES: [(&std::ffi::CStr, Callback); 3] =
+    [(c"nextIds", instance_next_ids), (c"scratchIds", instance_scratch_ids), (c"joinedIds", instance_joined_ids)];
+
+/// A function named `name` running `cb` with a reference to `generator`, which it holds until it is collected.
+fn generator_function(env: sys::napi_env, name: &std::ffi::CStr, cb: Callback, generator: &Arc<Lazy>, target: Option<sys::napi_value>) -> Result<sys::napi_value> {
+    let data = Arc::into_raw(Arc::clone(generator)) as *mut std::ffi::c_void;
+    let made = match target {
+        Some(this) => define_function(env, this, name, cb, data),
+        None => make_function(env, name, cb, data),
+    };
+    match made {
+        // SAFETY: `f` is the function just made; the finalizer frees `data` when it is collected.
+        Ok(f) => {
+            check(unsafe { sys::napi_add_finalizer(env, f, data, Some(drop_generator), ptr::null_mut(), ptr::null_mut()) })?;
+            Ok(f)
+        }
+        Err(e) => {
+            // SAFETY: the function was not made, so nothing else owns `data`.
+            unsafe { drop_generator(env, data, ptr::null_mut()) };
+            Err(e)
         }
     }
-    Ok(())
+}
+
+/// Gives a `Snowflake` its own hot methods, and returns its batch halves as an array, for `index.js` to wrap.
+pub(crate) fn install_instance(env: sys::napi_env, this: sys::napi_value, generator: &Arc<Lazy>) -> Result<sys::napi_value> {
+    for (name, cb) in INSTANCE_METHODS {
+        generator_function(env, name, cb, generator, Some(this))?;
+    }
+    let mut array = ptr::null_mut();
+    // SAFETY: plain N-API calls on values of this call.
+    check(unsafe { sys::napi_create_array_with_length(env, INSTANCE_BATCHES.len(), &mut array) })?;
+    for (i, (name, cb)) in INSTANCE_BATCHES.into_iter().enumerate() {
+        let f = generator_function(env, name, cb, generator, None)?;
+        check(unsafe { sys::napi_set_element(env, array, i as u32, f) })?;
+    }
+    Ok(array)
 }
 
 /// Replaces the module's hot exports with their raw callbacks once napi-rs has registered everything.
 #[napi(module_exports)]
 pub fn install_fast_paths(env: Env, exports: Object) -> Result<()> {
     let (env, value) = (env.raw(), exports.raw());
-    let module: [(&std::ffi::CStr, Callback); 5] = [
+    let module: [(&std::ffi::CStr, Callback); 4] = [
         (c"nextId", module_next_id),
         (c"nextIdString", module_next_id_string),
         (c"nextIds", module_next_ids),
-        (c"nextIdStrings", module_next_id_strings),
         (c"timestampOf", module_timestamp_of),
     ];
     for (name, cb) in module {
@@ -349,6 +579,16 @@ pub fn install_fast_paths(env: Env, exports: Object) -> Result<()> {
         // SAFETY: `value` is the exports object and `name` is NUL-terminated.
         check(unsafe { sys::napi_set_named_property(env, value, name.as_ptr(), f) })?;
     }
+    // The halves of `decode`, `nextIds` and `nextIdStrings`, and the scratch, for `index.js`, which does not export them.
+    let f = make_function(env, c"joinedIds", module_joined_ids, ptr::null_mut())?;
+    check(unsafe { sys::napi_set_named_property(env, value, c"__joinedIds".as_ptr(), f) })?;
+    let f = make_function(env, c"decodeFields", module_decode_fields, ptr::null_mut())?;
+    check(unsafe { sys::napi_set_named_property(env, value, c"__decodeFields".as_ptr(), f) })?;
+    let f = make_function(env, c"scratchIds", module_scratch_ids, ptr::null_mut())?;
+    check(unsafe { sys::napi_set_named_property(env, value, c"__scratchIds".as_ptr(), f) })?;
+    let (fields, ids) = make_scratch(env)?;
+    check(unsafe { sys::napi_set_named_property(env, value, c"__decodeScratch".as_ptr(), fields) })?;
+    check(unsafe { sys::napi_set_named_property(env, value, c"__idScratch".as_ptr(), ids) })?;
     Ok(())
 }
 

@@ -11,7 +11,8 @@ use crate::core::layout::Layout;
 use super::errors::raise;
 use super::options::read_layout_options;
 use super::report::{decode_with, DecodedId};
-use super::values::{read_id, read_time, IdBigInt};
+use super::fast::layout_decoder;
+use super::values::{read_id, read_time, IdBigInt, Raw};
 
 /// Options of a `SnowflakeLayout`. Nothing is read from the environment: each one left out takes snowid's default.
 #[napi(object, object_from_js = false)]
@@ -73,6 +74,12 @@ impl SnowflakeLayout {
     pub fn decode(&self, env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<DecodedId> {
         let id = read_id(env.raw(), id.raw(), "id")?;
         Ok(decode_with(&self.layout, id))
+    }
+
+    /// For `index.js`: the native half of this instance's fast `decode` (see `fast::decode_fields`).
+    #[napi(skip_typescript, js_name = "__decoder")]
+    pub fn decoder(&self, env: Env) -> Result<Raw> {
+        layout_decoder(env.raw(), self.layout).map(Raw)
     }
 
     /// The Unix ms of an id's timestamp.

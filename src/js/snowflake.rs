@@ -15,7 +15,7 @@ use crate::core::generator::{Generator, Snapshot, SystemClock};
 
 use super::default::{build, resolve};
 use super::errors::raise;
-use super::fast::{install_instance, next_id_strings_impl, next_ids_impl};
+use super::fast::{install_instance, layout_decoder, next_id_strings_impl, next_ids_impl};
 use super::options::read_options;
 use super::report::{DecodedId, SnowidConfig, SnowidStats, decode_with, report, stats_of};
 use super::values::{IdBigInt, IdString, Raw, read_id, read_time};
@@ -72,13 +72,25 @@ impl Snowflake {
     /// The options are checked at once; the host lease is taken by the first id.
     /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` for a bad option or environment value.
     #[napi(constructor)]
-    pub fn new(env: Env, this: This, #[napi(ts_arg_type = "SnowflakeOptions")] options: Option<Unknown>) -> Result<Self> {
+    pub fn new(env: Env, #[napi(ts_arg_type = "SnowflakeOptions")] options: Option<Unknown>) -> Result<Self> {
         let raw = env.raw();
         let opts = read_options(raw, options)?;
         let config = resolve(&opts, &JsEnv::new(raw)).map_err(|e| raise(raw, &e))?;
-        let lazy = Arc::new(Lazy::new(config));
-        install_instance(raw, this.raw(), &lazy)?;
-        Ok(Snowflake { lazy })
+        Ok(Snowflake { lazy: Arc::new(Lazy::new(config)) })
+    }
+
+    /// For `index.js`, on an instance's first method access: gives it its own hot methods (`fast::INSTANCE_METHODS`) and
+    /// returns its batch halves (`fast::INSTANCE_BATCHES`).
+    /// Made then rather than by the constructor, so that a `Snowflake` costs little to make and to keep.
+    #[napi(skip_typescript, js_name = "__install")]
+    pub fn install(&self, env: Env, this: This) -> Result<Raw> {
+        install_instance(env.raw(), this.raw(), &self.lazy).map(Raw)
+    }
+
+    /// For `index.js`: the native half of this instance's fast `decode` (see `fast::decode_fields`).
+    #[napi(skip_typescript, js_name = "__decoder")]
+    pub fn decoder(&self, env: Env) -> Result<Raw> {
+        layout_decoder(env.raw(), self.lazy.layout).map(Raw)
     }
 
     /// The next id, as a `bigint`. Throws as the module's `nextId()` does.
