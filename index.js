@@ -23,7 +23,8 @@ function describe(value) {
 }
 
 // `decode`: the binding's `decodeFields` checks the id, writes its number fields into `FIELDS` and returns its decimal
-// form; the object is built here, as one literal of one shape, which costs a fraction of building it natively.
+// form; the object is built here, as one literal of one shape, which costs a fraction of building it natively. The
+// WASI build has no scratch (reading it there would cost more than it saves): it decodes with the binding's own.
 const FIELDS = binding.__decodeScratch
 
 function fields(id) {
@@ -45,7 +46,7 @@ const ID_SCRATCH = binding.__idScratch
 
 function idsOf(fill, scratchIds) {
   return function nextIds(count) {
-    if (Number.isInteger(count) && count >= 1 && count <= ID_SCRATCH.length) {
+    if (scratchIds && Number.isInteger(count) && count >= 1 && count <= ID_SCRATCH.length) {
       scratchIds(count)
       return ID_SCRATCH.slice(0, count)
     }
@@ -96,12 +97,12 @@ function guardedClass(Native, name, bound) {
   const own = (value) => ({ value, writable: false, enumerable: false, configurable: false })
   // The methods of `self` as its own functions: a frozen or sealed instance, which can take no property, gets the one
   // asked for each time instead.
-  const ownMethod = (self, key) => (key === 'decode' ? decoder(native.__decoder.call(self)) : native[key].bind(self))
+  const ownMethod = (self, key) => (key === 'decode' && FIELDS ? decoder(native.__decoder.call(self)) : native[key].bind(self))
   function materialize(self, key) {
     if (!Object.isExtensible(self)) return ownMethod(self, key)
     if (native.__install) {
       const [fill, scratchIds, joinedIds] = native.__install.call(self)
-      Object.defineProperty(self, 'nextIds', own(idsOf(fill, scratchIds)))
+      Object.defineProperty(self, 'nextIds', own(idsOf(fill, ID_SCRATCH && scratchIds)))
       Object.defineProperty(self, 'nextIdStrings', own(stringsOf(joinedIds)))
     }
     for (const k of bound) Object.defineProperty(self, k, own(ownMethod(self, k)))
@@ -151,7 +152,7 @@ module.exports.ConfigSource = binding.ConfigSource
 module.exports.OnClockBack = binding.OnClockBack
 module.exports.config = binding.config
 module.exports.configure = binding.configure
-module.exports.decode = decoder(binding.__decodeFields)
+module.exports.decode = FIELDS ? decoder(binding.__decodeFields) : binding.decode
 module.exports.encode = binding.encode
 module.exports.maxIdAt = binding.maxIdAt
 module.exports.minIdAt = binding.minIdAt

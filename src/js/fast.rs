@@ -582,6 +582,11 @@ pub fn install_fast_paths(env: Env, exports: Object) -> Result<()> {
     // The halves of `decode`, `nextIds` and `nextIdStrings`, and the scratch, for `index.js`, which does not export them.
     let f = make_function(env, c"joinedIds", module_joined_ids, ptr::null_mut())?;
     check(unsafe { sys::napi_set_named_property(env, value, c"__joinedIds".as_ptr(), f) })?;
+    // On WASI (emnapi) each read of the scratch would need a copy out of wasm memory that costs more than building
+    // the object natively: there `index.js` finds no scratch and uses the napi-rs `decode` and `nextIds`.
+    if cfg!(target_os = "wasi") {
+        return Ok(());
+    }
     let f = make_function(env, c"decodeFields", module_decode_fields, ptr::null_mut())?;
     check(unsafe { sys::napi_set_named_property(env, value, c"__decodeFields".as_ptr(), f) })?;
     let f = make_function(env, c"scratchIds", module_scratch_ids, ptr::null_mut())?;
