@@ -4,7 +4,11 @@
 //   node benchmark/case.js check <id>    correctness: duplicates in 1M ids, increasing, duplicates across 2 threads
 //   node benchmark/case.js time <id>     one timed round after a warm-up
 //   node benchmark/case.js threads       snowid nextId() in 2 worker_threads at the cap, timed together
-// Prints one JSON line.
+//   node benchmark/case.js scaling <t>   below the cap: <t> worker_threads on the shared default generator, timed
+//                                        together from a common start, after each has warmed up
+//   node benchmark/case.js instances     RSS after 1M `new Snowflake()` in one synchronous loop
+// Prints one JSON line. Every timed result is kept (the last RING of them) and folded into a sink that is printed,
+// so V8 cannot skip work whose result goes unused.
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -18,11 +22,24 @@ if (isMainThread && !process.env.SNOWID_LEASE_DIR) {
   process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }))
 }
 
-const { cases } = require('./cases.js')
+const { cases, WIDE } = require('./cases.js')
 
 const CHECK_IDS = 1_000_000
 const THREAD_IDS = 250_000
-const ROUND_IDS = { cap: 2_000_000, ref: 1_000_000, below: 5_000_000, bulk: 20_000_000 }
+const ROUND_IDS = { cap: 2_000_000, ref: 1_000_000, below: 5_000_000, bulk: 20_000_000, call: 1_000_000 }
+// Constructors are timed over fewer calls: a million instances is the memory case's work.
+const ROUND_CALLS = { 'snowid new Snowflake()': 100_000, 'snowid new Snowflake({ workerId: 1, lease: false })': 100_000, '@sapphire/snowflake new Snowflake(epoch)': 100_000 }
+const RING = 1024
+
+/** A number from any result a case returns, for the sink. */
+function fold(v) {
+  if (typeof v === 'bigint') return Number(v & 0xffffn)
+  if (typeof v === 'string') return v.length + v.charCodeAt(v.length - 1)
+  if (v instanceof BigInt64Array || Array.isArray(v)) return fold(v[v.length - 1]) + v.length
+  if (Buffer.isBuffer(v)) return v[7]
+  if (v && typeof v === 'object') return fold(v.id ?? v.timestamp ?? 0) + Number(v.sequence ?? 1)
+  return v === undefined ? 0 : 1
+}
 
 function keyOf(kind, v) {
   if (kind === 'bigint') return v
@@ -54,6 +71,7 @@ function inThreads(c, n, threads) {
 }
 
 async function check(c) {
+  if (c.kind === 'none') return { duplicates: null, increasing: null, threadDuplicates: null }
   const keys = collect(c, CHECK_IDS)
   const duplicates = keys.length - new Set(keys).size
   let increasing = null
@@ -75,15 +93,59 @@ async function check(c) {
 function time(c) {
   const next = c.make()
   const perCall = c.batch ?? 1
-  const calls = Math.ceil(ROUND_IDS[c.regime] / perCall)
-  let sink = 0
+  const calls = ROUND_CALLS[c.name] ?? Math.ceil(ROUND_IDS[c.regime] / perCall)
+  const ring = new Array(RING).fill(undefined)
   // Warm up by count, not by time: a time-based warm-up of a borrowing generator would spend its whole lead.
-  for (let i = 0; i < Math.ceil(calls / 10); i++) sink ^= typeof next() === 'bigint' ? 1 : 0
+  for (let i = 0; i < Math.ceil(calls / 10); i++) ring[i & (RING - 1)] = next()
   const t0 = process.hrtime.bigint()
-  for (let i = 0; i < calls; i++) sink ^= typeof next() === 'bigint' ? 1 : 0
+  for (let i = 0; i < calls; i++) ring[i & (RING - 1)] = next()
   const ns = Number(process.hrtime.bigint() - t0)
+  let sink = 0
+  for (const v of ring) sink = (sink + fold(v)) | 0
   const ids = calls * perCall
   return { ids, ns, nsPerId: ns / ids, idsPerSec: ids / (ns / 1e9), sink }
+}
+
+// Below the cap (the wide layout), `threads` worker_threads on the process-wide default generator: each warms up,
+// then all start together; the figure is all their ids over the time from the start to the last one's end.
+async function scaling(threads) {
+  const n = 3_000_000
+  wide()
+  const go = new Int32Array(new SharedArrayBuffer(4))
+  const ready = []
+  const done = []
+  for (let t = 0; t < threads; t++) {
+    const w = new Worker(__filename, { workerData: { scaling: true, n, go } })
+    ready.push(new Promise((resolve) => w.once('message', resolve)))
+    done.push(new Promise((resolve, reject) => {
+      w.once('error', reject)
+      w.on('message', (m) => m.sink !== undefined && resolve(m))
+    }))
+  }
+  await Promise.all(ready)
+  const t0 = process.hrtime.bigint()
+  Atomics.store(go, 0, 1)
+  Atomics.notify(go, 0)
+  const results = await Promise.all(done)
+  const ns = Number(process.hrtime.bigint() - t0)
+  const ids = threads * n
+  return { threads, ids, ns, idsPerSec: ids / (ns / 1e9), sink: results.reduce((x, r) => x ^ r.sink, 0) }
+}
+
+function wide() {
+  const s = require('..')
+  if (s.config().sequenceBits !== WIDE.sequenceBits) s.configure(WIDE)
+  return s
+}
+
+// RSS after a million `new Snowflake()` kept by no one, made in one synchronous loop (nothing lets a finalizer run).
+function instances() {
+  const { Snowflake } = require('..')
+  const before = process.memoryUsage().rss
+  let sink = 0
+  for (let i = 0; i < 1_000_000; i++) sink ^= new Snowflake() ? 1 : 0
+  const rss = process.memoryUsage().rss
+  return { before, rss, maxRss: process.resourceUsage().maxRSS * 1024, sink }
 }
 
 async function threadsAtCap() {
@@ -104,7 +166,17 @@ async function threadsAtCap() {
 }
 
 if (!isMainThread) {
-  if (workerData.threadsAtCap) {
+  if (workerData.scaling) {
+    const s = require('..')
+    let sink = 0
+    for (let i = 0; i < 100_000; i++) sink ^= Number(s.nextId() & 1n)
+    parentPort.postMessage({ ready: true })
+    Atomics.wait(workerData.go, 0, 0)
+    const ring = new Array(RING)
+    for (let i = 0; i < workerData.n; i++) ring[i & (RING - 1)] = s.nextId()
+    for (const v of ring) sink = (sink + fold(v)) | 0
+    parentPort.postMessage({ sink })
+  } else if (workerData.threadsAtCap) {
     const { nextId } = require('..')
     for (let i = 0; i < 10_000; i++) nextId()
     const ids = new BigInt64Array(workerData.n)
@@ -116,6 +188,13 @@ if (!isMainThread) {
   }
 } else {
   const [mode, id] = process.argv.slice(2)
-  const run = mode === 'check' ? check(cases[Number(id)]) : mode === 'time' ? Promise.resolve(time(cases[Number(id)])) : threadsAtCap()
+  const modes = {
+    check: () => check(cases[Number(id)]),
+    time: async () => time(cases[Number(id)]),
+    threads: () => threadsAtCap(),
+    scaling: () => scaling(Number(id)),
+    instances: async () => instances(),
+  }
+  const run = modes[mode]()
   run.then((r) => process.stdout.write(JSON.stringify(r) + '\n'))
 }

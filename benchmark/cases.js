@@ -1,8 +1,9 @@
 'use strict'
 
-// The benchmark's cases. Each `make()` returns a function producing the next id (or, for batches, the next batch)
-// and is called once per process. `kind` says how to read an id for the correctness checks; `batch` is the number
-// of ids one call produces.
+// The benchmark's cases. Each `make()` returns a function producing the next id (or, for batches, the next batch;
+// for the decode and constructor cases, one result) and is called once per process. `kind` says how to read an id
+// for the correctness checks (`none`: not a generator, nothing to check); `batch` is the number of ids one call
+// produces; `env` is added to the case's process environment.
 
 const crypto = require('node:crypto')
 
@@ -21,6 +22,12 @@ function wideModule() {
   if (s.config().sequenceBits !== WIDE.sequenceBits) s.configure(WIDE)
   return s
 }
+
+// An id of the default layout to decode, the same in every process.
+const SAMPLE_ID = 901748290000000000n
+
+/** The WASI build, forced: no native binary is loaded (explicit worker id: WASI has no host lease). */
+const WASI_ENV = { NAPI_RS_FORCE_WASI: 'error', SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '0', NODE_OPTIONS: '--disable-warning=ExperimentalWarning' }
 
 function article(opts) {
   const { ArticleSnowflake } = require('./article.js')
@@ -68,6 +75,20 @@ const cases = [
   { name: 'article nextId() (BigInt, pure JS)', regime: 'below', kind: 'bigint', make: () => { const a = article(WIDE_ARTICLE); return () => a.nextId() } },
   { name: 'article nextId().toString()', regime: 'below', kind: 'string', make: () => { const a = article(WIDE_ARTICLE); return () => a.nextId().toString() } },
 
+  { name: 'N-API floor: one call, one clock read, one BigInt', regime: 'below', kind: 'none', make: () => { const { floor, why } = require('./floor.js').floorAddon(); if (!floor) throw new Error(why); return () => floor() } },
+  { name: 'snowid nextId(), WASI build', regime: 'below', kind: 'bigint', env: WASI_ENV, make: () => { const s = wideModule(); return () => s.nextId() } },
+  { name: 'snowid nextIds(2), per id', regime: 'below', kind: 'bigint', batch: 2, make: () => { const s = wideModule(); return () => s.nextIds(2) } },
+  { name: 'snowid nextIdStrings(100), per id', regime: 'below', kind: 'string', batch: 100, make: () => { const s = wideModule(); return () => s.nextIdStrings(100) } },
+
+  // Reading ids, and making generators: the cost of one call.
+  { name: 'snowid decode(id)', regime: 'call', kind: 'none', make: () => { const s = snowid(); return () => s.decode(SAMPLE_ID) } },
+  { name: 'snowid gen.decode(id)', regime: 'call', kind: 'none', make: () => { const g = new (snowid().Snowflake)(); return () => g.decode(SAMPLE_ID) } },
+  { name: 'snowid decode(id), WASI build', regime: 'call', kind: 'none', env: WASI_ENV, make: () => { const s = snowid(); return () => s.decode(SAMPLE_ID) } },
+  { name: '@sapphire/snowflake deconstruct(id)', regime: 'call', kind: 'none', make: () => { const { Snowflake } = require('@sapphire/snowflake'); const s = new Snowflake(1580486400000n); return () => s.deconstruct(SAMPLE_ID) } },
+  { name: 'snowid new Snowflake()', regime: 'call', kind: 'none', make: () => { const { Snowflake } = snowid(); return () => new Snowflake() } },
+  { name: 'snowid new Snowflake({ workerId: 1, lease: false })', regime: 'call', kind: 'none', make: () => { const { Snowflake } = snowid(); return () => new Snowflake({ workerId: 1, lease: false }) } },
+  { name: '@sapphire/snowflake new Snowflake(epoch)', regime: 'call', kind: 'none', make: () => { const { Snowflake } = require('@sapphire/snowflake'); return () => new Snowflake(1580486400000n) } },
+
   // Bulk: batches of 4,096 with a lead large enough not to wait.
   { name: 'snowid nextIds(4096)', regime: 'bulk', kind: 'bigint', batch: 4096, make: () => { const g = new (snowid().Snowflake)({ maxLeadMs: 60000 }); return () => g.nextIds(4096) } },
   { name: 'snowid nextIdStrings(4096)', regime: 'bulk', kind: 'string', batch: 4096, make: () => { const g = new (snowid().Snowflake)({ maxLeadMs: 60000 }); return () => g.nextIdStrings(4096) } },
@@ -77,4 +98,4 @@ cases.forEach((c, i) => {
   c.id = i
 })
 
-module.exports = { cases }
+module.exports = { cases, WIDE }

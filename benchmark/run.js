@@ -32,11 +32,21 @@ function parseArgs(argv) {
   return args
 }
 
-function runCase(mode, id) {
+function runCase(mode, id, env = {}) {
   const args = [path.join(__dirname, 'case.js'), mode]
   if (id !== undefined) args.push(String(id))
-  const out = execFileSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 300_000 })
+  const out = execFileSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 300_000, env: { ...process.env, ...env } })
   return JSON.parse(out.trim().split('\n').pop())
+}
+
+/** Runs a case, or gives `{ error }` when its process fails (a peer or build that cannot run here). */
+function tryCase(mode, c) {
+  try {
+    return runCase(mode, c.id, c.env)
+  } catch (e) {
+    const why = String(e.stderr || e.message).trim().split('\n').find((l) => /Error/.test(l)) ?? 'failed'
+    return { error: why.slice(0, 200) }
+  }
 }
 
 function stats(values) {
@@ -68,16 +78,21 @@ function main() {
   const selected = cases.filter((c) => !args.filter || `${c.regime} ${c.name}`.includes(args.filter))
   const m = machine()
   process.stderr.write(`checking ${selected.length} cases...\n`)
-  const results = selected.map((c) => ({ case: c, check: runCase('check', c.id), rounds: [] }))
+  const results = selected.map((c) => ({ case: c, check: tryCase('check', c), rounds: [] }))
   let threads = null
   const includeThreads = !args.filter || 'cap snowid nextId() in 2 worker_threads'.includes(args.filter)
   const threadRounds = []
+  const scalingRounds = []
   for (let r = 0; r < args.rounds; r++) {
     process.stderr.write(`round ${r + 1}/${args.rounds}\n`)
     const order = results.map((_, i) => results[(i + r) % results.length])
-    for (const res of order) res.rounds.push(runCase('time', res.case.id))
-    if (includeThreads) threadRounds.push(runCase('threads'))
+    for (const res of order) if (!res.check.error) res.rounds.push(tryCase('time', res.case))
+    if (includeThreads) {
+      threadRounds.push(runCase('threads'))
+      scalingRounds.push({ one: runCase('scaling', 1), two: runCase('scaling', 2) })
+    }
   }
+  const memory = includeThreads ? runCase('instances') : null
   if (includeThreads) {
     threads = {
       rate: stats(threadRounds.map((t) => t.idsPerSec)),
@@ -87,8 +102,10 @@ function main() {
   }
 
   const rows = results.map((res) => {
-    const rate = stats(res.rounds.map((x) => x.idsPerSec))
-    return { ...res, rate, nsPerId: 1e9 / rate.median }
+    const ok = res.rounds.filter((x) => !x.error)
+    const error = res.check.error ?? res.rounds.find((x) => x.error)?.error ?? null
+    const rate = ok.length ? stats(ok.map((x) => x.idsPerSec)) : { median: NaN, min: NaN, max: NaN }
+    return { ...res, error, rate, nsPerId: 1e9 / rate.median }
   })
 
   const out = []
@@ -102,8 +119,12 @@ function main() {
     out.push('| generator | ids/s | ns/id | dups in 1M | increasing | dups across 2 threads |')
     out.push('|---|---|---|---|---|---|')
     for (const r of mine) {
+      if (r.error) {
+        out.push(`| ${r.case.name} | not run: ${r.error} | | | | |`)
+        continue
+      }
       const inc = r.check.increasing === null ? 'n/a' : r.check.increasing ? 'yes' : '**no**'
-      const dup = (n) => (n === 0 ? '0' : `**${n.toLocaleString('en-US')}**`)
+      const dup = (n) => (n === null ? 'n/a' : n === 0 ? '0' : `**${n.toLocaleString('en-US')}**`)
       out.push(
         `| ${r.case.name} | ${fmtRate(r.rate.median)} (${fmtRate(r.rate.min)}–${fmtRate(r.rate.max)}) | ${r.nsPerId.toFixed(1)} | ${dup(r.check.duplicates)} | ${inc} | ${dup(r.check.threadDuplicates)} |`,
       )
@@ -118,6 +139,28 @@ function main() {
   table('Reference: not snowflakes', 'ref', 'uuid v7 is 128-bit; hyperid and randomUUID are not time-sorted. Listed for their cost, not as peers.')
   table('Below the cap: the cost of a call (22-bit sequence, so no generator waits)', 'below')
   table('Bulk: batches of 4,096 ids (maxLeadMs 60000, so no batch waits)', 'bulk')
+  const calls = rows.filter((r) => r.case.regime === 'call')
+  if (calls.length) {
+    out.push('', '### Reading ids and making generators: the cost of one call', '')
+    out.push('| call | calls/s | ns/call |', '|---|---|---|')
+    for (const r of calls) {
+      out.push(r.error ? `| ${r.case.name} | not run: ${r.error} | |` : `| ${r.case.name} | ${fmtRate(r.rate.median)} (${fmtRate(r.rate.min)}–${fmtRate(r.rate.max)}) | ${r.nsPerId.toFixed(1)} |`)
+    }
+  }
+  let scalingRatio = null
+  if (scalingRounds.length) {
+    const one = stats(scalingRounds.map((x) => x.one.idsPerSec))
+    const two = stats(scalingRounds.map((x) => x.two.idsPerSec))
+    scalingRatio = two.median / one.median
+    out.push('', '### Threads below the cap: the shared default generator (22-bit sequence)', '')
+    out.push('Each thread warms up, then all start together; ids/s is all their ids over the time to the last one\'s end.', '')
+    out.push('| threads | ids/s together |', '|---|---|')
+    out.push(`| 1 | ${fmtRate(one.median)} (${fmtRate(one.min)}–${fmtRate(one.max)}) |`)
+    out.push(`| 2 | ${fmtRate(two.median)} (${fmtRate(two.min)}–${fmtRate(two.max)}) |`)
+  }
+  if (memory) {
+    out.push('', `1M \`new Snowflake()\` in one synchronous loop: RSS ${(memory.before / 2 ** 20).toFixed(0)} MiB before, ${(memory.rss / 2 ** 20).toFixed(0)} MiB after.`)
+  }
 
   const find = (regime, name) => rows.find((r) => r.case.regime === regime && r.case.name === name)
   const ratio = (a, b) => (a && b ? a.rate.median / b.rate.median : null)
@@ -131,6 +174,17 @@ function main() {
   const inst = find('below', 'snowid gen.nextId()')
   const mod = find('below', 'snowid nextId()')
   targets.push(['below the cap: gen.nextId() within 1.3× of nextId() (time per call)', inst && mod ? `${(mod.rate.median / inst.rate.median).toFixed(2)}×` : 'not run'])
+  const per = (a, b) => (a && b && !a.error && !b.error ? a.rate.median / b.rate.median : null)
+  const cost = (a, b) => (a && b && !a.error && !b.error ? b.rate.median / a.rate.median : null)
+  targets.push(['below the cap: nextId() at most 1.2× the N-API floor (time per call)', x(cost(mod, find('below', 'N-API floor: one call, one clock read, one BigInt')))])
+  targets.push(['decode(id) at most 2× nextId() (time per call)', x(cost(find('call', 'snowid decode(id)'), mod))])
+  targets.push(['decode(id) faster than @sapphire/snowflake deconstruct(id)', x(per(find('call', 'snowid decode(id)'), find('call', '@sapphire/snowflake deconstruct(id)')))])
+  const ctor = find('call', 'snowid new Snowflake()')
+  targets.push(['new Snowflake() at most 3 µs', ctor && !ctor.error ? `${(ctor.nsPerId / 1000).toFixed(1)} µs` : 'not run'])
+  targets.push(['1M new Snowflake() in a synchronous loop within 100 MiB RSS', memory ? `${(memory.rss / 2 ** 20).toFixed(0)} MiB` : 'not run'])
+  targets.push(['nextIds(2) beats 2 nextId() calls (ids/s)', x(per(find('below', 'snowid nextIds(2), per id'), mod))])
+  targets.push(['nextIdStrings(100) at least 1.5× 100 nextIdString() calls (ids/s)', x(per(find('below', 'snowid nextIdStrings(100), per id'), find('below', 'snowid nextIdString()')))])
+  targets.push(['2 threads on the shared default generator below the cap: at least 0.9× one thread, together', x(scalingRatio)])
   const bulk = find('bulk', 'snowid nextIds(4096)')
   targets.push(['bulk: nextIds(4096) ≥ 100M ids/s', bulk ? `${fmtRate(bulk.rate.median)} ids/s` : 'not run'])
   const bulkS = find('bulk', 'snowid nextIdStrings(4096)')
@@ -154,6 +208,8 @@ function main() {
       rounds: args.rounds,
       cases: rows.map((r) => ({ name: r.case.name, regime: r.case.regime, check: r.check, rounds: r.rounds, idsPerSec: r.rate })),
       threads: threadRounds,
+      scaling: scalingRounds,
+      memory,
       firstId: first && first.rows,
     }
     fs.writeFileSync(args.json, JSON.stringify(raw, null, 2) + '\n')
