@@ -59,7 +59,7 @@ export declare class Snowflake {
   maxIdAt(time: Date | number | string): bigint
   /**
    * This generator's effective configuration and where each value came from. When the worker id comes from the
-   * host lease, it starts the generator (taking the slot) to report it.
+   * host lease (or may move on from a taken slot), it starts the generator (taking the slot) to report it.
    * @throws {Error} as the first `nextId()` does, when it starts the generator.
    */
   config(): SnowidConfig
@@ -136,6 +136,8 @@ export interface ConfigSources {
   maxLeadMs: ConfigSource
   lease: ConfigSource
   leaseDir: ConfigSource
+  workerIdIfTaken: ConfigSource
+  workerIdFrom: ConfigSource
 }
 
 /**
@@ -297,7 +299,7 @@ export interface SnowflakeOptions {
   datacenterId?: number
   /**
    * Worker (process) number, 0 to 2^workerBits - 1. Env `SNOWID_WORKER_ID`, else `workerId`, else the ordinal of
-   * a StatefulSet pod's host name with `SNOWID_WORKER_ID_FROM=statefulset`, else PM2's `NODE_APP_INSTANCE`;
+   * a StatefulSet pod's host name with `workerIdFrom: 'statefulset'`, else PM2's `NODE_APP_INSTANCE`;
    * else the lowest slot no other process on this host holds (the lease); else 0 when leases are off.
    * @default the lease's slot
    */
@@ -361,6 +363,20 @@ export interface SnowflakeOptions {
    * @default a `snowid` folder in the OS temp dir
    */
   leaseDir?: string
+  /**
+   * What a worker id given as a number does when another live process on this host holds its slot: `'fail'`
+   * throws `ERR_SNOWID_WORKER_ID_IN_USE`; `'next'` gives way to the automatic lease, from that slot on. Env
+   * `SNOWID_WORKER_ID_IF_TAKEN`, which covers only a worker id from the environment; the option covers the
+   * `workerId` option too.
+   * @default 'fail'
+   */
+  workerIdIfTaken?: 'fail' | 'next'
+  /**
+   * `'statefulset'`: with no worker id given as a number, the worker id is the ordinal at the end of the host
+   * name, as a Kubernetes StatefulSet names its pods (`web-3` is 3). Env `SNOWID_WORKER_ID_FROM`.
+   * @default unset
+   */
+  workerIdFrom?: 'statefulset'
 }
 
 /** The effective configuration of a generator. */
@@ -383,6 +399,16 @@ export interface SnowidConfig {
   /** Whether the (datacenterId, workerId) slot is leased on this host. */
   lease: boolean
   leaseDir: string
+  /**
+   * What a worker id given as a number does when another process on this host holds its slot: `'fail'`
+   * (`ERR_SNOWID_WORKER_ID_IN_USE`) or `'next'` (the automatic lease from that slot on).
+   */
+  workerIdIfTaken: 'fail' | 'next'
+  /**
+   * `'statefulset'` when, with no worker id given as a number, the worker id is the ordinal of a StatefulSet
+   * pod's host name; else `null`.
+   */
+  workerIdFrom: 'statefulset' | null
   /** The most ids one generator issues in one ms: 2^sequenceBits. */
   maxIdsPerMs: number
   /** The last Unix ms the layout can encode. Generation throws `ERR_SNOWID_TIME_EXHAUSTED` after it. */

@@ -164,6 +164,8 @@ test('config reports the effective values, their sources, maxIdsPerMs and expire
       maxLeadMs: 0,
       lease: true,
       leaseDir: process.env.SNOWID_LEASE_DIR,
+      workerIdIfTaken: 'fail',
+      workerIdFrom: null,
       maxIdsPerMs: 4096,
       expiresAt: 1580486400000 + 2 ** 41 - 1,
       sources: undefined,
@@ -173,7 +175,7 @@ test('config reports the effective values, their sources, maxIdsPerMs and expire
   assert.equal(workerId, 'lease', 'nothing configured: the first free slot of this fresh lease directory')
   assert.equal(leaseDir, 'env')
   assert.ok(Object.values(rest).every((s) => s === 'default'), JSON.stringify(rest))
-  assert.equal(Object.keys(c.sources).length, 13)
+  assert.equal(Object.keys(c.sources).length, 15)
 })
 
 test('a Snowflake takes its options, reports them, and stamps its ids with them', () => {
@@ -245,6 +247,10 @@ test('bad options are refused with a coded error naming the option, the value an
     [{ onClockBack: 'ignore' }, 'RangeError', /^options\.onClockBack: expected one of 'bits', 'wait' or 'throw', found "ignore"$/],
     [{ maxWaitMs: 60_001 }, 'RangeError', /0 to 60000/],
     [{ workerID: 3 }, 'TypeError', /^options: expected only the options .*found an unknown option "workerID"$/],
+    [{ workerIdIfTaken: 'skip' }, 'RangeError', /^options\.workerIdIfTaken: expected 'fail' or 'next', found "skip"$/],
+    [{ workerIdIfTaken: true }, 'TypeError', /^options\.workerIdIfTaken: expected 'fail' or 'next', found the boolean true$/],
+    [{ workerIdFrom: 'hostname' }, 'RangeError', /^options\.workerIdFrom: expected "statefulset" .*found "hostname"$/],
+    [{ workerIdFrom: 1 }, 'TypeError', /^options\.workerIdFrom: expected "statefulset" .*found 1$/],
   ]
   for (const [options, name, message] of cases) {
     expectError(() => new Snowflake(options), { name, code: 'ERR_SNOWID_INVALID_CONFIG', message })

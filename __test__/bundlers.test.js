@@ -1,7 +1,8 @@
 'use strict'
 
-// docs/bundlers.md's esbuild recipe: a bundle that keeps snowid external runs and makes ids; without that, esbuild
-// fails on the addon, as the guide says.
+// docs/bundlers.md's recipes: a bundle that keeps snowid (and its subpaths) external runs and makes ids; without
+// that, esbuild, webpack and rollup each fail on the addon's loader, as the guide says. The webpack and rollup
+// configurations are taken from the guide as written there.
 
 const test = require('node:test')
 const assert = require('node:assert')
@@ -11,22 +12,55 @@ const { spawnSync } = require('node:child_process')
 
 const ROOT = path.join(__dirname, '..')
 const ESBUILD = path.join(ROOT, 'node_modules', '.bin', 'esbuild')
+const ROLLUP = path.join(ROOT, 'node_modules', 'rollup', 'dist', 'bin', 'rollup')
+const GUIDE = path.join(ROOT, 'docs', 'bundlers.md')
 
 // The app is bundled inside the package, so that the bundle's require('snowid') finds this package at run time as
-// an app's finds node_modules/snowid.
+// an app's finds node_modules/snowid. It uses a subpath that loads the addon itself (snowid/cluster) and one that
+// does not (snowid/sql).
 function app(t) {
   const dir = fs.mkdtempSync(path.join(ROOT, '.bundle-'))
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }))
   fs.writeFileSync(
     path.join(dir, 'app.js'),
     [
-      "const { nextId, decode } = require('snowid')",
+      "const { nextId, decode, config } = require('snowid')",
       "const { postgresFunctions } = require('snowid/sql')",
-      "const id = nextId()",
-      "console.log(JSON.stringify({ id: String(id), workerId: decode(id).workerId, sql: postgresFunctions(require('snowid').config()).length > 0 }))",
+      "const { fork } = require('snowid/cluster')",
+      'const id = nextId()',
+      'console.log(JSON.stringify({ id: String(id), workerId: decode(id).workerId, sql: postgresFunctions(config()).length > 0, fork: typeof fork }))',
     ].join('\n'),
   )
   return dir
+}
+
+/** The first js block under the guide's heading `## <heading>`. */
+function recipe(heading) {
+  const text = fs.readFileSync(GUIDE, 'utf8')
+  const start = text.indexOf(`\n## ${heading}\n`)
+  assert.notEqual(start, -1, `docs/bundlers.md has no "## ${heading}"`)
+  const section = text.slice(start + 1).split(/\n## /)[0]
+  const block = /```js\n([\s\S]*?)\n```/.exec(section)
+  assert.ok(block, `docs/bundlers.md: no js block under "## ${heading}"`)
+  return block[1] + '\n'
+}
+
+/** Runs the bundle in `dir`, as the app's own process would, and checks the id it printed. */
+function runsAndMakesIds(dir, bundle) {
+  for (const request of ['snowid', 'snowid/sql', 'snowid/cluster']) {
+    assert.match(bundle, new RegExp(`require\\(["']${request}["']\\)`), `${request} is left to require`)
+  }
+  const r = spawnSync(process.execPath, [path.join(dir, 'dist', 'app.js')], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH, SNOWID_WORKER_ID: '7', SNOWID_LEASE_DIR: path.join(dir, 'leases') },
+    timeout: 60_000,
+  })
+  assert.equal(r.status, 0, r.stderr)
+  const out = JSON.parse(r.stdout)
+  assert.match(out.id, /^\d{17,19}$/)
+  assert.equal(out.workerId, 7)
+  assert.equal(out.sql, true)
+  assert.equal(out.fork, 'function')
 }
 
 function esbuild(dir, args) {
@@ -42,19 +76,7 @@ for (const flag of ['--external:snowid', '--packages=external']) {
     const dir = app(t)
     const built = esbuild(dir, [flag])
     assert.equal(built.status, 0, built.stderr)
-    const bundle = fs.readFileSync(path.join(dir, 'dist', 'app.js'), 'utf8')
-    assert.match(bundle, /require\("snowid"\)/)
-    const leaseDir = path.join(dir, 'leases')
-    const r = spawnSync(process.execPath, [path.join(dir, 'dist', 'app.js')], {
-      encoding: 'utf8',
-      env: { PATH: process.env.PATH, SNOWID_WORKER_ID: '7', SNOWID_LEASE_DIR: leaseDir },
-      timeout: 60_000,
-    })
-    assert.equal(r.status, 0, r.stderr)
-    const out = JSON.parse(r.stdout)
-    assert.match(out.id, /^\d{17,19}$/)
-    assert.equal(out.workerId, 7)
-    assert.equal(out.sql, true)
+    runsAndMakesIds(dir, fs.readFileSync(path.join(dir, 'dist', 'app.js'), 'utf8'))
   })
 }
 
@@ -63,4 +85,59 @@ test('esbuild without snowid external fails on the addon, as docs/bundlers.md sa
   const built = esbuild(dir, [])
   assert.notEqual(built.status, 0)
   assert.match(built.stderr, /No loader is configured for "\.node" files/)
+})
+
+// Builds with webpack's Node API and the configuration in webpack.config.js, and prints what the build reported.
+const WEBPACK = `require('webpack')(require('./webpack.config.js'), (err, stats) => {
+  if (err) throw err
+  const info = stats.toJson({ all: false, errors: true, warnings: true, moduleTrace: false })
+  console.log(JSON.stringify({ errors: info.errors.map((e) => ({ message: e.message, moduleName: e.moduleName })), warnings: info.warnings.length }))
+})`
+
+function webpack(dir, config) {
+  fs.writeFileSync(path.join(dir, 'webpack.config.js'), config)
+  const r = spawnSync(process.execPath, ['-e', WEBPACK], { cwd: dir, encoding: 'utf8', timeout: 120_000 })
+  assert.equal(r.status, 0, r.stderr)
+  return JSON.parse(r.stdout)
+}
+
+test("webpack with docs/bundlers.md's configuration: the bundle runs and makes ids", (t) => {
+  const dir = app(t)
+  const built = webpack(dir, recipe('webpack'))
+  assert.deepEqual(built, { errors: [], warnings: 0 })
+  runsAndMakesIds(dir, fs.readFileSync(path.join(dir, 'dist', 'app.js'), 'utf8'))
+})
+
+test('webpack without snowid external fails on the addon, as docs/bundlers.md says', (t) => {
+  const dir = app(t)
+  const config = recipe('webpack').replace(/^ {2}externals(Type)?:.*\n/gm, '')
+  assert.doesNotMatch(config, /externals/)
+  const built = webpack(dir, config)
+  assert.ok(built.errors.length > 0, 'the build reports an error')
+  const addon = built.errors.find((e) => /\.node$/.test(e.moduleName ?? ''))
+  assert.ok(addon, JSON.stringify(built.errors).slice(0, 2000))
+  assert.match(addon.message, /^Module parse failed/)
+  assert.ok(built.warnings > 0, "and warns on the loader's dynamic requires")
+})
+
+function rollup(dir, config) {
+  fs.writeFileSync(path.join(dir, 'rollup.config.mjs'), config)
+  return spawnSync(process.execPath, [ROLLUP, '-c', 'rollup.config.mjs', '--silent'], { cwd: dir, encoding: 'utf8', timeout: 120_000 })
+}
+
+test("rollup with docs/bundlers.md's configuration: the bundle runs and makes ids", (t) => {
+  const dir = app(t)
+  const built = rollup(dir, recipe('rollup'))
+  assert.equal(built.status, 0, built.stderr)
+  runsAndMakesIds(dir, fs.readFileSync(path.join(dir, 'dist', 'app.js'), 'utf8'))
+})
+
+test("rollup without snowid external fails on the loader's package.json, as docs/bundlers.md says", (t) => {
+  const dir = app(t)
+  const config = recipe('rollup').replace(/^ {2}external:.*\n/m, '')
+  assert.doesNotMatch(config, /external/)
+  const built = rollup(dir, config)
+  assert.notEqual(built.status, 0)
+  assert.match(built.stderr, /package\.json/)
+  assert.equal(fs.existsSync(path.join(dir, 'dist', 'app.js')), false)
 })

@@ -3,7 +3,10 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 
-const { probeFirstId: probe, runNode, wasiSkip } = require('./helpers.js')
+const { spawn } = require('node:child_process')
+const { once } = require('node:events')
+
+const { ROOT, cleanEnv, freshLeaseDir, probeFirstId: probe, runNode, wasiSkip } = require('./helpers.js')
 
 test('the default generator reads every SNOWID_ variable', wasiSkip('no host lease: SNOWID_LEASE=on fails there'), () => {
   const out = probe({
@@ -19,6 +22,10 @@ test('the default generator reads every SNOWID_ variable', wasiSkip('no host lea
     SNOWID_MAX_WAIT_MS: '20',
     SNOWID_MAX_LEAD_MS: '5',
     SNOWID_LEASE: 'on',
+    SNOWID_WORKER_ID_IF_TAKEN: 'fail',
+    // SNOWID_WORKER_ID wins over it, but it is read (and reported) all the same.
+    SNOWID_WORKER_ID_FROM: 'statefulset',
+    HOSTNAME: 'web-9',
   })
   assert.equal(out.error, undefined, JSON.stringify(out.error))
   assert.deepEqual(
@@ -32,6 +39,8 @@ test('the default generator reads every SNOWID_ variable', wasiSkip('no host lea
   assert.equal(c.maxWaitMs, 20)
   assert.equal(c.maxLeadMs, 5)
   assert.equal(c.lease, true)
+  assert.equal(c.workerIdIfTaken, 'fail')
+  assert.equal(c.workerIdFrom, 'statefulset')
   assert.ok(Object.values(c.sources).every((s) => s === 'env'), JSON.stringify(c.sources))
   assert.ok(Math.abs(out.decoded.timestamp - Date.now()) < 5000)
 })
@@ -196,4 +205,78 @@ test('every SNOWID_ variable snowid reads is accepted together', () => {
   } finally {
     require('node:fs').rmSync(dir, { recursive: true, force: true })
   }
+})
+
+test('workerIdIfTaken and workerIdFrom are options too, and config() reports each with its source', () => {
+  const report = `const { Snowflake } = require('.')
+    const c = new Snowflake(JSON.parse(process.argv[1])).config()
+    console.log(JSON.stringify([c.workerIdIfTaken, c.sources.workerIdIfTaken, c.workerIdFrom, c.sources.workerIdFrom, c.workerId, c.sources.workerId]))`
+  const run = (options, env) => {
+    const r = runNode(report, { SNOWID_LEASE: 'off', ...env }, [JSON.stringify(options)])
+    assert.equal(r.status, 0, r.stderr)
+    return JSON.parse(r.stdout)
+  }
+  assert.deepEqual(run({}, {}), ['fail', 'default', null, 'default', 0, 'default'])
+  const env = { SNOWID_WORKER_ID_IF_TAKEN: 'next', SNOWID_WORKER_ID_FROM: 'statefulset', HOSTNAME: 'web-5' }
+  assert.deepEqual(run({}, env), ['next', 'env', 'statefulset', 'env', 5, 'statefulset'])
+  // The options win over the variables, and ask for the same things.
+  assert.deepEqual(run({ workerIdIfTaken: 'fail' }, env), ['fail', 'option', 'statefulset', 'env', 5, 'statefulset'])
+  assert.deepEqual(run({ workerIdIfTaken: 'next', workerIdFrom: 'statefulset' }, { HOSTNAME: 'web-6' }), ['next', 'option', 'statefulset', 'option', 6, 'statefulset'])
+  // The default generator's configure() takes them as well.
+  const r = runNode(
+    `const s = require('.'); s.configure({ workerIdFrom: 'statefulset', lease: false }); const c = s.config()
+     console.log(JSON.stringify([s.decode(s.nextId()).workerId, c.workerIdFrom, c.sources.workerIdFrom]))`,
+    { HOSTNAME: 'orders-3' },
+  )
+  assert.equal(r.status, 0, r.stderr)
+  assert.deepEqual(JSON.parse(r.stdout), [3, 'statefulset', 'option'])
+})
+
+// A process that holds worker id 3 in `dir` until its stdin closes.
+async function holdWorker3(t, dir) {
+  const child = spawn(process.execPath, ['-e', "require('.').nextId(); console.log('ready'); process.stdin.resume(); process.stdin.on('end', () => process.exit(0))"], {
+    cwd: ROOT,
+    env: cleanEnv({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '3' }),
+    stdio: ['pipe', 'pipe', 'inherit'],
+  })
+  t.after(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = once(child, 'exit')
+      child.stdin.end()
+      await exited
+    }
+  })
+  const [line] = await once(child.stdout, 'data')
+  assert.equal(String(line).trim(), 'ready')
+}
+
+test("workerIdIfTaken: 'next' moves a taken workerId on; SNOWID_WORKER_ID_IF_TAKEN covers only a worker id from the environment", wasiSkip('no flock, so no host lease to find the holder by'), async (t) => {
+  const dir = freshLeaseDir()
+  await holdWorker3(t, dir)
+  const take = `const { Snowflake } = require('.')
+    try {
+      const g = new Snowflake(JSON.parse(process.argv[1])); const c = g.config()
+      console.log(JSON.stringify({ workerId: g.decode(g.nextId()).workerId, source: c.sources.workerId, ifTaken: c.workerIdIfTaken }))
+    } catch (e) { console.log(JSON.stringify({ error: e.code })) }`
+  const run = (options, env = {}) => {
+    const r = runNode(take, { SNOWID_LEASE_DIR: dir, ...env }, [JSON.stringify(options)])
+    assert.equal(r.status, 0, r.stderr)
+    return JSON.parse(r.stdout)
+  }
+  assert.deepEqual(run({ workerId: 3 }), { error: 'ERR_SNOWID_WORKER_ID_IN_USE' })
+  assert.deepEqual(run({ workerId: 3, workerIdIfTaken: 'fail' }), { error: 'ERR_SNOWID_WORKER_ID_IN_USE' })
+  assert.deepEqual(run({ workerId: 3, workerIdIfTaken: 'next' }), { workerId: 4, source: 'lease', ifTaken: 'next' })
+  // The option covers a worker id from the environment too.
+  assert.deepEqual(run({ workerIdIfTaken: 'next' }, { SNOWID_WORKER_ID: '3' }), { workerId: 4, source: 'lease', ifTaken: 'next' })
+  assert.deepEqual(run({}, { SNOWID_WORKER_ID: '3', SNOWID_WORKER_ID_IF_TAKEN: 'next' }), { workerId: 4, source: 'lease', ifTaken: 'next' })
+  // The variable, which snowid/cluster sets in its workers, does not move a workerId option on.
+  assert.deepEqual(run({ workerId: 3 }, { SNOWID_WORKER_ID_IF_TAKEN: 'next' }), { error: 'ERR_SNOWID_WORKER_ID_IN_USE' })
+  // The default generator's config() before the first id reports the slot it moved on to, which its ids then carry.
+  const r = runNode(
+    `const s = require('.'); s.configure({ workerIdIfTaken: 'next' }); const c = s.config()
+     console.log(JSON.stringify([c.workerId, c.sources.workerId, s.decode(s.nextId()).workerId]))`,
+    { SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '3' },
+  )
+  assert.equal(r.status, 0, r.stderr)
+  assert.deepEqual(JSON.parse(r.stdout), [4, 'lease', 4])
 })

@@ -28,6 +28,8 @@ const options: SnowflakeOptions = {
   maxLeadMs: 10,
   lease: true,
   leaseDir: '/tmp/snowid',
+  workerIdIfTaken: 'next',
+  workerIdFrom: 'statefulset',
 }
 configure(options)
 configure()
@@ -52,6 +54,9 @@ const policy: OnClockBack = gen.config().onClockBack
 const numbers: number[] = [c.epoch, c.expiresAt, c.maxIdsPerMs, c.timestampBits, c.maxWaitMs, c.maxLeadMs]
 const leased: boolean = c.lease
 const dir: string = c.leaseDir
+const ifTaken: 'fail' | 'next' = c.workerIdIfTaken
+const from: 'statefulset' | null = c.workerIdFrom
+const fromSources: ConfigSource[] = [c.sources.workerIdIfTaken, c.sources.workerIdFrom]
 const pm2: ConfigSource = 'pm2'
 const statefulset: ConfigSource = 'statefulset'
 const s: SnowidStats = stats()
@@ -73,10 +78,16 @@ decode()
 const badSource: 'cluster' = c.sources.workerId
 // @ts-expect-error lease is a boolean option ('on' / 'off' are for SNOWID_LEASE)
 new Snowflake({ lease: 'off' })
+// @ts-expect-error workerIdIfTaken is 'fail' or 'next'
+new Snowflake({ workerIdIfTaken: 'skip' })
+// @ts-expect-error workerIdFrom is 'statefulset' only
+new Snowflake({ workerIdFrom: 'hostname' })
+// @ts-expect-error workerIdFrom may be null in a config
+const fromText: string = c.workerIdFrom
 // @ts-expect-error fork's env holds strings
 fork({ SNOWID_DATACENTER_ID: 1 })
 
-export { many, filled, texts, modMany, modTexts, ts, idText, fields, b, d, source, policy, numbers, wrong, badSource, leased, dir, pm2, statefulset, counters, recorded, worker, held }
+export { many, filled, texts, modMany, modTexts, ts, idText, fields, b, d, source, policy, numbers, wrong, badSource, leased, dir, ifTaken, from, fromSources, fromText, pm2, statefulset, counters, recorded, worker, held }
 
 const at: number = timestampOf(id)
 const low: bigint = minIdAt(new Date())

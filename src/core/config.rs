@@ -66,6 +66,46 @@ pub struct Sourced<T> {
     pub source: Source,
 }
 
+/// What a worker id given as a number does when another live process on this host holds its slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IfTaken {
+    /// Fail with `ERR_SNOWID_WORKER_ID_IN_USE`.
+    #[default]
+    Fail,
+    /// Give way to the automatic lease, from that slot on.
+    Next,
+}
+
+impl IfTaken {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "fail" => Some(IfTaken::Fail),
+            "next" => Some(IfTaken::Next),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IfTaken::Fail => "fail",
+            IfTaken::Next => "next",
+        }
+    }
+
+    /// Whether a worker id from `worker_id`'s source moves on from a taken slot under this setting, from
+    /// `self_source`. A setting in the environment covers a worker id from the environment only: `snowid/cluster`
+    /// sets both variables for its workers, and a `workerId` option given in such a worker keeps failing on a
+    /// taken slot unless `workerIdIfTaken: 'next'` is given with it. A setting given as an option covers both.
+    pub fn moves_on(setting: Sourced<IfTaken>, worker_id: Source) -> bool {
+        setting.value == IfTaken::Next
+            && match worker_id {
+                Source::Env => true,
+                Source::Option => setting.source == Source::Option,
+                Source::Pm2 | Source::Lease | Source::StatefulSet | Source::Default => false,
+            }
+    }
+}
+
 /// An option's value as it came from JS, sorted by JS type.
 #[derive(Debug, Clone, PartialEq)]
 pub enum OptionValue {
@@ -94,10 +134,12 @@ pub struct Options {
     pub max_lead_ms: Option<OptionValue>,
     pub lease: Option<OptionValue>,
     pub lease_dir: Option<OptionValue>,
+    pub worker_id_if_taken: Option<OptionValue>,
+    pub worker_id_from: Option<OptionValue>,
 }
 
 /// The option names, in camelCase as JS spells them.
-pub const OPTION_NAMES: [&str; 13] = [
+pub const OPTION_NAMES: [&str; 15] = [
     "datacenterId",
     "workerId",
     "clockBack",
@@ -111,6 +153,8 @@ pub const OPTION_NAMES: [&str; 13] = [
     "maxLeadMs",
     "lease",
     "leaseDir",
+    "workerIdIfTaken",
+    "workerIdFrom",
 ];
 
 impl Options {
@@ -130,6 +174,8 @@ impl Options {
             "maxLeadMs" => &mut self.max_lead_ms,
             "lease" => &mut self.lease,
             "leaseDir" => &mut self.lease_dir,
+            "workerIdIfTaken" => &mut self.worker_id_if_taken,
+            "workerIdFrom" => &mut self.worker_id_from,
             _ => return None,
         })
     }
@@ -241,10 +287,13 @@ pub struct Config {
     /// Whether (datacenterId, workerId) slots are leased on this host.
     pub lease: Sourced<bool>,
     pub lease_dir: Sourced<PathBuf>,
-    /// `SNOWID_WORKER_ID_IF_TAKEN=next`: a worker id from the environment that another process holds on this host
-    /// gives way to the automatic lease, starting at that slot, instead of failing. `snowid/cluster` sets it, so
-    /// that a worker two primaries both chose still starts.
-    pub move_on_if_taken: bool,
+    /// What a worker id given as a number does when another process on this host holds its slot (see
+    /// [`IfTaken`]). `snowid/cluster` sets `SNOWID_WORKER_ID_IF_TAKEN=next`, so that a worker two primaries both
+    /// chose still starts.
+    pub worker_id_if_taken: Sourced<IfTaken>,
+    /// `SNOWID_WORKER_ID_FROM=statefulset` or `workerIdFrom: 'statefulset'`: with no worker id given as a number,
+    /// the worker id is the ordinal of a StatefulSet pod's host name.
+    pub worker_id_from_statefulset: Sourced<bool>,
     pub layout: Layout,
 }
 
@@ -342,34 +391,50 @@ impl Resolver<'_> {
         Ok(Sourced { value, source })
     }
 
-    fn policy(&self) -> Result<Sourced<ClockBackPolicy>> {
-        let expected = "one of 'bits', 'wait' or 'throw'";
-        let (text, source, name) = match self.find(&self.opts.on_clock_back, "onClockBack", &["SNOWID_ON_CLOCK_BACK"])? {
-            None => return Ok(Sourced { value: ClockBackPolicy::default(), source: Source::Default }),
+    /// A setting that is one of a few words: a string option, else its variable, else `default`. A value of
+    /// another JS type is a `TypeError`, a word `parse` does not know a `RangeError`.
+    fn word<T>(
+        &self,
+        option: &Option<OptionValue>,
+        js_name: &str,
+        var: &'static str,
+        expected: &str,
+        parse: impl Fn(&str) -> Option<T>,
+        default: T,
+    ) -> Result<Sourced<T>> {
+        let (text, source, name) = match self.find(option, js_name, &[var])? {
+            None => return Ok(Sourced { value: default, source: Source::Default }),
             Some(Raw::Opt(OptionValue::Text(t), name)) => (t.clone(), Source::Option, name),
             Some(Raw::Opt(other, name)) => {
                 return Err(Error::type_error(Code::InvalidConfig, &name, expected, &describe(other)));
             }
             Some(Raw::Env(t, name)) => (t, Source::Env, name.to_string()),
         };
-        match ClockBackPolicy::parse(&text) {
+        match parse(&text) {
             Some(value) => Ok(Sourced { value, source }),
             None => Err(Error::range_error(Code::InvalidConfig, &name, expected, &quote(&text))),
         }
     }
+
+    fn policy(&self) -> Result<Sourced<ClockBackPolicy>> {
+        let expected = "one of 'bits', 'wait' or 'throw'";
+        self.word(&self.opts.on_clock_back, "onClockBack", "SNOWID_ON_CLOCK_BACK", expected, ClockBackPolicy::parse, ClockBackPolicy::default())
+    }
 }
 
 impl Resolver<'_> {
-    /// `SNOWID_WORKER_ID_IF_TAKEN`: `fail` (the default) or `next`.
-    fn if_taken(&self) -> Result<bool> {
-        const VAR: &str = "SNOWID_WORKER_ID_IF_TAKEN";
-        match self.find(&None, "", &[VAR])? {
-            None => Ok(false),
-            Some(Raw::Env(text, _)) if text == "fail" => Ok(false),
-            Some(Raw::Env(text, _)) if text == "next" => Ok(true),
-            Some(Raw::Env(text, _)) => Err(Error::range_error(Code::InvalidConfig, VAR, "'fail' or 'next'", &quote(&text))),
-            Some(Raw::Opt(..)) => Ok(false),
-        }
+    /// `SNOWID_WORKER_ID_IF_TAKEN` or `workerIdIfTaken`: `fail` (the default) or `next`.
+    fn if_taken(&self) -> Result<Sourced<IfTaken>> {
+        let (opt, var) = (&self.opts.worker_id_if_taken, "SNOWID_WORKER_ID_IF_TAKEN");
+        self.word(opt, "workerIdIfTaken", var, "'fail' or 'next'", IfTaken::parse, IfTaken::Fail)
+    }
+
+    /// `SNOWID_WORKER_ID_FROM` or `workerIdFrom`: whether the worker id comes from a StatefulSet pod's ordinal.
+    /// Its one value is `statefulset`.
+    fn worker_id_from(&self) -> Result<Sourced<bool>> {
+        let parse = |text: &str| (text == statefulset::STATEFULSET).then_some(true);
+        let expected = statefulset::expected_from();
+        self.word(&self.opts.worker_id_from, "workerIdFrom", statefulset::FROM_VAR, &expected, parse, false)
     }
 
     fn lease(&self) -> Result<Sourced<bool>> {
@@ -592,8 +657,8 @@ impl Config {
         let worker_vars: &[&'static str] = &["SNOWID_WORKER_ID", "workerId"];
         let mut worker_id = field(&opts.worker_id, "workerId", worker_vars, &worker_bits, "workerBits")?;
         // A worker id given as a number wins over SNOWID_WORKER_ID_FROM, which wins over PM2's instance number.
-        let from_statefulset = statefulset::requested(env)?;
-        if worker_id.source == Source::Default && from_statefulset {
+        let worker_id_from_statefulset = r.worker_id_from()?;
+        if worker_id.source == Source::Default && worker_id_from_statefulset.value {
             let hint = format!(" (workerBits is {})", worker_bits.value);
             let value = statefulset::worker_id(env, max_value(worker_bits.value), &hint)? as u32;
             worker_id = Sourced { value, source: Source::StatefulSet };
@@ -624,7 +689,8 @@ impl Config {
             max_lead_ms,
             lease,
             lease_dir,
-            move_on_if_taken: r.if_taken()?,
+            worker_id_if_taken: r.if_taken()?,
+            worker_id_from_statefulset,
             layout,
         })
     }
@@ -645,6 +711,13 @@ impl Config {
             max_wait_ms: self.max_wait_ms.value,
             max_lead_ms: self.max_lead_ms.value,
         }
+    }
+
+    /// Whether the worker id is known only once the host lease is taken: it comes from the automatic lease, or a
+    /// taken slot would move on (`workerIdIfTaken`). `config()` takes the lease first to report it.
+    pub fn worker_id_needs_lease(&self) -> bool {
+        self.lease.value
+            && (self.worker_id.source == Source::Lease || IfTaken::moves_on(self.worker_id_if_taken, self.worker_id.source))
     }
 
     /// The most ids one generator issues in one ms.
@@ -760,11 +833,42 @@ mod tests {
 
     #[test]
     fn a_taken_worker_id_may_give_way() {
-        assert!(!resolve_env(&[]).unwrap().move_on_if_taken);
-        assert!(resolve_env(&[("SNOWID_WORKER_ID_IF_TAKEN", "next")]).unwrap().move_on_if_taken);
-        assert!(!resolve_env(&[("SNOWID_WORKER_ID_IF_TAKEN", "fail")]).unwrap().move_on_if_taken);
-        let e = resolve_env(&[("SNOWID_WORKER_ID_IF_TAKEN", "skip")]).unwrap_err();
+        let taken = |pairs: &[(&str, &str)], opts: &Options| Config::resolve(opts, &env(pairs), NOW).map(|c| c.worker_id_if_taken);
+        let none = Options::default();
+        assert_eq!(taken(&[], &none), Ok(Sourced { value: IfTaken::Fail, source: Source::Default }));
+        assert_eq!(taken(&[("SNOWID_WORKER_ID_IF_TAKEN", "next")], &none), Ok(Sourced { value: IfTaken::Next, source: Source::Env }));
+        assert_eq!(taken(&[("SNOWID_WORKER_ID_IF_TAKEN", "fail")], &none), Ok(Sourced { value: IfTaken::Fail, source: Source::Env }));
+        let e = taken(&[("SNOWID_WORKER_ID_IF_TAKEN", "skip")], &none).unwrap_err();
         assert!(e.message().starts_with("SNOWID_WORKER_ID_IF_TAKEN: expected 'fail' or 'next'"), "{e}");
+        // The option wins over the variable, and is checked as the variable is.
+        let next = Options { worker_id_if_taken: Some(OptionValue::Text("next".into())), ..Options::default() };
+        assert_eq!(taken(&[("SNOWID_WORKER_ID_IF_TAKEN", "fail")], &next), Ok(Sourced { value: IfTaken::Next, source: Source::Option }));
+        for (v, class, found) in [
+            (OptionValue::Text("Next".into()), Class::RangeError, "found \"Next\""),
+            (OptionValue::Bool(true), Class::TypeError, "found the boolean true"),
+        ] {
+            let e = taken(&[], &Options { worker_id_if_taken: Some(v), ..Options::default() }).unwrap_err();
+            assert_eq!((e.code(), e.class()), (Code::InvalidConfig, class), "{e}");
+            assert!(e.message().starts_with("options.workerIdIfTaken: expected 'fail' or 'next'"), "{e}");
+            assert!(e.message().ends_with(found), "{e}");
+        }
+    }
+
+    #[test]
+    fn which_worker_ids_move_on_from_a_taken_slot() {
+        let s = |value, source| Sourced { value, source };
+        // A setting in the environment covers a worker id from the environment only.
+        assert!(IfTaken::moves_on(s(IfTaken::Next, Source::Env), Source::Env));
+        assert!(!IfTaken::moves_on(s(IfTaken::Next, Source::Env), Source::Option));
+        // One given as an option covers both.
+        assert!(IfTaken::moves_on(s(IfTaken::Next, Source::Option), Source::Env));
+        assert!(IfTaken::moves_on(s(IfTaken::Next, Source::Option), Source::Option));
+        for worker in [Source::Pm2, Source::StatefulSet, Source::Lease, Source::Default] {
+            assert!(!IfTaken::moves_on(s(IfTaken::Next, Source::Option), worker), "{worker:?}");
+        }
+        for source in [Source::Env, Source::Option, Source::Default] {
+            assert!(!IfTaken::moves_on(s(IfTaken::Fail, source), Source::Env));
+        }
     }
 
     #[test]
@@ -908,6 +1012,26 @@ mod tests {
         // A bad SNOWID_WORKER_ID_FROM is refused even when a worker id is given.
         let e = resolve_env(&[("SNOWID_WORKER_ID_FROM", "pod"), ("SNOWID_WORKER_ID", "2")]).unwrap_err();
         assert!(e.message().starts_with("SNOWID_WORKER_ID_FROM: expected"), "{e}");
+        for bad in ["StatefulSet", "", "hostname", "statefulset "] {
+            let e = resolve_env(&[("SNOWID_WORKER_ID_FROM", bad)]).unwrap_err();
+            assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::RangeError), "{e}");
+            assert!(e.message().starts_with("SNOWID_WORKER_ID_FROM: expected \"statefulset\""), "{e}");
+        }
+        assert_eq!(resolve_env(&[from, ("HOSTNAME", "web-7")]).unwrap().worker_id_from_statefulset, Sourced { value: true, source: Source::Env });
+        assert_eq!(resolve_env(&[]).unwrap().worker_id_from_statefulset, Sourced { value: false, source: Source::Default });
+    }
+
+    #[test]
+    fn the_statefulset_ordinal_can_be_asked_for_by_option() {
+        let opt = |v: OptionValue| Options { worker_id_from: Some(v), ..Options::default() };
+        let c = Config::resolve(&opt(OptionValue::Text("statefulset".into())), &env(&[("HOSTNAME", "web-7")]), NOW).unwrap();
+        assert_eq!(c.worker_id, Sourced { value: 7, source: Source::StatefulSet });
+        assert_eq!(c.worker_id_from_statefulset, Sourced { value: true, source: Source::Option });
+        for (v, class) in [(OptionValue::Text("pod".into()), Class::RangeError), (OptionValue::Bool(true), Class::TypeError)] {
+            let e = Config::resolve(&opt(v), &env(&[("HOSTNAME", "web-7")]), NOW).unwrap_err();
+            assert_eq!((e.code(), e.class()), (Code::InvalidConfig, class), "{e}");
+            assert!(e.message().starts_with("options.workerIdFrom: expected \"statefulset\""), "{e}");
+        }
     }
 
     #[test]

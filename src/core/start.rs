@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::config::{Config, Source, Sourced};
+use super::config::{Config, IfTaken, Source, Sourced};
 use super::error::Code;
 use super::error::Result;
 use super::generator::{Clock, SharedState, State, SystemClock};
@@ -41,8 +41,8 @@ pub fn bind_worker(config: &mut Config) -> Result<Option<Arc<Lease>>> {
         let what = format!("workerId (from {})", config.worker_id.source.as_str());
         match dir.acquire(dc, config.worker_id.value, &what) {
             Ok(lease) => lease,
-            // SNOWID_WORKER_ID_IF_TAKEN=next: the automatic lease from that slot on.
-            Err(e) if e.code() == Code::WorkerIdInUse && config.move_on_if_taken && config.worker_id.source == Source::Env => {
+            // SNOWID_WORKER_ID_IF_TAKEN=next (or `workerIdIfTaken: 'next'`): the automatic lease from that slot on.
+            Err(e) if e.code() == Code::WorkerIdInUse && IfTaken::moves_on(config.worker_id_if_taken, config.worker_id.source) => {
                 let lease = dir.acquire_from(dc, slots, u64::from(config.worker_id.value), &usable)?;
                 config.worker_id = Sourced { value: lease.worker_id(), source: Source::Lease };
                 lease

@@ -1,6 +1,6 @@
 //! The worker id of a Kubernetes StatefulSet pod: the ordinal at the end of its host name (`web-3` is 3).
 //!
-//! `SNOWID_WORKER_ID_FROM=statefulset` turns it on. The host name is `HOSTNAME` (which Kubernetes sets to the pod
+//! `SNOWID_WORKER_ID_FROM=statefulset` (or the option `workerIdFrom: 'statefulset'`) turns it on. The host name is `HOSTNAME` (which Kubernetes sets to the pod
 //! name), else the OS host name. Only its first DNS label is read, and it must be `<name>-<ordinal>` exactly as a
 //! StatefulSet names its pods: a non-empty name that does not end in `-`, then a decimal ordinal with no sign and no
 //! leading zero. Anything else is refused, never guessed at, and so is an ordinal past the worker id's range.
@@ -15,17 +15,10 @@ pub const FROM_VAR: &str = "SNOWID_WORKER_ID_FROM";
 /// Its one value: the ordinal of a StatefulSet pod's host name.
 pub const STATEFULSET: &str = "statefulset";
 
-/// Whether `SNOWID_WORKER_ID_FROM` asks for the StatefulSet ordinal. Any value but `statefulset` is refused.
-pub fn requested(env: &dyn EnvSource) -> Result<bool> {
-    let expected = format!("{} (the worker id is then the ordinal of a StatefulSet pod's host name)", quote(STATEFULSET));
-    match env.var(FROM_VAR) {
-        None => Ok(false),
-        Some(os) => match os.to_str() {
-            Some(STATEFULSET) => Ok(true),
-            Some(text) => Err(Error::range_error(Code::InvalidConfig, FROM_VAR, &expected, &quote(text))),
-            None => Err(Error::type_error(Code::InvalidConfig, FROM_VAR, &expected, &quote(&os.to_string_lossy()))),
-        },
-    }
+/// What `SNOWID_WORKER_ID_FROM` (or the `workerIdFrom` option) must be, for messages: any value but `statefulset`
+/// is refused (config.rs reads it).
+pub fn expected_from() -> String {
+    format!("{} (the worker id is then the ordinal of a StatefulSet pod's host name)", quote(STATEFULSET))
 }
 
 /// The worker id from the host name's ordinal, at most `max`. `hint` follows the range in messages.
@@ -164,17 +157,6 @@ mod tests {
             "HOSTNAME: expected a StatefulSet pod name, <name>-<ordinal> with the ordinal from 0 to 31 (workerBits is 5) \
              and no leading zero (SNOWID_WORKER_ID_FROM is statefulset), found \"web-32\""
         );
-    }
-
-    #[test]
-    fn only_statefulset_is_a_source() {
-        assert_eq!(requested(&env(&[])), Ok(false));
-        assert_eq!(requested(&env(&[(FROM_VAR, "statefulset")])), Ok(true));
-        for bad in ["StatefulSet", "", "hostname", "statefulset "] {
-            let e = requested(&env(&[(FROM_VAR, bad)])).unwrap_err();
-            assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::RangeError), "{e}");
-            assert!(e.message().starts_with("SNOWID_WORKER_ID_FROM: expected \"statefulset\""), "{e}");
-        }
     }
 
     #[cfg(unix)]

@@ -10,7 +10,7 @@ use napi::{sys, Env, JsValue, Result, Unknown};
 use napi_derive::napi;
 use parking_lot::Mutex;
 
-use crate::core::config::{Config, Options, Source};
+use crate::core::config::{Config, Options};
 use crate::core::error::{Class, Code, Error as CoreError, Result as CoreResult};
 use crate::core::generator::{Clock, Generator, Snapshot, SystemClock};
 use crate::core::layout::Layout;
@@ -109,7 +109,7 @@ pub(crate) fn default_config(env: sys::napi_env, bind: bool) -> CoreResult<Confi
         return Ok(c.clone());
     }
     let mut config = pending.config(env)?.clone();
-    if bind && config.worker_id.source == Source::Lease {
+    if bind && config.worker_id_needs_lease() {
         bind_worker(&mut config)?;
     }
     Ok(config)

@@ -55,7 +55,7 @@ pub struct SnowflakeOptions {
     /// @default 0
     pub datacenter_id: Option<u32>,
     /// Worker (process) number, 0 to 2^workerBits - 1. Env `SNOWID_WORKER_ID`, else `workerId`, else the ordinal of
-    /// a StatefulSet pod's host name with `SNOWID_WORKER_ID_FROM=statefulset`, else PM2's `NODE_APP_INSTANCE`;
+    /// a StatefulSet pod's host name with `workerIdFrom: 'statefulset'`, else PM2's `NODE_APP_INSTANCE`;
     /// else the lowest slot no other process on this host holds (the lease); else 0 when leases are off.
     /// @default the lease's slot
     pub worker_id: Option<u32>,
@@ -97,5 +97,17 @@ pub struct SnowflakeOptions {
     /// The lease directory. Env `SNOWID_LEASE_DIR`.
     /// @default a `snowid` folder in the OS temp dir
     pub lease_dir: Option<String>,
+    /// What a worker id given as a number does when another live process on this host holds its slot: `'fail'`
+    /// throws `ERR_SNOWID_WORKER_ID_IN_USE`; `'next'` gives way to the automatic lease, from that slot on. Env
+    /// `SNOWID_WORKER_ID_IF_TAKEN`, which covers only a worker id from the environment; the option covers the
+    /// `workerId` option too.
+    /// @default 'fail'
+    #[napi(ts_type = "'fail' | 'next'")]
+    pub worker_id_if_taken: Option<String>,
+    /// `'statefulset'`: with no worker id given as a number, the worker id is the ordinal at the end of the host
+    /// name, as a Kubernetes StatefulSet names its pods (`web-3` is 3). Env `SNOWID_WORKER_ID_FROM`.
+    /// @default unset
+    #[napi(ts_type = "'statefulset'")]
+    pub worker_id_from: Option<String>,
 }
 

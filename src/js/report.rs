@@ -7,6 +7,7 @@ use crate::core::config::{Config, Source};
 use crate::core::generator::{ClockBackPolicy, Snapshot};
 use crate::core::id::Decimal;
 use crate::core::layout::Layout;
+use crate::core::statefulset::STATEFULSET;
 
 /// The fields of an id. Every value is a plain number or string, so the object is safe for `JSON.stringify`.
 #[napi(object)]
@@ -97,10 +98,12 @@ pub struct ConfigSources {
     pub max_lead_ms: ConfigSource,
     pub lease: ConfigSource,
     pub lease_dir: ConfigSource,
+    pub worker_id_if_taken: ConfigSource,
+    pub worker_id_from: ConfigSource,
 }
 
 /// The effective configuration of a generator.
-#[napi(object)]
+#[napi(object, use_nullable = true)]
 pub struct SnowidConfig {
     pub datacenter_id: u32,
     pub worker_id: u32,
@@ -120,6 +123,14 @@ pub struct SnowidConfig {
     /// Whether the (datacenterId, workerId) slot is leased on this host.
     pub lease: bool,
     pub lease_dir: String,
+    /// What a worker id given as a number does when another process on this host holds its slot: `'fail'`
+    /// (`ERR_SNOWID_WORKER_ID_IN_USE`) or `'next'` (the automatic lease from that slot on).
+    #[napi(ts_type = "'fail' | 'next'")]
+    pub worker_id_if_taken: String,
+    /// `'statefulset'` when, with no worker id given as a number, the worker id is the ordinal of a StatefulSet
+    /// pod's host name; else `null`.
+    #[napi(ts_type = "'statefulset'")]
+    pub worker_id_from: Option<String>,
     /// The most ids one generator issues in one ms: 2^sequenceBits.
     pub max_ids_per_ms: u32,
     /// The last Unix ms the layout can encode. Generation throws `ERR_SNOWID_TIME_EXHAUSTED` after it.
@@ -144,6 +155,8 @@ pub(crate) fn report(c: &Config) -> SnowidConfig {
         max_lead_ms: c.max_lead_ms.value as u32,
         lease: c.lease.value,
         lease_dir: c.lease_dir.value.to_string_lossy().into_owned(),
+        worker_id_if_taken: c.worker_id_if_taken.value.as_str().to_string(),
+        worker_id_from: c.worker_id_from_statefulset.value.then(|| STATEFULSET.to_string()),
         max_ids_per_ms: c.max_ids_per_ms() as u32,
         expires_at: c.layout.expires_at() as f64,
         sources: ConfigSources {
@@ -160,6 +173,8 @@ pub(crate) fn report(c: &Config) -> SnowidConfig {
             max_lead_ms: c.max_lead_ms.source.into(),
             lease: c.lease.source.into(),
             lease_dir: c.lease_dir.source.into(),
+            worker_id_if_taken: c.worker_id_if_taken.source.into(),
+            worker_id_from: c.worker_id_from_statefulset.source.into(),
         },
     }
 }

@@ -8,7 +8,7 @@ use napi::bindgen_prelude::This;
 use napi::{Env, JsValue, Result, Unknown};
 use napi_derive::napi;
 
-use crate::core::config::{time_arg, Config, OptionValue, Source};
+use crate::core::config::{time_arg, Config, OptionValue};
 use crate::core::error::Result as CoreResult;
 use crate::core::layout::Layout;
 use crate::core::generator::{Generator, Snapshot, SystemClock};
@@ -154,11 +154,11 @@ impl Snowflake {
     }
 
     /// This generator's effective configuration and where each value came from. When the worker id comes from the
-    /// host lease, it starts the generator (taking the slot) to report it.
+    /// host lease (or may move on from a taken slot), it starts the generator (taking the slot) to report it.
     /// @throws {Error} as the first `nextId()` does, when it starts the generator.
     #[napi]
     pub fn config(&self, env: Env) -> Result<SnowidConfig> {
-        let needs_slot = self.lazy.config.lock().worker_id.source == Source::Lease;
+        let needs_slot = self.lazy.config.lock().worker_id_needs_lease();
         if needs_slot {
             self.lazy.get().map_err(|e| raise(env.raw(), &e))?;
         }
