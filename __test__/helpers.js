@@ -3,10 +3,10 @@
 const assert = require('node:assert/strict')
 const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
-const os = require('node:os')
 const path = require('node:path')
 
 const ROOT = path.resolve(__dirname, '..')
+const { tempLeaseDir } = require('../scripts/lease-dir.js')
 
 /** The suite runs on the WASI build (npm run test:wasi sets NAPI_RS_FORCE_WASI=error): no native binary loads. */
 const WASI = process.env.NAPI_RS_FORCE_WASI === 'error'
@@ -21,51 +21,9 @@ function wasiTodo(reason) {
   return { todo: WASI ? `WASI: ${reason}` : false }
 }
 
-// Lease directories made for this process, removed when it exits, so a test run leaves the OS temp dir as it was.
-// A lease this process still holds keeps its marks where newcomers look while they reach past the clock: removed
-// sooner, its directory would be made again by the holder's repair thread in the moments before the process ends.
-// So each directory goes once its latest mark has passed (and the repair thread has looked once more).
-const made = []
-process.on('exit', () => {
-  const until = Math.max(0, ...made.map(latestMark))
-  const wait = Math.min(until - Date.now() + 3 * REPAIR_EVERY_MS, MAX_EXIT_WAIT_MS)
-  if (wait > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, wait)
-  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true })
-})
-
-/** How often a holder's repair thread looks at its leases (src/core/lease.rs, REPAIR_EVERY_MS). */
-const REPAIR_EVERY_MS = 10
-/** The longest an exiting test process waits for its marks to pass: longer leads are the tests' own to wait out. */
-const MAX_EXIT_WAIT_MS = 6_000
-
-/** The latest Unix ms any lease file in `dir` reserves (0 for none), from the marks of both records. */
-function latestMark(dir) {
-  let latest = 0
-  let names = []
-  try {
-    names = fs.readdirSync(dir)
-  } catch {
-    return 0
-  }
-  for (const name of names) {
-    let text = ''
-    try {
-      text = fs.readFileSync(path.join(dir, name), 'latin1')
-    } catch {
-      continue
-    }
-    for (const [, marks] of text.matchAll(/ marks=([\d:,]*)/g)) {
-      for (const [, ms] of marks.matchAll(/\d+:(\d+)/g)) latest = Math.max(latest, Number(ms))
-    }
-  }
-  return latest
-}
-
-/** A new, empty lease directory, removed when this process exits. */
+/** A new, empty lease directory, removed when this process exits (once the marks of leases held in it pass). */
 function freshLeaseDir() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-test-'))
-  made.push(dir)
-  return dir
+  return tempLeaseDir('snowid-test-')
 }
 
 /**

@@ -10,16 +10,11 @@
 // Prints one JSON line. Every timed result is kept (the last RING of them) and folded into a sink that is printed,
 // so V8 cannot skip work whose result goes unused.
 
-const fs = require('node:fs')
-const os = require('node:os')
-const path = require('node:path')
 const { Worker, isMainThread, parentPort, workerData } = require('node:worker_threads')
 
 // Each run leases worker ids in a directory of its own.
 if (isMainThread && !process.env.SNOWID_LEASE_DIR) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-bench-'))
-  process.env.SNOWID_LEASE_DIR = dir
-  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }))
+  process.env.SNOWID_LEASE_DIR = require('../scripts/lease-dir.js').tempLeaseDir('snowid-bench-')
 }
 
 const { cases, WIDE } = require('./cases.js')

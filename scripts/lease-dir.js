@@ -1,0 +1,57 @@
+'use strict'
+
+// Temporary lease directories for a process that takes leases in them itself (the test files, the benchmark's
+// cases), removed when it exits, so a run leaves the OS temp dir as it was.
+//
+// A lease the process still holds keeps its marks where newcomers look while they reach past the clock: removed
+// sooner, its directory would be made again by the holder's repair thread (src/core/lease.rs) in the moments before
+// the process ends. So each directory goes once its latest mark has passed and the repair thread has looked again.
+
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+
+/** How often a holder's repair thread looks at its leases (src/core/lease.rs, REPAIR_EVERY_MS). */
+const REPAIR_EVERY_MS = 10
+/** The longest an exiting process waits for its marks to pass: longer leads are the caller's own to wait out. */
+const MAX_EXIT_WAIT_MS = 6_000
+
+const made = []
+process.on('exit', () => {
+  const until = Math.max(0, ...made.map(latestMark))
+  const wait = Math.min(until - Date.now() + 3 * REPAIR_EVERY_MS, MAX_EXIT_WAIT_MS)
+  if (wait > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, wait)
+  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true })
+})
+
+/** The latest Unix ms any lease file in `dir` reserves (0 for none), from the marks of both records. */
+function latestMark(dir) {
+  let latest = 0
+  let names = []
+  try {
+    names = fs.readdirSync(dir)
+  } catch {
+    return 0
+  }
+  for (const name of names) {
+    let text = ''
+    try {
+      text = fs.readFileSync(path.join(dir, name), 'latin1')
+    } catch {
+      continue
+    }
+    for (const [, marks] of text.matchAll(/ marks=([\d:,]*)/g)) {
+      for (const [, ms] of marks.matchAll(/\d+:(\d+)/g)) latest = Math.max(latest, Number(ms))
+    }
+  }
+  return latest
+}
+
+/** A new, empty directory in the OS temp dir named `prefix` plus random characters, removed when this process exits. */
+function tempLeaseDir(prefix) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+  made.push(dir)
+  return dir
+}
+
+module.exports = { tempLeaseDir }
