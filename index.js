@@ -7,6 +7,12 @@
 
 const binding = require('./lib/native.js')
 
+// On Node's main thread `process.env` reads and writes the OS environment itself, which the binding can read directly,
+// for a fraction of the cost, for as long as `process.env` is still that object (see src/js/env.rs, os_backed_env).
+if (require('node:worker_threads').isMainThread && !process.versions.bun && !process.versions.deno && binding.__osBackedEnv) {
+  binding.__osBackedEnv(process.env)
+}
+
 const CODE = 'ERR_SNOWID_INVALID_ARGUMENT'
 
 function codedTypeError(message) {

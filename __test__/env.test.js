@@ -280,3 +280,30 @@ test("workerIdIfTaken: 'next' moves a taken workerId on; SNOWID_WORKER_ID_IF_TAK
   assert.equal(r.status, 0, r.stderr)
   assert.deepEqual(JSON.parse(r.stdout), [4, 'lease', 4])
 })
+
+test('new Snowflake() reads process.env as it is at each construction: assigned, deleted, replaced, in a worker_thread', () => {
+  const r = runNode(`
+    const { Snowflake } = require('.')
+    const { Worker } = require('node:worker_threads')
+    const dc = () => { try { return new Snowflake({ lease: false, workerId: 1 }).config().datacenterId } catch (e) { return e.code } }
+    const out = [dc()]
+    process.env.SNOWID_DATACENTER_ID = '3'
+    out.push(dc())
+    process.env.SNOWID_DATACENTER_ID = 5
+    out.push(dc())
+    process.env.SNOWID_DATACENTR_ID = '1'
+    out.push(dc())
+    delete process.env.SNOWID_DATACENTR_ID
+    delete process.env.SNOWID_DATACENTER_ID
+    out.push(dc())
+    const real = process.env
+    process.env = { ...real, SNOWID_DATACENTER_ID: '6' }
+    out.push(dc())
+    process.env = real
+    out.push(dc())
+    const w = new Worker("const { Snowflake } = require(" + JSON.stringify(process.cwd()) + "); require('node:worker_threads').parentPort.postMessage(new Snowflake({ lease: false, workerId: 1 }).config().datacenterId)", { eval: true, env: { ...process.env, SNOWID_DATACENTER_ID: '7' } })
+    w.once('message', (m) => { out.push(m); console.log(JSON.stringify(out)) })
+  `)
+  assert.equal(r.status, 0, r.stderr)
+  assert.deepEqual(JSON.parse(r.stdout), [0, 3, 5, 'ERR_SNOWID_INVALID_CONFIG', 0, 6, 0, 7])
+})

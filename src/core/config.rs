@@ -200,8 +200,67 @@ impl EnvSource for ProcessEnv {
     }
 
     fn snowid_names(&self) -> Vec<String> {
-        std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()).filter(|k| k.starts_with(VAR_PREFIX)).collect()
+        snowid_vars_of_process().into_iter().map(|(k, _)| k).collect()
     }
+}
+
+/// The process environment's `SNOWID_*` variables, found in one pass over it: what [`ProcessEnv`] reads, for less.
+/// Any other variable is read from the environment when asked for.
+pub struct ProcessSnapshot {
+    vars: Vec<(String, OsString)>,
+}
+
+impl ProcessSnapshot {
+    pub fn take() -> ProcessSnapshot {
+        ProcessSnapshot { vars: snowid_vars_of_process() }
+    }
+}
+
+impl EnvSource for ProcessSnapshot {
+    fn var(&self, name: &str) -> Option<OsString> {
+        if !name.starts_with(VAR_PREFIX) {
+            return std::env::var_os(name);
+        }
+        self.vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+    }
+
+    fn snowid_names(&self) -> Vec<String> {
+        self.vars.iter().map(|(k, _)| k.clone()).collect()
+    }
+}
+
+/// The process environment's `SNOWID_*` variables (a name that is not UTF-8 is left out). On Linux, one pass over
+/// `environ` that copies only those (`std::env::vars_os` copies every name and value, which each `new Snowflake()`
+/// would pay).
+#[cfg(target_os = "linux")]
+fn snowid_vars_of_process() -> Vec<(String, OsString)> {
+    use std::os::unix::ffi::OsStrExt;
+    extern "C" {
+        static environ: *const *const libc::c_char;
+    }
+    let mut vars = Vec::new();
+    // SAFETY: `environ` is a NULL-terminated array of NUL-terminated "NAME=VALUE" strings; it is only read, on the
+    // thread that configures generators, as `getenv` would read it.
+    unsafe {
+        let mut entry = environ;
+        while !entry.is_null() && !(*entry).is_null() {
+            let bytes = std::ffi::CStr::from_ptr(*entry).to_bytes();
+            if bytes.starts_with(VAR_PREFIX.as_bytes()) {
+                let mut parts = bytes.splitn(2, |&b| b == b'=');
+                let (name, value) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+                if let Ok(name) = std::str::from_utf8(name) {
+                    vars.push((name.to_string(), std::ffi::OsStr::from_bytes(value).to_os_string()));
+                }
+            }
+            entry = entry.add(1);
+        }
+    }
+    vars
+}
+
+#[cfg(not(target_os = "linux"))]
+fn snowid_vars_of_process() -> Vec<(String, OsString)> {
+    std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v))).filter(|(k, _)| k.starts_with(VAR_PREFIX)).collect()
 }
 
 impl<F: Fn(&str) -> Option<OsString>> EnvSource for F {

@@ -10,7 +10,7 @@ use std::ptr;
 use napi::bindgen_prelude::FromNapiValue;
 use napi::{sys, Result};
 
-use crate::core::config::{EnvSource, VAR_PREFIX};
+use crate::core::config::{EnvSource, ProcessSnapshot, VAR_PREFIX};
 use crate::core::error::{Code, Error as CoreError, Result as CoreResult};
 
 use super::errors::{check, check_reading};
@@ -21,16 +21,61 @@ use super::values::{own_entries, own_key_names, type_of};
 pub(crate) struct JsEnv {
     env: sys::napi_env,
     object: Option<sys::napi_value>,
+    /// The OS environment's `SNOWID_*` variables, when there is no `process.env` object to read.
+    process: Option<ProcessSnapshot>,
     /// The first variable that could not be read (a throwing getter, a value with no string form).
     failed: RefCell<Option<CoreError>>,
 }
 
+thread_local! {
+    /// The `process.env` that `index.js` found, as it loaded on this thread, to be Node's own view of the OS
+    /// environment (see [`os_backed_env`]).
+    static OS_BACKED: std::cell::Cell<Option<sys::napi_ref>> = const { std::cell::Cell::new(None) };
+}
+
+/// For `index.js`, on Node's main thread only: `object` is `process.env` as Node made it, whose every read, write
+/// and delete goes to the OS environment. While `process.env` is still that object, variables are read from the OS
+/// environment directly, with the same result and a fraction of the cost of reading them, and listing them, through
+/// N-API (a `new Snowflake()` reads them all). Bun keeps assignments to `process.env` from the OS environment, and a
+/// `worker_thread`'s `process.env` is its own copy, so `index.js` does not call this there.
+#[napi_derive::napi(skip_typescript, js_name = "__osBackedEnv")]
+pub fn os_backed_env(env: napi::Env, object: napi::bindgen_prelude::Object) -> Result<()> {
+    // The WASI build's environment is the one its wasm instance was given when it started, not the OS's.
+    if cfg!(target_os = "wasi") {
+        return Ok(());
+    }
+    let mut reference = ptr::null_mut();
+    // SAFETY: `object` is a value of this call; the reference is kept for the life of the env.
+    check(unsafe { sys::napi_create_reference(env.raw(), napi::JsValue::raw(&object), 1, &mut reference) })?;
+    OS_BACKED.with(|o| o.set(Some(reference)));
+    Ok(())
+}
+
+/// Whether `object` is the `process.env` registered by [`os_backed_env`] on this thread.
+fn is_os_backed(env: sys::napi_env, object: sys::napi_value) -> bool {
+    let Some(reference) = OS_BACKED.with(|o| o.get()) else {
+        return false;
+    };
+    let (mut registered, mut same) = (ptr::null_mut(), false);
+    // SAFETY: the reference is alive; both values belong to this env.
+    let read = unsafe { sys::napi_get_reference_value(env, reference, &mut registered) };
+    if read != sys::Status::napi_ok || registered.is_null() {
+        return false;
+    }
+    // SAFETY: as above.
+    let compared = unsafe { sys::napi_strict_equals(env, registered, object, &mut same) };
+    compared == sys::Status::napi_ok && same
+}
+
 impl JsEnv {
-    /// The calling thread's `process.env`; the OS environment if there is none, or it cannot be reached.
+    /// The calling thread's `process.env`; the OS environment if there is none, or it cannot be reached, or it is
+    /// Node's own view of the OS environment (see [`os_backed_env`]).
     pub(crate) fn new(env: sys::napi_env) -> JsEnv {
         let object = property_object(env, None, c"process").ok().flatten();
         let object = object.and_then(|process| property_object(env, Some(process), c"env").ok().flatten());
-        JsEnv { env, object, failed: RefCell::new(None) }
+        let object = object.filter(|o| !is_os_backed(env, *o));
+        let process = object.is_none().then(ProcessSnapshot::take);
+        JsEnv { env, object, process, failed: RefCell::new(None) }
     }
 
     /// `r`, unless a variable could not be read while making it: then that error.
@@ -65,7 +110,7 @@ impl JsEnv {
 impl EnvSource for JsEnv {
     fn var(&self, name: &str) -> Option<OsString> {
         let Some(object) = self.object else {
-            return std::env::var_os(name);
+            return self.process.as_ref().and_then(|p| p.var(name));
         };
         match self.read(object, name) {
             Ok(v) => v,
@@ -79,7 +124,7 @@ impl EnvSource for JsEnv {
 
     fn snowid_names(&self) -> Vec<String> {
         let Some(object) = self.object else {
-            return crate::core::config::ProcessEnv.snowid_names();
+            return self.process.as_ref().map(|p| p.snowid_names()).unwrap_or_default();
         };
         match own_key_names(self.env, object, "process.env") {
             Ok(names) => names.into_iter().filter(|n| n.starts_with(VAR_PREFIX)).collect(),
