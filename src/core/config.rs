@@ -27,7 +27,7 @@ pub fn default_lease_dir() -> PathBuf {
     std::env::temp_dir().join("snowid")
 }
 
-/// On WASI, whose `temp_dir` panics, only a name for messages: no lease directory opens there (lease_wasi.rs).
+/// On WASI, whose `temp_dir` panics, only a name for messages: no lease directory opens there (lease_none.rs).
 #[cfg(target_os = "wasi")]
 pub fn default_lease_dir() -> PathBuf {
     PathBuf::from("/tmp/snowid")

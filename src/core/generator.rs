@@ -43,6 +43,7 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     /// `CLOCK_REALTIME`, the clock `SystemTime::now()` reads, without its `Duration` arithmetic. A time before 1970
     /// (or a failed read) is 0, which the generator refuses as before its epoch.
+    #[cfg(unix)]
     #[inline]
     fn now_ms(&self) -> u64 {
         let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
@@ -52,6 +53,12 @@ impl Clock for SystemClock {
             return 0;
         }
         ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+    }
+
+    #[cfg(not(unix))]
+    #[inline]
+    fn now_ms(&self) -> u64 {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
     }
 
     fn sleep_ms(&self, ms: u64) {

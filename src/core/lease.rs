@@ -334,8 +334,8 @@ impl Lease {
     /// that no process holds and that reserves nothing ahead of the clock; the directory is made again when missing.
     fn locate(&self, held: &mut Held, now: u64) -> Result<()> {
         let dir = LeaseDir::open(&self.dir_path, self.sharing).map_err(|e| self.lost(&format!("its directory cannot be used: {}", e.message())))?;
-        let there = match fstatat(&dir.dir, &self.name) {
-            Ok(m) => Some(identity(&m)),
+        let there = match identity_at(&dir.dir, &self.name) {
+            Ok(id) => Some(id),
             Err(e) if e.kind() == ErrorKind::NotFound => None,
             Err(e) => return Err(self.file_error("checking", &e)),
         };
@@ -419,11 +419,19 @@ fn dir_identity(dir: &File) -> (u64, u64) {
     dir.metadata().map(|m| identity(&m)).unwrap_or((0, 0))
 }
 
-/// `fstatat` of `name` in `dir`, without following a link.
-fn fstatat(dir: &File, name: &CStr) -> std::io::Result<std::fs::Metadata> {
-    // A path through the directory's fd: /proc/self/fd is not needed, `openat` with O_PATH gives a handle to stat.
-    let file = open_at(dir, name, libc::O_PATH)?;
-    file.metadata()
+/// The (device, inode) of `name` in `dir`, by `fstatat` without following a link (so, of the link itself).
+fn identity_at(dir: &File, name: &CStr) -> std::io::Result<(u64, u64)> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `dir` is an open directory, `name` a NUL-terminated file name and `st` a valid out-pointer.
+    let rc = unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr(), st.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fstatat succeeded, so it filled `st`.
+    let st = unsafe { st.assume_init() };
+    // The same widening as `MetadataExt::dev` and `ino`, so the two compare.
+    #[allow(clippy::unnecessary_cast)]
+    Ok((st.st_dev as u64, st.st_ino as u64))
 }
 
 /// `openat` of `name` in `dir` with `flags`, never following a link, never blocking, closed on exec; a file made
@@ -808,7 +816,10 @@ struct FlockHolder {
 impl FlockHolder {
     fn of(pid: u32, m: &std::fs::Metadata) -> FlockHolder {
         let dev = m.dev();
-        FlockHolder { pid, major: libc::major(dev) as u64, minor: libc::minor(dev) as u64, ino: m.ino() }
+        // dev_t and the width of major and minor differ between systems; /proc/locks is Linux's, where they fit.
+        #[allow(clippy::unnecessary_cast)]
+        let (major, minor) = (libc::major(dev as libc::dev_t) as u64, libc::minor(dev as libc::dev_t) as u64);
+        FlockHolder { pid, major, minor, ino: m.ino() }
     }
 
     /// One line of `/proc/locks`, such as `3: FLOCK  ADVISORY  WRITE 4242 08:01:131 0 EOF`, when it is a granted

@@ -6,11 +6,12 @@ pub mod generator;
 pub mod id;
 pub mod layout;
 pub mod claim;
-// WASI has no flock: there the host lease is a stand-in whose directory never opens (lease_wasi.rs).
-#[cfg(not(target_os = "wasi"))]
+// The host lease is built on Unix's flock and file APIs. Elsewhere (WASI, which has no flock, and Windows) it is a
+// stand-in whose directory never opens (lease_none.rs).
+#[cfg(unix)]
 pub mod lease;
-#[cfg(target_os = "wasi")]
-#[path = "lease_wasi.rs"]
+#[cfg(not(unix))]
+#[path = "lease_none.rs"]
 pub mod lease;
 pub mod registry;
 pub mod start;

@@ -1,10 +1,17 @@
-//! The host lease on WASI, which has no `flock`: the same names as `lease.rs`, but no directory ever opens, so no
-//! lease exists. Opening one fails with `ERR_SNOWID_LEASE_UNSUPPORTED`, which says what to configure instead.
+//! The host lease where `lease.rs`'s Unix file APIs are missing (WASI, which has no `flock`, and Windows): the same
+//! names, but no directory ever opens, so no lease exists. Opening one fails with `ERR_SNOWID_LEASE_UNSUPPORTED`,
+//! which says what to configure instead.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use super::error::{Class, Code, Error, Result};
+
+/// The platform, as the error names it.
+#[cfg(target_os = "wasi")]
+const PLATFORM: &str = "WASI (the snowid-wasm32-wasi build)";
+#[cfg(not(target_os = "wasi"))]
+const PLATFORM: &str = "Windows";
 
 /// What a slot's earlier holder left (never read here: no lease is ever taken).
 pub struct Record {
@@ -18,7 +25,7 @@ pub enum Sharing {
     Private,
 }
 
-/// A held slot: none can exist on WASI.
+/// A held slot: none can exist here.
 pub enum Lease {}
 
 impl Lease {
@@ -35,7 +42,7 @@ impl Lease {
     }
 }
 
-/// An open lease directory: none can exist on WASI.
+/// An open lease directory: none can exist here.
 pub enum LeaseDir {}
 
 impl LeaseDir {
@@ -44,7 +51,7 @@ impl LeaseDir {
             Code::LeaseUnsupported,
             Class::Error,
             format!(
-                "host lease in {}: expected a platform with flock, found WASI (the snowid-wasm32-wasi build); set \
+                "host lease in {}: expected a platform with flock, found {PLATFORM}; set \
                  SNOWID_LEASE=off with an explicit SNOWID_WORKER_ID (or SNOWID_WORKER_ID_FROM=statefulset), or take worker ids from \
                  snowid/redis or snowid/postgres",
                 path.display()
