@@ -7,6 +7,9 @@
 
 const binding = require('./lib/native.js')
 
+// On the WASI build, threads do not share generators: each claims the identities it makes ids with (lib/wasi-threads.js).
+const wasiThreads = binding.__napiBindingTarget === 'wasm32-wasi' ? require('./lib/wasi-threads.js') : null
+
 const CODE = 'ERR_SNOWID_INVALID_ARGUMENT'
 
 function codedTypeError(message) {
@@ -25,8 +28,8 @@ function describe(value) {
 // `Native`'s constructor and prototype, guarded: the returned constructor throws a coded TypeError without `new`,
 // each prototype method throws one when `this` is not an instance made here, and each instance gets the methods
 // named in `bound` as its own functions bound to it (the binding gives `Snowflake` instances their hot methods
-// itself).
-function guardedClass(Native, name, bound) {
+// itself). `made`, when given, is called with each new instance.
+function guardedClass(Native, name, bound, made) {
   const instances = new WeakSet()
   const proto = Native.prototype
   const native = {}
@@ -56,6 +59,7 @@ function guardedClass(Native, name, bound) {
       for (const key of bound) {
         Object.defineProperty(self, key, { value: native[key].bind(self), writable: false, enumerable: false, configurable: false })
       }
+      if (made) made(self)
       return self
     },
   }[name]
@@ -64,7 +68,24 @@ function guardedClass(Native, name, bound) {
   return Guarded
 }
 
-module.exports.Snowflake = guardedClass(binding.Snowflake, 'Snowflake', ['decode', 'minIdAt', 'maxIdAt', 'config', 'stats'])
+// On WASI a Snowflake claims its identity when it is made (its id methods are the binding's own, fixed on it). One
+// whose config() fails claims nothing: its ids fail the same way.
+function claimSnowflake(self) {
+  let config
+  try {
+    config = self.config()
+  } catch {
+    return
+  }
+  wasiThreads.claim(config)
+}
+
+module.exports.Snowflake = guardedClass(
+  binding.Snowflake,
+  'Snowflake',
+  ['decode', 'minIdAt', 'maxIdAt', 'config', 'stats'],
+  wasiThreads ? claimSnowflake : undefined,
+)
 module.exports.SnowflakeLayout = guardedClass(binding.SnowflakeLayout, 'SnowflakeLayout', [
   'decode',
   'timestampOf',
@@ -80,10 +101,10 @@ module.exports.decode = binding.decode
 module.exports.encode = binding.encode
 module.exports.maxIdAt = binding.maxIdAt
 module.exports.minIdAt = binding.minIdAt
-module.exports.nextId = binding.nextId
-module.exports.nextIds = binding.nextIds
-module.exports.nextIdString = binding.nextIdString
-module.exports.nextIdStrings = binding.nextIdStrings
+// The default generator's id functions: the binding's own, but on WASI, where their first call claims the generator.
+for (const name of ['nextId', 'nextIds', 'nextIdString', 'nextIdStrings']) {
+  module.exports[name] = wasiThreads ? wasiThreads.claiming(binding[name], binding.config) : binding[name]
+}
 module.exports.parse = binding.parse
 module.exports.stats = binding.stats
 module.exports.timestampOf = binding.timestampOf
@@ -106,6 +127,7 @@ const CODES = new Set([
   'ERR_SNOWID_REDIS_UNAVAILABLE',
   'ERR_SNOWID_STORE_PERMISSION_DENIED',
   'ERR_SNOWID_TIME_EXHAUSTED',
+  'ERR_SNOWID_WASI_THREAD',
   'ERR_SNOWID_WORKER_ID_IN_USE',
 ])
 
