@@ -102,9 +102,12 @@ module.exports.encode = binding.encode
 module.exports.maxIdAt = binding.maxIdAt
 module.exports.minIdAt = binding.minIdAt
 // The default generator's id functions: the binding's own, but on WASI, where their first call claims the generator.
-for (const name of ['nextId', 'nextIds', 'nextIdString', 'nextIdStrings']) {
-  module.exports[name] = wasiThreads ? wasiThreads.claiming(binding[name], binding.config) : binding[name]
-}
+// Assigned one by one, so that `import { nextId } from 'snowid'` finds them (cjs-module-lexer reads these lines).
+const defaultIds = wasiThreads ? (fn) => wasiThreads.claiming(fn, binding.config) : (fn) => fn
+module.exports.nextId = defaultIds(binding.nextId)
+module.exports.nextIds = defaultIds(binding.nextIds)
+module.exports.nextIdString = defaultIds(binding.nextIdString)
+module.exports.nextIdStrings = defaultIds(binding.nextIdStrings)
 module.exports.parse = binding.parse
 module.exports.stats = binding.stats
 module.exports.timestampOf = binding.timestampOf
