@@ -83,7 +83,7 @@ async function primary(api, { threadFile }) {
     assert.deepEqual(JSON.parse(JSON.stringify(decoded)), decoded)
   })
 
-  if (WASI) skip('worker_threads', 'each thread instantiates the wasm module, so threads do not share the generator')
+  if (WASI) skip('worker_threads', 'each thread instantiates the wasm module, so threads cannot share the generator: a second thread with its worker id gets ERR_SNOWID_WORKER_ID_IN_USE (__test__/threads.test.js)')
   else await check('worker_threads', async () => {
     const worker = new Worker(threadFile)
     const mine = []
