@@ -13,6 +13,9 @@ if (require('node:worker_threads').isMainThread && !process.versions.bun && !pro
   binding.__osBackedEnv(process.env)
 }
 
+// On the WASI build, threads do not share generators: each claims the identities it makes ids with (lib/wasi-threads.js).
+const wasiThreads = binding.__napiBindingTarget === 'wasm32-wasi' ? require('./lib/wasi-threads.js') : null
+
 const CODE = 'ERR_SNOWID_INVALID_ARGUMENT'
 
 function codedTypeError(message) {
@@ -77,8 +80,8 @@ function stringsOf(joinedIds) {
 // getter on the prototype that, reached through an instance, gives the instance all of them as own, hidden,
 // read-only properties, which shadow the getters from then on. The binding gives `Snowflake` instances their hot
 // methods itself (`__install`) and the halves of its batches; `decode` is made from the native `__decoder`; the rest
-// are bound here.
-function guardedClass(Native, name, bound) {
+// are bound here. `made`, when given, is called with each new instance.
+function guardedClass(Native, name, bound, made) {
   const instances = new WeakSet()
   const proto = Native.prototype
   const native = {}
@@ -141,6 +144,7 @@ function guardedClass(Native, name, bound) {
       }
       const self = Reflect.construct(Native, [options], new.target)
       instances.add(self)
+      if (made) made(self)
       return self
     },
   }[name]
@@ -149,7 +153,24 @@ function guardedClass(Native, name, bound) {
   return Guarded
 }
 
-module.exports.Snowflake = guardedClass(binding.Snowflake, 'Snowflake', ['decode', 'minIdAt', 'maxIdAt', 'config', 'stats'])
+// On WASI a Snowflake claims its identity when it is made (its id methods are the binding's own, fixed on it). One
+// whose config() fails claims nothing: its ids fail the same way.
+function claimSnowflake(self) {
+  let config
+  try {
+    config = self.config()
+  } catch {
+    return
+  }
+  wasiThreads.claim(config)
+}
+
+module.exports.Snowflake = guardedClass(
+  binding.Snowflake,
+  'Snowflake',
+  ['decode', 'minIdAt', 'maxIdAt', 'config', 'stats'],
+  wasiThreads ? claimSnowflake : undefined,
+)
 module.exports.SnowflakeLayout = guardedClass(binding.SnowflakeLayout, 'SnowflakeLayout', [
   'decode',
   'timestampOf',
@@ -165,10 +186,13 @@ module.exports.decode = FIELDS ? decoder(binding.__decodeFields) : binding.decod
 module.exports.encode = binding.encode
 module.exports.maxIdAt = binding.maxIdAt
 module.exports.minIdAt = binding.minIdAt
-module.exports.nextId = binding.nextId
-module.exports.nextIds = idsOf(binding.nextIds, binding.__scratchIds)
-module.exports.nextIdString = binding.nextIdString
-module.exports.nextIdStrings = stringsOf(binding.__joinedIds)
+// The default generator's id functions: the binding's own, but on WASI, where their first call claims the generator.
+// Assigned one by one, so that `import { nextId } from 'snowid'` finds them (cjs-module-lexer reads these lines).
+const defaultIds = wasiThreads ? (fn) => wasiThreads.claiming(fn, binding.config) : (fn) => fn
+module.exports.nextId = defaultIds(binding.nextId)
+module.exports.nextIds = defaultIds(idsOf(binding.nextIds, binding.__scratchIds))
+module.exports.nextIdString = defaultIds(binding.nextIdString)
+module.exports.nextIdStrings = defaultIds(stringsOf(binding.__joinedIds))
 module.exports.parse = binding.parse
 module.exports.stats = binding.stats
 module.exports.timestampOf = binding.timestampOf
@@ -191,6 +215,7 @@ const CODES = new Set([
   'ERR_SNOWID_REDIS_UNAVAILABLE',
   'ERR_SNOWID_STORE_PERMISSION_DENIED',
   'ERR_SNOWID_TIME_EXHAUSTED',
+  'ERR_SNOWID_WASI_THREAD',
   'ERR_SNOWID_WORKER_ID_IN_USE',
 ])
 

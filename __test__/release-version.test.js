@@ -23,19 +23,19 @@ function copyPackage(t) {
 
 const readJson = (file) => JSON.parse(fs.readFileSync(file, 'utf8'))
 
-test('release:version bumps the root, the 12 native packages and the WASI one, the dependencies on them and the lock', (t) => {
+test('release:version bumps the root, the 16 native packages and the WASI one, the dependencies on them and the lock', (t) => {
   const dir = copyPackage(t)
   const r = spawnSync(process.execPath, [SCRIPT, '1.2.3-rc.1', '--root', dir], { encoding: 'utf8' })
   assert.equal(r.status, 0, r.stderr)
   const pkg = readJson(path.join(dir, 'package.json'))
   assert.equal(pkg.version, '1.2.3-rc.1')
   const platforms = fs.readdirSync(path.join(dir, 'npm')).map((d) => readJson(path.join(dir, 'npm', d, 'package.json')))
-  assert.equal(platforms.length, 13)
+  assert.equal(platforms.length, 17)
   for (const p of platforms) {
     assert.equal(p.version, '1.2.3-rc.1', p.name)
     assert.equal({ ...pkg.optionalDependencies, ...pkg.dependencies }[p.name], '1.2.3-rc.1', p.name)
   }
-  assert.equal(Object.keys(pkg.optionalDependencies).length, 12)
+  assert.equal(Object.keys(pkg.optionalDependencies).length, 16)
   assert.equal(pkg.dependencies['snowid-wasm32-wasi'], '1.2.3-rc.1')
   const lock = readJson(path.join(dir, 'package-lock.json'))
   assert.equal(lock.version, '1.2.3-rc.1')

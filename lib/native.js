@@ -11,6 +11,9 @@ const OS = [
   [/^unknown-linux-musl/, (arch) => `linux-${arch}-musl`],
   [/^apple-darwin$/, (arch) => `darwin-${arch}`],
   [/^pc-windows-msvc$/, (arch) => `win32-${arch}-msvc`],
+  [/^unknown-freebsd$/, (arch) => `freebsd-${arch}`],
+  [/^linux-androideabi$/, (arch) => `android-${arch}-eabi`],
+  [/^linux-android$/, (arch) => `android-${arch}`],
 ]
 
 // A Rust target triple as napi-rs names its platform package: x86_64-unknown-linux-gnu is linux-x64-gnu.

@@ -83,20 +83,24 @@ async function primary(api, { threadFile }) {
     assert.deepEqual(JSON.parse(JSON.stringify(decoded)), decoded)
   })
 
-  if (WASI) skip('worker_threads', 'each thread instantiates the wasm module, so threads do not share the generator')
-  else await check('worker_threads', async () => {
+  // On WASI each thread instantiates the wasm module, so threads cannot share the generator: a thread asking for the
+  // worker id this thread makes ids with is refused, not given the same ids.
+  if (WASI) {
+    await check('worker_threads: a second thread with the process worker id gets ERR_SNOWID_WORKER_ID_IN_USE', async () => {
+      const worker = new Worker(threadFile)
+      const other = await threadIds(worker, () => {})
+      await worker.terminate()
+      assert.equal(other.code, 'ERR_SNOWID_WORKER_ID_IN_USE', other.message)
+      assert.match(other.message, /found it in use by the main thread/)
+    })
+  } else await check('worker_threads', async () => {
     const worker = new Worker(threadFile)
     const mine = []
-    const other = await new Promise((resolve, reject) => {
-      worker.on('message', (message) => {
-        if (message !== 'ready') return resolve(message)
-        worker.postMessage('go')
-        for (let i = 0; i < IDS; i++) mine.push(api.nextId())
-      })
-      worker.on('error', reject)
-      worker.on('exit', (code) => reject(new Error(`the thread exited with code ${code} before sending its ids`)))
+    const other = await threadIds(worker, () => {
+      for (let i = 0; i < IDS; i++) mine.push(api.nextId())
     })
     await worker.terminate()
+    assert.equal(other.code, undefined, other.message)
     assert.equal(other.length, IDS)
     increasing(mine, 'main thread')
     increasing(other, 'worker thread')
@@ -142,13 +146,33 @@ function clusterWorker(api) {
 }
 
 /** A worker thread: waits for the main thread's go, then makes ids as fast as it can and sends them back. */
+// A worker_thread's side of the worker_threads check: on 'go' it sends IDS ids, or the code and message of the error
+// that making them threw.
 function thread(nextId, parentPort) {
   parentPort.once('message', () => {
     const ids = []
-    for (let i = 0; i < IDS; i++) ids.push(nextId())
+    try {
+      for (let i = 0; i < IDS; i++) ids.push(nextId())
+    } catch (err) {
+      parentPort.postMessage({ code: err.code, message: err.message })
+      return
+    }
     parentPort.postMessage(ids)
   })
   parentPort.postMessage('ready')
+}
+
+// The main thread's side: tells `worker` to go once it is ready, runs `meanwhile`, and resolves with what it sent.
+function threadIds(worker, meanwhile) {
+  return new Promise((resolve, reject) => {
+    worker.on('message', (message) => {
+      if (message !== 'ready') return resolve(message)
+      worker.postMessage('go')
+      meanwhile()
+    })
+    worker.on('error', reject)
+    worker.on('exit', (code) => reject(new Error(`the thread exited with code ${code} before sending its ids`)))
+  })
 }
 
 module.exports = { check, primary, clusterWorker, thread }
