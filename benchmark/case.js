@@ -79,6 +79,7 @@ async function check(c) {
       }
     }
   }
+  if (c.threads === false) return { duplicates, increasing, threadDuplicates: null }
   const lists = await inThreads(c, THREAD_IDS, 2)
   const all = lists.flat()
   const threadDuplicates = all.length - new Set(all).size
