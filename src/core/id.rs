@@ -12,19 +12,33 @@ pub struct Decimal {
     start: usize,
 }
 
+/// The two digits of 0 to 99, in order: `PAIRS[2n..2n + 2]` is `n` in two digits.
+const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+                            2021222324252627282930313233343536373839\
+                            4041424344454647484950515253545556575859\
+                            6061626364656667686970717273747576777879\
+                            8081828384858687888990919293949596979899";
+
 impl Decimal {
+    /// Two digits per step, from a table: half the divisions of one digit per step, on every id turned into text.
     #[inline]
     pub fn new(mut v: u64) -> Self {
         let mut buf = [b'0'; 20];
         let mut i = buf.len();
-        loop {
-            i -= 1;
-            buf[i] = b'0' + (v % 10) as u8;
-            v /= 10;
+        while v >= 10 {
+            // Below 100, so both indexes are within PAIRS; `i` is at least 2 here, as a u64 has at most 20 digits.
+            let pair = (v % 100) as usize * 2;
+            v /= 100;
+            i -= 2;
+            buf[i] = PAIRS[pair];
+            buf[i + 1] = PAIRS[pair + 1];
             if v == 0 {
-                break;
+                // The last pair taken was 10 to 99, so its leading digit is not a 0.
+                return Decimal { buf, start: i };
             }
         }
+        i -= 1;
+        buf[i] = b'0' + v as u8;
         Decimal { buf, start: i }
     }
 
@@ -100,6 +114,19 @@ mod tests {
     #[test]
     fn decimal_formats_like_to_string() {
         for v in [0u64, 1, 9, 10, 99, 100, 4096, 1_234_567_890_123_456_789, MAX_ID, u64::MAX] {
+            assert_eq!(Decimal::new(v).as_str(), v.to_string());
+        }
+        // Every length, at its edges, and random ids of every magnitude.
+        let mut p = 1u64;
+        for _ in 0..19 {
+            p *= 10;
+            for v in [p - 1, p, p + 1, p / 10 * 9, p.saturating_add(p / 2)] {
+                assert_eq!(Decimal::new(v).as_str(), v.to_string());
+            }
+        }
+        let mut rng = crate::core::testing::Rng::new(7);
+        for _ in 0..100_000 {
+            let v = rng.id();
             assert_eq!(Decimal::new(v).as_str(), v.to_string());
         }
     }
