@@ -159,7 +159,9 @@ function guardedClass(Native, name, bound, made) {
 function claimSnowflake(self) {
   let config
   try {
-    config = self.config()
+    // The prototype's method, called on the instance: `self.config` would give the instance its own methods now,
+    // which a new instance gets only on its first method access.
+    config = Reflect.apply(binding.Snowflake.prototype.config, self, [])
   } catch {
     return
   }
