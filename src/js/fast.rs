@@ -158,16 +158,26 @@ extern "C" {
     ) -> sys::napi_status;
 }
 
+/// A batch of decimal ids: its count, read from `arg` (a number only), then the generator, asked for once the count
+/// is known to be good, so that a refused call starts nothing.
+fn counted_batch<'g>(
+    env: sys::napi_env,
+    generator: impl FnOnce() -> CoreResult<&'g Generator<SystemClock>>,
+    arg: sys::napi_value,
+) -> Result<(usize, &'g Generator<SystemClock>)> {
+    let Batch::Count(len) = read_batch(env, arg, false)? else {
+        return Err(napi::Error::from_status(Status::InvalidArg));
+    };
+    Ok((len, generator().map_err(|e| raise(env, &e))?))
+}
+
 /// `nextIdStrings(count)`: an array of `count` decimal ids. The generator is asked for as in `next_ids_impl`.
 pub(crate) fn next_id_strings_impl<'g>(
     env: sys::napi_env,
     generator: impl FnOnce() -> CoreResult<&'g Generator<SystemClock>>,
     arg: sys::napi_value,
 ) -> Result<sys::napi_value> {
-    let Batch::Count(len) = read_batch(env, arg, false)? else {
-        return Err(napi::Error::from_status(Status::InvalidArg));
-    };
-    let generator = generator().map_err(|e| raise(env, &e))?;
+    let (len, generator) = counted_batch(env, generator, arg)?;
     let mut ids = vec![0u64; len];
     generator.fill(&mut ids).map_err(|e| raise(env, &e))?;
     let mut array = ptr::null_mut();
@@ -196,10 +206,7 @@ pub(crate) fn joined_ids_impl<'g>(
     generator: impl FnOnce() -> CoreResult<&'g Generator<SystemClock>>,
     arg: sys::napi_value,
 ) -> Result<sys::napi_value> {
-    let Batch::Count(len) = read_batch(env, arg, false)? else {
-        return Err(napi::Error::from_status(Status::InvalidArg));
-    };
-    let generator = generator().map_err(|e| raise(env, &e))?;
+    let (len, generator) = counted_batch(env, generator, arg)?;
     TEXT.with(|text| {
         // A re-entered call (none is expected: nothing here runs JS) would find the buffer taken: it gets its own.
         let mut own = Vec::new();
