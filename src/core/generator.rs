@@ -13,9 +13,13 @@
 //! - **Restarts:** with a [`MarkStore`] (the host lease), no id is issued past the stored mark of its clockBack
 //!   value until a later mark is written. A new holder of the slot starts past the marks earlier holders left (see
 //!   [`State::resume`]), so it never issues an id an earlier holder may have issued.
-//! - **Threads:** the state sits behind a mutex shared by every generator of the identity, and the clock is read
-//!   while it is held, so concurrent callers never see each other's readings as a step backwards.
+//! - **Threads:** every generator of the identity shares one [`Shared`]: the state machine behind a mutex, and a
+//!   lock-free fast path in front of it for the two common cases (a later ms the stored mark covers, or the same ms
+//!   with sequence values left). The fast path takes an id with one compare-and-swap on the last id issued; anything
+//!   else goes through the mutex, where the clock is read while it is held. [`Shared`] argues why the two never
+//!   issue the same id, and why nothing passes a fence.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -268,7 +272,77 @@ impl State {
     }
 }
 
-pub type SharedState = Arc<Mutex<State>>;
+/// The value of [`Shared::word`] while the fast path is closed. No id has every bit set (ids are below 2^63).
+const CLOSED: u64 = u64::MAX;
+
+/// The state of one identity, shared by its generators: the state machine, and the lock-free fast path over it.
+///
+/// # The fast path
+///
+/// `word` holds either [`CLOSED`] or the last id issued under the state, without its datacenterId and workerId bits
+/// (constant for the identity): its timestamp, clockBack and sequence in place. While it is open, a caller reads
+/// `word`, then `bound`, then the clock at `t` (ms since the epoch), and issues
+/// - `t` with sequence 0 and the word's clockBack, when `t` is past the word's timestamp, or
+/// - the word plus one, when `t` is the word's timestamp and its sequence is not the last,
+///
+/// both only when `t <= bound`, by a compare-and-swap of `word` from the value read to the id issued. Everything
+/// else (no word, a full ms, a clock behind the word, a mark to write, a deadline) goes to the mutex.
+///
+/// # The mutex
+///
+/// Every section under the mutex that reads or changes the state machine first swaps `word` to `CLOSED` and takes
+/// the word it held into the state (`last`, `next_seq`): the state then knows every id issued, and no fast-path
+/// swap can succeed until the word is opened again. A section opens it again (stores `bound`, then the word) only
+/// right after it has itself issued an id, and with that id. A section that issues none (a failed call, a deadline,
+/// a mark taken in) leaves it closed, and the next call takes the mutex.
+///
+/// # Why no id is issued twice, and why nothing passes a fence
+///
+/// 1. **No word value comes back.** Every value the word takes, other than `CLOSED`, is an id just issued: a swap
+///    puts in the id it issues, an opening puts in the id its section issued. Ids issued under the state are
+///    distinct (each is issued by the state machine's rules from a state that knows every earlier id), so a value,
+///    once replaced, never returns. This is what rules out ABA: a caller that read a word and was then held up for
+///    any time can complete its swap only if the word still holds that very value, which means no mutex section
+///    began in between (each begins by swapping in `CLOSED`) and no other id was issued in between.
+/// 2. **The bound read is the bound of that word.** `bound` changes only inside a mutex section, after its swap to
+///    `CLOSED` (Release store, Acquire load). The word a caller loads (Acquire) is in the release sequence of the
+///    opening that began its run of swaps, whose `bound` store came before it: the caller sees that bound or a later
+///    one. A later one was stored after a later swap to `CLOSED`, which then happens before the caller's swap, and
+///    that swap fails (the word never returns to the value it expects, by 1). So a swap that succeeds was computed
+///    from the bound of its own open run, and `bound` (the stored mark, the lease deadline, the end of the
+///    timestamp field) holds for every id the fast path issues.
+/// 3. **Time order.** The clock is read after the word is loaded: a caller that loads a word another caller put in
+///    reads the clock after that caller did, so it does not see that caller's timestamp as a step back. A clock that
+///    did step back reads behind the word, which is the mutex's case.
+/// 4. **Fences.** `set_deadline` (and so a release or a lost lease) closes the word under the mutex and does not
+///    open it; no swap can succeed from then on (by 1), and the calls that follow take the mutex, which refuses them
+///    past the deadline. Only a section that issues an id, under a deadline that allows it, opens the word again. So
+///    once `set_deadline(0)` returns, no id is issued, and `highest_ms` (read under the mutex) covers every id.
+/// 5. **Marks.** The fast path never issues past `bound`, which is at most the mark the store confirmed
+///    (`reserved_until`): a mark is written under the mutex, before the word that lets ids up to it be issued is
+///    opened.
+#[repr(align(64))]
+pub struct Shared {
+    /// `CLOSED`, or the last id issued without its fixed bits (see above).
+    word: AtomicU64,
+    /// While the word is open: the latest timestamp (ms since the epoch) the fast path may issue at.
+    bound: AtomicU64,
+    state: Mutex<State>,
+}
+
+impl Shared {
+    /// A shared state over `state`, with the fast path closed until the first id.
+    pub fn new(state: State) -> SharedState {
+        Arc::new(Shared { word: AtomicU64::new(CLOSED), bound: AtomicU64::new(0), state: Mutex::new(state) })
+    }
+
+    /// The clockBack the state was configured with, which never changes.
+    pub fn configured_clock_back(&self) -> u32 {
+        self.state.lock().configured_clock_back()
+    }
+}
+
+pub type SharedState = Arc<Shared>;
 
 /// Everything a generator needs besides its state and clock.
 #[derive(Debug, Clone, Copy)]
@@ -301,6 +375,8 @@ pub struct Generator<C: Clock> {
     clock_back_mask: u32,
     timestamp_shift: u32,
     clock_back_shift: u32,
+    /// The clockBack bits in place: what the fast path keeps of the word when it moves to a new ms.
+    clock_back_bits: u64,
     state: SharedState,
     clock: C,
 }
@@ -331,9 +407,11 @@ impl<C: Clock> Generator<C> {
                 )
             })?;
         {
-            let mut st = state.lock();
+            // The tolerance is read only under the mutex, by the state machine: the fast path need not close.
+            let mut st = state.state.lock();
             st.tolerance = st.tolerance.max(settings.max_lead_ms);
         }
+        let clock_back_mask = max_value(layout.widths().clock_back);
         Ok(Generator {
             settings,
             fixed,
@@ -343,6 +421,7 @@ impl<C: Clock> Generator<C> {
             clock_back_mask: max_value(layout.widths().clock_back) as u32,
             timestamp_shift: layout.timestamp_shift(),
             clock_back_shift: layout.clock_back_shift(),
+            clock_back_bits: clock_back_mask << layout.clock_back_shift(),
             state,
             clock,
         })
@@ -354,45 +433,100 @@ impl<C: Clock> Generator<C> {
 
     /// The current lead, clockBack and counters of the state this generator shares.
     pub fn snapshot(&self) -> Snapshot {
-        let st = self.state.lock();
+        let st = self.state.state.lock();
+        let last = self.last_of(&st);
         let now = self.clock.now_ms();
-        Snapshot {
-            lead_ms: (st.last + self.epoch).saturating_sub(now),
-            clock_back: st.clock_back,
-            stats: st.stats,
+        Snapshot { lead_ms: (last + self.epoch).saturating_sub(now), clock_back: st.clock_back, stats: st.stats }
+    }
+
+    /// The timestamp of the last id issued, read under the mutex without closing the fast path: the state's own, or
+    /// the open word's, which the fast path moves only forward and only within the state's clockBack.
+    fn last_of(&self, st: &State) -> u64 {
+        match self.state.word.load(Ordering::Acquire) {
+            CLOSED => st.last,
+            w => w >> self.timestamp_shift,
         }
     }
 
     /// The next id.
     #[inline]
     pub fn next_id(&self) -> Result<u64> {
-        let mut st = self.state.lock();
-        let now = self.clock.now_ms();
-        // The two common cases, straight from `run`'s rules: a later ms that the stored mark already covers, or the
-        // same ms with sequence values left, both before any lease deadline. Everything else (waits, borrowing,
-        // steps back, marks, deadlines, errors) is `run`'s.
-        if let (Some(t), true) = (now.checked_sub(self.epoch), now < st.deadline) {
-            if t > st.last && t <= self.max_timestamp && now <= st.reserved_until {
-                st.last = t;
-                st.next_seq = 1;
-                return Ok(self.compose(t, st.clock_back, 0));
+        if let Some(id) = self.next_fast() {
+            return Ok(id);
+        }
+        let mut st = self.close();
+        let (ts, seq, _) = self.run(&mut st, 1)?;
+        self.open(&st);
+        Ok(self.compose(ts, st.clock_back, seq))
+    }
+
+    /// The fast path (see [`Shared`]): the next id by one compare-and-swap, or `None` when the mutex must decide.
+    #[inline]
+    fn next_fast(&self) -> Option<u64> {
+        let shared = &*self.state;
+        let mut word = shared.word.load(Ordering::Acquire);
+        loop {
+            if word == CLOSED {
+                return None;
             }
-            if t == st.last && st.next_seq <= self.max_sequence {
-                let seq = st.next_seq;
-                st.next_seq += 1;
-                return Ok(self.compose(t, st.clock_back, seq));
+            let bound = shared.bound.load(Ordering::Acquire);
+            let t = self.clock.now_ms().checked_sub(self.epoch)?;
+            if t > bound {
+                return None;
+            }
+            let last = word >> self.timestamp_shift;
+            let next = if t > last {
+                (t << self.timestamp_shift) | (word & self.clock_back_bits)
+            } else if t == last && word & self.max_sequence < self.max_sequence {
+                word + 1
+            } else {
+                return None;
+            };
+            match shared.word.compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Some(next | self.fixed),
+                // Another caller issued an id (or the mutex closed the word): read the clock again after its word.
+                Err(current) => word = current,
             }
         }
-        let (ts, seq, _) = self.run(&mut st, 1)?;
-        Ok(self.compose(ts, st.clock_back, seq))
+    }
+
+    /// Takes the mutex and closes the fast path, bringing the ids it issued into the state (see [`Shared`]).
+    fn close(&self) -> parking_lot::MutexGuard<'_, State> {
+        let mut st = self.state.state.lock();
+        let word = self.state.word.swap(CLOSED, Ordering::AcqRel);
+        if word != CLOSED {
+            st.last = word >> self.timestamp_shift;
+            st.next_seq = (word & self.max_sequence) + 1;
+        }
+        st
+    }
+
+    /// Opens the fast path after the section holding `st` issued an id (the last one, at `st.last`), so the word is
+    /// that id. Left closed when no later ms could be issued anyway: a deadline or mark before the epoch.
+    fn open(&self, st: &State) {
+        let Some(seq) = st.next_seq.checked_sub(1) else {
+            return;
+        };
+        // The latest timestamp the fast path may take: within the stored mark, before the deadline (a clock at
+        // `deadline` or later issues nothing), within the timestamp field.
+        let (Some(marked), Some(before_deadline)) =
+            (st.reserved_until.checked_sub(self.epoch), st.deadline.checked_sub(self.epoch + 1))
+        else {
+            return;
+        };
+        let bound = marked.min(before_deadline).min(self.max_timestamp);
+        self.state.bound.store(bound, Ordering::Release);
+        let word = (st.last << self.timestamp_shift) | (u64::from(st.clock_back) << self.clock_back_shift) | seq;
+        self.state.word.store(word, Ordering::Release);
     }
 
     /// Fills `out` with the next ids, in order, under one lock. The clock is read once per run of sequence values
     /// rather than once per id. On an error, the ids already placed are not issued to anyone else, and the error
     /// is returned.
     pub fn fill(&self, out: &mut [u64]) -> Result<()> {
-        let mut st = self.state.lock();
+        let mut st = self.close();
         let mut rest = out;
+        let issued = !rest.is_empty();
         while !rest.is_empty() {
             let (ts, seq, n) = self.run(&mut st, rest.len() as u64)?;
             let base = self.compose(ts, st.clock_back, seq);
@@ -401,6 +535,9 @@ impl<C: Clock> Generator<C> {
                 *slot = base + k as u64;
             }
             rest = tail;
+        }
+        if issued {
+            self.open(&st);
         }
         Ok(())
     }
@@ -558,20 +695,21 @@ impl<C: Clock> Generator<C> {
     /// Sets the lease deadline: no id is issued once the clock reads `deadline` (Unix ms) or later. `0` stops the
     /// generator at once.
     pub fn set_deadline(&self, deadline: u64) {
-        self.state.lock().deadline = deadline;
+        // Closed and left closed: the next id takes the mutex, which checks the new deadline (see `Shared`).
+        self.close().deadline = deadline;
     }
 
     /// The Unix ms of the latest id issued under any clockBack value (or of the last mark taken in): no id of this
     /// state is stamped later. After a step back, the last id issued is earlier than this.
     pub fn highest_ms(&self) -> u64 {
-        let st = self.state.lock();
-        st.last.max(st.highest) + self.epoch
+        let st = self.state.state.lock();
+        self.last_of(&st).max(st.highest) + self.epoch
     }
 
     /// Takes in the mark another holder of the slot left: it may have issued ids at any clockBack up to Unix ms
     /// `until`. No id at or before `until` is issued from here on, under any clockBack value.
     pub fn absorb_mark(&self, until: u64) {
-        let mut st = self.state.lock();
+        let mut st = self.close();
         let Some(t) = until.checked_sub(self.epoch) else {
             return;
         };
@@ -688,7 +826,7 @@ pub(crate) mod tests {
     }
 
     fn generator(policy: ClockBackPolicy, clock: &FakeClock) -> Generator<FakeClock> {
-        let state = Arc::new(Mutex::new(State::new(0)));
+        let state = Shared::new(State::new(0));
         Generator::new(settings(Widths::default(), policy), state, clock.clone()).unwrap()
     }
 
@@ -698,7 +836,7 @@ pub(crate) mod tests {
         let store = Arc::new(MemStore::default());
         let s = Settings { max_lead_ms, ..settings(Widths::default(), ClockBackPolicy::Bits) };
         let st = State::resume(&s, 0, Vec::new(), store.clone(), &clock).unwrap();
-        let g = Generator::new(s, Arc::new(Mutex::new(st)), clock.clone()).unwrap();
+        let g = Generator::new(s, Shared::new(st), clock.clone()).unwrap();
         (clock, store, g)
     }
 
@@ -863,7 +1001,7 @@ pub(crate) mod tests {
     #[test]
     fn clock_back_wraps_from_a_nonzero_start_value() {
         let clock = FakeClock::at(NOW);
-        let state = Arc::new(Mutex::new(State::new(2)));
+        let state = Shared::new(State::new(2));
         let g = Generator::new(settings(Widths::default(), ClockBackPolicy::Bits), state, clock.clone()).unwrap();
         assert_eq!(fields(&g, g.next_id().unwrap()).clock_back, 2);
         for (i, expect) in [3u32, 0, 1].into_iter().enumerate() {
@@ -878,7 +1016,7 @@ pub(crate) mod tests {
     fn zero_clock_back_bits_throw_on_the_first_step_back() {
         let clock = FakeClock::at(NOW);
         let w = Widths { clock_back: 0, ..Widths::default() };
-        let g = Generator::new(settings(w, ClockBackPolicy::Bits), Arc::new(Mutex::new(State::new(0))), clock.clone()).unwrap();
+        let g = Generator::new(settings(w, ClockBackPolicy::Bits), Shared::new(State::new(0)), clock.clone()).unwrap();
         g.next_id().unwrap();
         clock.set(NOW - 1);
         assert_eq!(g.next_id().unwrap_err().code(), Code::ClockBackwards);
@@ -969,7 +1107,7 @@ pub(crate) mod tests {
     #[test]
     fn threads_sharing_a_state_never_collide() {
         let clock = FakeClock::ticking(NOW, 500);
-        let state = Arc::new(Mutex::new(State::new(0)));
+        let state = Shared::new(State::new(0));
         let s = settings(Widths::default(), ClockBackPolicy::Bits);
         let handles: Vec<_> = (0..4)
             .map(|_| {
@@ -986,6 +1124,262 @@ pub(crate) mod tests {
             }
         }
         assert_eq!(all.len(), 200_000);
+    }
+
+    /// The fast path's word (see [`Shared`]).
+    fn word<C: Clock>(g: &Generator<C>) -> u64 {
+        g.state.word.load(Ordering::SeqCst)
+    }
+
+    /// The last id the state issued, read under the mutex (which closes the fast path).
+    fn last_issued<C: Clock>(g: &Generator<C>) -> u64 {
+        let st = g.close();
+        g.compose(st.last, st.clock_back, st.next_seq - 1)
+    }
+
+    #[test]
+    fn the_fast_path_opens_only_with_an_id_just_issued() {
+        let (clock, _store, g) = with_store(0);
+        assert_eq!(word(&g), CLOSED, "closed until the first id");
+        let a = g.next_id().unwrap();
+        assert_eq!(word(&g), a & !g.fixed, "the first id, issued under the mutex, opens the word with itself");
+        let b = g.next_id().unwrap();
+        assert_eq!((b, word(&g)), (a + 1, b & !g.fixed));
+        clock.set(NOW + 1);
+        let c = g.next_id().unwrap();
+        assert_eq!((fields(&g, c).timestamp, fields(&g, c).sequence, word(&g)), (fields(&g, b).timestamp + 1, 0, c & !g.fixed));
+        // Sections that issue nothing leave it closed; the next id opens it again with itself.
+        g.set_deadline(u64::MAX);
+        assert_eq!(word(&g), CLOSED);
+        let d = g.next_id().unwrap();
+        assert_eq!(word(&g), d & !g.fixed);
+        g.absorb_mark(NOW + 5);
+        assert_eq!(word(&g), CLOSED);
+        g.set_deadline(0);
+        assert_eq!(g.next_id().unwrap_err().code(), Code::LeaseLost);
+        assert_eq!(word(&g), CLOSED, "a refused call opens nothing");
+    }
+
+    #[test]
+    fn the_fast_path_issues_without_the_mutex() {
+        let (_clock, _store, g) = with_store(0);
+        let g = Arc::new(g);
+        let first = g.next_id().unwrap();
+        let held = g.state.state.lock();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let g2 = g.clone();
+        let t = std::thread::spawn(move || tx.send(g2.next_id().unwrap()).unwrap());
+        // Were the call to need the mutex, it would wait for it: a generous margin, since a busy machine is slow.
+        let id = rx.recv_timeout(std::time::Duration::from_secs(30)).expect("the fast path waited for the mutex");
+        drop(held);
+        t.join().unwrap();
+        assert_eq!(id, first + 1);
+    }
+
+    #[test]
+    fn a_caller_held_up_across_a_fence_cannot_complete_its_swap() {
+        let (_clock, _store, g) = with_store(0);
+        g.next_id().unwrap();
+        // What a caller read before it was held up, and the swap it would then try: the next sequence value.
+        let stale = word(&g);
+        g.set_deadline(0);
+        assert!(g.state.word.compare_exchange(stale, stale + 1, Ordering::AcqRel, Ordering::Acquire).is_err());
+        assert_eq!(g.next_id().unwrap_err().code(), Code::LeaseLost);
+        // The deadline lifted, the state issues the very id the held-up caller would have: the word is then that id,
+        // not the value the caller read, so its swap still fails instead of issuing it a second time.
+        g.set_deadline(u64::MAX);
+        let next = g.next_id().unwrap();
+        assert_eq!(next & !g.fixed, stale + 1);
+        assert!(g.state.word.compare_exchange(stale, stale + 1, Ordering::AcqRel, Ordering::Acquire).is_err());
+    }
+
+    #[test]
+    fn no_word_value_comes_back_and_no_id_repeats() {
+        // A layout with room for many steps back, and a lead, so every path of the state machine is taken.
+        let w = Widths { datacenter: 1, worker: 2, clock_back: 7, sequence: 12 };
+        // A clock that also moves on by itself, as a real one does while a full ms at the edge of the lead spins.
+        let clock = FakeClock::ticking(NOW, 5_000);
+        let store = Arc::new(MemStore::default());
+        let s = Settings { max_lead_ms: 3, ..settings(w, ClockBackPolicy::Bits) };
+        let st = State::resume(&s, 0, Vec::new(), store.clone(), &clock).unwrap();
+        let g = Generator::new(s, Shared::new(st), clock.clone()).unwrap();
+        let (mut words, mut ids) = (HashSet::new(), HashSet::new());
+        let mut current = CLOSED;
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        for _ in 0..300_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut batch = [0u64; 7];
+            let issued: &[u64] = match x % 10_000 {
+                0..=7_999 => &g.next_id().map(|id| vec![id]).unwrap_or_default(),
+                8_000..=8_999 => {
+                    clock.set(clock.get() + 1);
+                    &[]
+                }
+                9_000..=9_899 => match g.fill(&mut batch) {
+                    Ok(()) => &batch,
+                    Err(_) => &[],
+                },
+                9_900..=9_901 => {
+                    clock.set(clock.get() - 40);
+                    &[]
+                }
+                9_902..=9_949 => {
+                    g.set_deadline(if x & 1 == 0 { 0 } else { u64::MAX });
+                    &[]
+                }
+                _ => {
+                    g.absorb_mark(clock.get() + 2);
+                    &[]
+                }
+            };
+            for &id in issued {
+                assert!(ids.insert(id), "id {id:#x} issued twice");
+            }
+            let now = word(&g);
+            if now != current {
+                assert!(now == CLOSED || words.insert(now), "the word came back to {now:#x}");
+                current = now;
+            }
+        }
+        assert!(ids.len() > 100_000 && words.len() > 10_000, "{} ids, {} words", ids.len(), words.len());
+        assert!(g.snapshot().stats.clock_back_events > 5);
+    }
+
+    /// `threads` threads sharing one state with a mark store, each taking `per_thread` ids (a batch of 5 every 64th
+    /// call), while the clock ticks every `tick_every` reads. Returns each thread's ids.
+    fn threads_take(threads: usize, per_thread: usize, tick_every: u64) -> (FakeClock, Vec<Vec<u64>>) {
+        let clock = FakeClock::ticking(NOW, tick_every);
+        let store = Arc::new(MemStore::default());
+        let s = settings(Widths::default(), ClockBackPolicy::Bits);
+        let state = Shared::new(State::resume(&s, 0, Vec::new(), store, &clock).unwrap());
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let g = Generator::new(s, state.clone(), clock.clone()).unwrap();
+                std::thread::spawn(move || {
+                    let mut ids = Vec::with_capacity(per_thread);
+                    let mut batch = [0u64; 5];
+                    while ids.len() < per_thread {
+                        if ids.len() % 64 == 63 && ids.len() + batch.len() <= per_thread {
+                            g.fill(&mut batch).unwrap();
+                            ids.extend_from_slice(&batch);
+                        } else {
+                            ids.push(g.next_id().unwrap());
+                        }
+                    }
+                    ids
+                })
+            })
+            .collect();
+        (clock, handles.into_iter().map(|h| h.join().unwrap()).collect())
+    }
+
+    /// Duplicates among lists that are each strictly increasing, by merging them.
+    fn merged_duplicates(lists: &[Vec<u64>]) -> usize {
+        let mut at = vec![0usize; lists.len()];
+        let (mut last, mut duplicates) = (None, 0);
+        while let Some(k) = (0..lists.len()).filter(|&k| at[k] < lists[k].len()).min_by_key(|&k| lists[k][at[k]]) {
+            let id = lists[k][at[k]];
+            at[k] += 1;
+            if last == Some(id) {
+                duplicates += 1;
+            }
+            last = Some(id);
+        }
+        duplicates
+    }
+
+    #[test]
+    fn four_threads_take_ten_million_ids_each_without_a_duplicate() {
+        let (clock, lists) = threads_take(4, 10_000_000, 1_000);
+        for ids in &lists {
+            assert!(ids.windows(2).all(|w| w[0] < w[1]), "each thread sees increasing ids");
+        }
+        assert_eq!(merged_duplicates(&lists), 0);
+        // The clock moved on many times, so the ids span many ms: the fast path's new-ms case ran, not only the
+        // same-ms one.
+        assert!(clock.get() > NOW + 5_000, "the clock moved only to {}", clock.get());
+    }
+
+    #[test]
+    fn threads_never_collide_across_steps_back() {
+        let clock = FakeClock::ticking(NOW, 300);
+        let store = Arc::new(MemStore::default());
+        let s = settings(Widths::default(), ClockBackPolicy::Bits);
+        let state = Shared::new(State::resume(&s, 0, Vec::new(), store.clone(), &clock).unwrap());
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let g = Generator::new(s, state.clone(), clock.clone()).unwrap();
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut ids = Vec::new();
+                    while !stop.load(Ordering::SeqCst) {
+                        ids.push(g.next_id().unwrap());
+                    }
+                    ids
+                })
+            })
+            .collect();
+        // Three steps back of 50 ms (the layout's clockBack values are 0 to 3), while the threads take ids.
+        for _ in 0..3 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            clock.now.fetch_sub(50, Ordering::SeqCst);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        stop.store(true, Ordering::SeqCst);
+        let lists: Vec<Vec<u64>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let g = Generator::new(s, state, clock.clone()).unwrap();
+        assert_eq!(g.snapshot().stats.clock_back_events, 3);
+        let mut all: Vec<u64> = lists.concat();
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), n, "duplicates among {n} ids");
+        // Every id is covered by a mark written for its clockBack value.
+        let writes = store.writes.lock().clone();
+        for id in all.iter().step_by(97) {
+            let f = fields(&g, *id);
+            let unix = f.timestamp + DEFAULT_EPOCH;
+            assert!(writes.iter().any(|&(c, until)| c == f.clock_back && until >= unix), "id {id:#x} is not covered");
+        }
+    }
+
+    #[test]
+    fn no_thread_issues_an_id_past_a_fence() {
+        let clock = FakeClock::ticking(NOW, 500);
+        let s = settings(Widths::default(), ClockBackPolicy::Bits);
+        let state = Shared::new(State::new(0));
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let g = Generator::new(s, state.clone(), clock.clone()).unwrap();
+                std::thread::spawn(move || {
+                    let mut ids = Vec::new();
+                    loop {
+                        match g.next_id() {
+                            Ok(id) => ids.push(id),
+                            Err(e) => return (ids, e.code()),
+                        }
+                    }
+                })
+            })
+            .collect();
+        let g = Generator::new(s, state, clock.clone()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        g.set_deadline(0);
+        // The fence is up: the last id the state knows of is the last id any thread gets.
+        let fenced = last_issued(&g);
+        let highest = g.highest_ms();
+        let mut issued = 0;
+        for h in handles {
+            let (ids, code) = h.join().unwrap();
+            assert_eq!(code, Code::LeaseLost);
+            assert!(ids.iter().all(|&id| id <= fenced), "an id past the fence {fenced:#x}");
+            assert!(ids.iter().all(|&id| fields(&g, id).timestamp + DEFAULT_EPOCH <= highest));
+            issued += ids.len();
+        }
+        assert!(issued > 1_000, "the threads took only {issued} ids before the fence");
     }
 
     /// A mark store that records what it is asked to store, and can be made to fail.
@@ -1007,7 +1401,7 @@ pub(crate) mod tests {
 
     fn leading(lead: u64, clock: &FakeClock) -> Generator<FakeClock> {
         let s = Settings { max_lead_ms: lead, ..settings(Widths::default(), ClockBackPolicy::Throw) };
-        Generator::new(s, Arc::new(Mutex::new(State::new(0))), clock.clone()).unwrap()
+        Generator::new(s, Shared::new(State::new(0)), clock.clone()).unwrap()
     }
 
     #[test]
@@ -1054,7 +1448,7 @@ pub(crate) mod tests {
     fn steps_back_inside_the_lead_stay_increasing_without_clock_back() {
         let clock = FakeClock::at(NOW);
         let s = Settings { max_lead_ms: 50, ..settings(Widths::default(), ClockBackPolicy::Bits) };
-        let g = Generator::new(s, Arc::new(Mutex::new(State::new(0))), clock.clone()).unwrap();
+        let g = Generator::new(s, Shared::new(State::new(0)), clock.clone()).unwrap();
         let mut last = g.next_id().unwrap();
         for back in [10u64, 50, 1, 30] {
             clock.set(NOW - back);
@@ -1075,7 +1469,7 @@ pub(crate) mod tests {
     #[test]
     fn a_generator_without_lead_tolerates_a_shared_state_that_borrowed() {
         let clock = FakeClock::at(NOW);
-        let state = Arc::new(Mutex::new(State::new(0)));
+        let state = Shared::new(State::new(0));
         let s = settings(Widths::default(), ClockBackPolicy::Throw);
         let eager = Generator::new(Settings { max_lead_ms: 3, ..s }, state.clone(), clock.clone()).unwrap();
         let strict = Generator::new(s, state, clock.clone()).unwrap();
@@ -1167,7 +1561,7 @@ pub(crate) mod tests {
     ) -> Result<Generator<FakeClock>> {
         let s = Settings { max_wait_ms: 100, ..settings(Widths::default(), policy) };
         let st = State::resume(&s, 0, earlier, Arc::new(MemStore::default()), clock)?;
-        Generator::new(s, Arc::new(Mutex::new(st)), clock.clone())
+        Generator::new(s, Shared::new(st), clock.clone())
     }
 
     #[test]
@@ -1219,7 +1613,7 @@ pub(crate) mod tests {
         let s = Settings { max_wait_ms: 100, ..settings(Widths::default(), ClockBackPolicy::Bits) };
         let a = Generator::new(
             s,
-            Arc::new(Mutex::new(State::resume(&s, 0, Vec::new(), store_a.clone(), &clock).unwrap())),
+            Shared::new(State::resume(&s, 0, Vec::new(), store_a.clone(), &clock).unwrap()),
             clock.clone(),
         )
         .unwrap();
@@ -1238,7 +1632,7 @@ pub(crate) mod tests {
         clock.set(NOW - 3000);
         let b = Generator::new(
             s,
-            Arc::new(Mutex::new(State::resume(&s, 0, marks, Arc::new(MemStore::default()), &clock).unwrap())),
+            Shared::new(State::resume(&s, 0, marks, Arc::new(MemStore::default()), &clock).unwrap()),
             clock.clone(),
         )
         .unwrap();

@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::Mutex;
 
 use super::error::{Code, Error, Result};
-use super::generator::{SharedState, State};
+use super::generator::{Shared, SharedState, State};
 use super::layout::Layout;
 
 type Identity = (Layout, u32, u32);
@@ -34,9 +34,9 @@ pub fn shared_state(
     let mut map = registry().lock();
     let state = match map.entry((*layout, datacenter_id, worker_id)) {
         Entry::Occupied(e) => Arc::clone(e.get()),
-        Entry::Vacant(e) => Arc::clone(e.insert(Arc::new(Mutex::new(make()?)))),
+        Entry::Vacant(e) => Arc::clone(e.insert(Shared::new(make()?))),
     };
-    let start = state.lock().configured_clock_back();
+    let start = state.configured_clock_back();
     if start != clock_back {
         return Err(Error::range_error(
             Code::InvalidConfig,
