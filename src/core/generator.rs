@@ -177,9 +177,12 @@ impl State {
     /// A state for a slot whose earlier holders left `earlier` marks, writing its own marks to `store`.
     ///
     /// Invariant: no id is issued under a clockBack value `c` at a time at or before `earlier[c]`, so no id an
-    /// earlier holder may have issued is issued again. When the configured clockBack's mark is ahead of the clock,
-    /// the state waits for the clock to pass it, within `max_wait_ms`. Beyond that, under `Bits` it starts from
-    /// the next clockBack value whose mark is already past; under `Wait` and `Throw` it fails.
+    /// earlier holder may have issued is issued again. When the configured clockBack's mark is ahead of the clock
+    /// (a restart right after the previous holder), under `Bits` the state starts at once from the next clockBack
+    /// value whose mark is already past, so that the first id does not wait. Otherwise (under `Wait` and `Throw`,
+    /// or when every other value's mark is ahead too) it waits for the clock to pass the mark, within
+    /// `max_wait_ms`. Beyond that, under `Bits` it starts from the next clockBack value whose mark is past by then;
+    /// under `Wait` and `Throw` it fails.
     pub fn resume(
         settings: &Settings,
         clock_back: u32,
@@ -188,7 +191,14 @@ impl State {
         clock: &dyn Clock,
     ) -> Result<State> {
         let mut st = State { earlier, reserved_until: 0, store: Some(store), ..State::new(clock_back) };
+        let mask = max_value(settings.layout.widths().clock_back) as u32;
         let mut now = clock.now_ms();
+        if settings.policy == ClockBackPolicy::Bits && st.earlier_mark(clock_back) >= now {
+            if let Some(c) = st.next_free_clock_back(mask, now) {
+                st.move_start(c);
+                return Ok(st);
+            }
+        }
         let mut waited = 0;
         while st.earlier_mark(clock_back) >= now {
             let need = st.earlier_mark(clock_back) - now + 1;
@@ -218,15 +228,19 @@ impl State {
             let why = format!("{ahead}; onClockBack is '{}'", settings.policy.as_str());
             return Err(Error::new(Code::ClockBackwards, Class::Error, why));
         }
-        let mask = max_value(settings.layout.widths().clock_back) as u32;
         let Some(c) = st.next_free_clock_back(mask, now) else {
             let why = format!("{ahead}; every clockBack value is reserved past the clock");
             return Err(Error::new(Code::ClockBackwards, Class::Error, why));
         };
-        st.clock_back = c;
-        st.start_clock_back = c;
-        st.stats.clock_back_events += 1;
+        st.move_start(c);
         Ok(st)
+    }
+
+    /// Starts the state on clockBack value `c` instead of the configured one (whose mark is ahead of the clock).
+    fn move_start(&mut self, c: u32) {
+        self.clock_back = c;
+        self.start_clock_back = c;
+        self.stats.clock_back_events += 1;
     }
 
     /// Whether `resume` could start on a slot whose earlier holders left `earlier` marks, at `now`: the configured
@@ -1565,15 +1579,43 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_new_holder_waits_for_a_mark_just_ahead() {
-        for policy in [ClockBackPolicy::Bits, ClockBackPolicy::Wait, ClockBackPolicy::Throw] {
+    fn a_new_holder_moves_past_a_mark_just_ahead_at_once_under_bits() {
+        let clock = FakeClock::at(NOW);
+        let g = resume_with(ClockBackPolicy::Bits, vec![(0, NOW + 60)], &clock).unwrap();
+        assert_eq!(clock.slept(), 0, "the first id does not wait");
+        let f = fields(&g, g.next_id().unwrap());
+        assert_eq!((f.clock_back, f.timestamp + DEFAULT_EPOCH), (1, NOW));
+        let stats = g.snapshot().stats;
+        assert_eq!((stats.waits, stats.clock_back_events), (0, 1));
+        // Every value after the configured one ahead too: the next free one is taken, skipping those.
+        let clock = FakeClock::at(NOW);
+        let g = resume_with(ClockBackPolicy::Bits, vec![(0, NOW + 60), (1, NOW + 5), (2, NOW)], &clock).unwrap();
+        assert_eq!((clock.slept(), fields(&g, g.next_id().unwrap()).clock_back), (0, 3));
+    }
+
+    #[test]
+    fn a_new_holder_waits_for_a_mark_just_ahead_when_no_other_value_is_free() {
+        // Under `Wait` and `Throw` (no clockBack value spent), and under `Bits` when every value is ahead.
+        let all_ahead = vec![(0, NOW + 60), (1, NOW + 10), (2, NOW + 10), (3, NOW + 10)];
+        for (policy, marks) in [
+            (ClockBackPolicy::Bits, all_ahead),
+            (ClockBackPolicy::Wait, vec![(0, NOW + 60)]),
+            (ClockBackPolicy::Throw, vec![(0, NOW + 60)]),
+        ] {
             let clock = FakeClock::at(NOW);
-            let g = resume_with(policy, vec![(0, NOW + 60)], &clock).unwrap();
+            let g = resume_with(policy, marks, &clock).unwrap();
             assert_eq!(clock.slept(), 61, "{policy:?}");
             let f = fields(&g, g.next_id().unwrap());
             assert_eq!((f.clock_back, f.timestamp + DEFAULT_EPOCH), (0, NOW + 61));
             assert_eq!(g.snapshot().stats.waits, 1);
         }
+        // A layout with no clockBack bits has no other value to move to.
+        let clock = FakeClock::at(NOW);
+        let w = Widths { clock_back: 0, ..Widths::default() };
+        let s = settings(w, ClockBackPolicy::Bits);
+        let st = State::resume(&s, 0, vec![(0, NOW + 60)], Arc::new(MemStore::default()), &clock).unwrap();
+        let g = Generator::new(s, Shared::new(st), clock.clone()).unwrap();
+        assert_eq!((clock.slept(), fields(&g, g.next_id().unwrap()).timestamp + DEFAULT_EPOCH), (61, NOW + 61));
     }
 
     #[test]
