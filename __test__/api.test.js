@@ -280,6 +280,8 @@ test('nextIds and nextIdStrings: unique, increasing, interleaved correctly with 
     const middle = BigInt(gen.nextIdString())
     const strings = gen.nextIdStrings(5000)
     assert.ok(Array.isArray(strings) && strings.every((s) => typeof s === 'string' && /^\d+$/.test(s)))
+    // Each is its id's own decimal form (a batch writes consecutive ids by stepping the previous one's digits).
+    assert.ok(strings.every((s) => BigInt(s).toString() === s))
     const into = new BigInt64Array(4096)
     assert.equal(gen.nextIds(into), into, 'fills and returns the caller\'s array')
     const after = gen.nextId()

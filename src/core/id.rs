@@ -53,6 +53,45 @@ impl Decimal {
     }
 }
 
+/// Appends the decimal forms of `ids` to `text`, each after a comma unless `text` is empty. A batch's ids come in
+/// runs of consecutive values (one ms's sequence), so an id one past the previous one is written by copying the
+/// previous one's digits and adding one to them in place, which costs a fraction of turning it into text anew.
+/// `last` is where the last decimal written starts in `text` (carried from one call to the next), or `None`.
+pub fn push_joined(text: &mut Vec<u8>, ids: &[u64], last: &mut Option<(usize, u64)>) {
+    for &id in ids {
+        if !text.is_empty() {
+            text.push(b',');
+        }
+        let start = text.len();
+        let stepped = match *last {
+            Some((from, prev)) if prev.checked_add(1) == Some(id) && from < start => {
+                text.extend_from_within(from..start - 1);
+                increment(text.get_mut(start..).unwrap_or_default())
+            }
+            _ => false,
+        };
+        if !stepped {
+            text.truncate(start);
+            text.extend_from_slice(Decimal::new(id).as_bytes());
+        }
+        *last = Some((start, id));
+    }
+}
+
+/// Adds one to the decimal digits in `digits`, in place: false (and `digits` unspecified) when every digit is a 9,
+/// so that the value needs one more digit.
+fn increment(digits: &mut [u8]) -> bool {
+    for d in digits.iter_mut().rev() {
+        if *d == b'9' {
+            *d = b'0';
+        } else {
+            *d += 1;
+            return true;
+        }
+    }
+    false
+}
+
 fn too_large(what: &str, found: &str) -> Error {
     Error::range_error(Code::InvalidId, what, EXPECTED_ID, found)
 }
@@ -110,6 +149,38 @@ pub fn from_bigint(negative: bool, low: u64, words: usize, what: &str) -> Result
 mod tests {
     use super::*;
     use crate::core::error::Class;
+
+    /// `ids` joined as `push_joined` joins them, in calls of `chunk` ids.
+    fn joined(ids: &[u64], chunk: usize) -> String {
+        let (mut text, mut last) = (Vec::new(), None);
+        for part in ids.chunks(chunk) {
+            push_joined(&mut text, part, &mut last);
+        }
+        String::from_utf8(text).unwrap()
+    }
+
+    #[test]
+    fn joined_decimals_match_to_string_across_carries() {
+        let mut cases: Vec<Vec<u64>> = vec![vec![], vec![0], (0..25).collect(), (95..1_005).collect()];
+        // Runs across every power of ten (a carry that adds a digit), one above another, and gaps between runs.
+        let mut p = 1u64;
+        for _ in 0..18 {
+            p *= 10;
+            cases.push((p - 3..p + 3).chain(p + 10..p + 12).chain([p - 1, p]).collect());
+        }
+        cases.push((MAX_ID - 5..=MAX_ID).collect());
+        cases.push(vec![u64::MAX - 1, u64::MAX, 0, 1]);
+        cases.push((1_234_567_890_123_456_788..1_234_567_890_123_456_812).collect());
+        // Runs of a ms's sequence values, as a batch has them: 4096 per ms, then the next ms.
+        let base = 901_748_290_000_000_000u64;
+        cases.push((0..3).flat_map(|ms| (0..4096).map(move |s| base + (ms << 22) + s)).collect());
+        for ids in &cases {
+            let expected = ids.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+            for chunk in [1, 7, 256] {
+                assert_eq!(joined(ids, chunk), expected, "{} ids in chunks of {chunk}", ids.len());
+            }
+        }
+    }
 
     #[test]
     fn decimal_formats_like_to_string() {

@@ -15,7 +15,7 @@ use super::default::{default_generator, default_layout};
 use super::errors::{check, raise, throw};
 use super::snowflake::Lazy;
 use super::values::{Raw, bigint, decimal, describe, read_id, type_of};
-use crate::core::id::Decimal;
+use crate::core::id::push_joined;
 
 // Fast paths. napi-rs's wrapper around an exported function or method costs more than the generator itself, so the
 // hot calls are plain N-API callbacks: the module's read the default generator, and each `Snowflake` instance gets
@@ -218,16 +218,12 @@ pub(crate) fn joined_ids_impl<'g>(
         text.clear();
         let mut ids = [0u64; TEXT_CHUNK];
         let mut left = len;
+        let mut last = None;
         while left > 0 {
             let n = left.min(TEXT_CHUNK);
             let Some(chunk) = ids.get_mut(..n) else { break };
             generator.fill(chunk).map_err(|e| raise(env, &e))?;
-            for &id in chunk.iter() {
-                if !text.is_empty() {
-                    text.push(b',');
-                }
-                text.extend_from_slice(Decimal::new(id).as_bytes());
-            }
+            push_joined(text, chunk, &mut last);
             left -= n;
         }
         let mut out = ptr::null_mut();
