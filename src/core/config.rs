@@ -200,40 +200,49 @@ impl EnvSource for ProcessEnv {
     }
 
     fn snowid_names(&self) -> Vec<String> {
-        snowid_vars_of_process().into_iter().map(|(k, _)| k).collect()
+        vars_of_process().into_iter().map(|(k, _)| k).filter(|k| k.starts_with(VAR_PREFIX)).collect()
     }
 }
 
-/// The process environment's `SNOWID_*` variables, found in one pass over it: what [`ProcessEnv`] reads, for less.
-/// Any other variable is read from the environment when asked for.
+/// The variables without the `SNOWID_` prefix that a configuration reads (PM2's, a StatefulSet pod's and the
+/// short names), which a [`ProcessSnapshot`] takes in the same pass.
+const OTHER_NAMES: [&str; 4] = ["datacenterId", "workerId", "NODE_APP_INSTANCE", "HOSTNAME"];
+
+/// Whether a [`ProcessSnapshot`] holds the variable `name` (when it is set).
+fn snapshot_holds(name: &str) -> bool {
+    name.starts_with(VAR_PREFIX) || OTHER_NAMES.contains(&name)
+}
+
+/// The process environment's `SNOWID_*` variables and [`OTHER_NAMES`], found in one pass over it: what
+/// [`ProcessEnv`] reads, for less. Any other variable is read from the environment when asked for.
 pub struct ProcessSnapshot {
     vars: Vec<(String, OsString)>,
 }
 
 impl ProcessSnapshot {
     pub fn take() -> ProcessSnapshot {
-        ProcessSnapshot { vars: snowid_vars_of_process() }
+        ProcessSnapshot { vars: vars_of_process() }
     }
 }
 
 impl EnvSource for ProcessSnapshot {
     fn var(&self, name: &str) -> Option<OsString> {
-        if !name.starts_with(VAR_PREFIX) {
+        if !snapshot_holds(name) {
             return std::env::var_os(name);
         }
         self.vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
     }
 
     fn snowid_names(&self) -> Vec<String> {
-        self.vars.iter().map(|(k, _)| k.clone()).collect()
+        self.vars.iter().map(|(k, _)| k.clone()).filter(|k| k.starts_with(VAR_PREFIX)).collect()
     }
 }
 
-/// The process environment's `SNOWID_*` variables (a name that is not UTF-8 is left out). On Linux, one pass over
-/// `environ` that copies only those (`std::env::vars_os` copies every name and value, which each `new Snowflake()`
-/// would pay).
+/// The process environment's `SNOWID_*` variables and [`OTHER_NAMES`] (a name that is not UTF-8 is left out). On
+/// Linux, one pass over `environ` that copies only those (`std::env::vars_os` copies every name and value, which
+/// each `new Snowflake()` would pay).
 #[cfg(target_os = "linux")]
-fn snowid_vars_of_process() -> Vec<(String, OsString)> {
+fn vars_of_process() -> Vec<(String, OsString)> {
     use std::os::unix::ffi::OsStrExt;
     extern "C" {
         static environ: *const *const libc::c_char;
@@ -244,13 +253,19 @@ fn snowid_vars_of_process() -> Vec<(String, OsString)> {
     unsafe {
         let mut entry = environ;
         while !entry.is_null() && !(*entry).is_null() {
+            // A name that cannot be kept is passed over by its first byte, without measuring the entry.
+            let first = (**entry) as u8;
+            if ![VAR_PREFIX].iter().chain(&OTHER_NAMES).any(|n| n.as_bytes().first() == Some(&first)) {
+                entry = entry.add(1);
+                continue;
+            }
             let bytes = std::ffi::CStr::from_ptr(*entry).to_bytes();
-            if bytes.starts_with(VAR_PREFIX.as_bytes()) {
-                let mut parts = bytes.splitn(2, |&b| b == b'=');
-                let (name, value) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
-                if let Ok(name) = std::str::from_utf8(name) {
-                    vars.push((name.to_string(), std::ffi::OsStr::from_bytes(value).to_os_string()));
-                }
+            let mut parts = bytes.splitn(2, |&b| b == b'=');
+            let (name, value) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+            // Names are compared as bytes, and only a kept one is checked as UTF-8.
+            let kept = name.starts_with(VAR_PREFIX.as_bytes()) || OTHER_NAMES.iter().any(|n| n.as_bytes() == name);
+            if let Some(Ok(name)) = kept.then(|| std::str::from_utf8(name)) {
+                vars.push((name.to_string(), std::ffi::OsStr::from_bytes(value).to_os_string()));
             }
             entry = entry.add(1);
         }
@@ -259,8 +274,8 @@ fn snowid_vars_of_process() -> Vec<(String, OsString)> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn snowid_vars_of_process() -> Vec<(String, OsString)> {
-    std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v))).filter(|(k, _)| k.starts_with(VAR_PREFIX)).collect()
+fn vars_of_process() -> Vec<(String, OsString)> {
+    std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v))).filter(|(k, _)| snapshot_holds(k)).collect()
 }
 
 impl<F: Fn(&str) -> Option<OsString>> EnvSource for F {
@@ -356,10 +371,16 @@ pub struct Config {
     pub layout: Layout,
 }
 
-/// A raw value and the name it was found under, for messages.
+/// A raw value and where it was found: an option (by its JS name) or a variable. A name is made into message text
+/// only for a refused value, so a good configuration formats nothing.
 enum Raw<'a> {
-    Opt(&'a OptionValue, String),
+    Opt(&'a OptionValue, &'a str),
     Env(String, &'static str),
+}
+
+/// An option's name in messages.
+fn option_name(js_name: &str) -> String {
+    format!("options.{js_name}")
 }
 
 struct Resolver<'a> {
@@ -372,11 +393,11 @@ impl Resolver<'_> {
     fn find<'o>(
         &self,
         option: &'o Option<OptionValue>,
-        js_name: &str,
+        js_name: &'o str,
         env_names: &[&'static str],
     ) -> Result<Option<Raw<'o>>> {
         if let Some(v) = option {
-            return Ok(Some(Raw::Opt(v, format!("options.{js_name}"))));
+            return Ok(Some(Raw::Opt(v, js_name)));
         }
         for &name in env_names {
             if let Some(os) = self.env.var(name) {
@@ -394,36 +415,63 @@ impl Resolver<'_> {
         Ok(None)
     }
 
+    /// An integer setting from 0 to `max`; `hint` (made only for a message) follows the range.
     fn integer(
         &self,
         option: &Option<OptionValue>,
         js_name: &str,
         env_names: &[&'static str],
         max: u64,
-        hint: &str,
+        hint: &dyn Fn() -> String,
         default: u64,
     ) -> Result<Sourced<u64>> {
-        let expected = format!("an integer from 0 to {max}{hint}");
+        let expected = || format!("an integer from 0 to {max}{}", hint());
         match self.find(option, js_name, env_names)? {
             None => Ok(Sourced { value: default, source: Source::Default }),
-            Some(Raw::Opt(v, name)) => {
-                Ok(Sourced { value: option_integer(v, &name, &expected, max)?, source: Source::Option })
+            Some(Raw::Opt(v, js)) => {
+                let value = match v {
+                    OptionValue::Number(n) => whole(*n).filter(|&n| n <= max),
+                    _ => None,
+                };
+                let value = match value {
+                    Some(value) => value,
+                    None => option_integer(v, &option_name(js), &expected(), max)?,
+                };
+                Ok(Sourced { value, source: Source::Option })
             }
             Some(Raw::Env(text, name)) => {
                 let source = if name == "NODE_APP_INSTANCE" { Source::Pm2 } else { Source::Env };
-                Ok(Sourced { value: env_integer(&text, name, &expected, max)?, source })
+                let value = match plain_integer(&text).filter(|&n| n <= max) {
+                    Some(value) => value,
+                    None => env_integer(&text, name, &expected(), max)?,
+                };
+                Ok(Sourced { value, source })
             }
         }
     }
 
     fn epoch(&self, now: u64) -> Result<Sourced<u64>> {
-        let expected = format!(
-            "Unix ms or an ISO-8601 date (YYYY-MM-DD, or a date-time with Z or an offset) from 1970 to now ({now}, {})",
-            format_iso(now)
-        );
         let (value, source, name) = match self.find(&self.opts.epoch, "epoch", &["SNOWID_EPOCH"])? {
             None => return Ok(Sourced { value: DEFAULT_EPOCH, source: Source::Default }),
-            Some(Raw::Opt(v, name)) => {
+            Some(raw) => self.epoch_value(raw, now)?,
+        };
+        if value > now {
+            return Err(Error::range_error(
+                Code::InvalidConfig,
+                &name,
+                &expected_epoch(now),
+                &format!("{value} ({}), which is in the future", format_iso(value)),
+            ));
+        }
+        Ok(Sourced { value, source })
+    }
+
+    /// An epoch given as an option or a variable, where it came from, and its name for messages.
+    fn epoch_value(&self, raw: Raw<'_>, now: u64) -> Result<(u64, Source, String)> {
+        let expected = expected_epoch(now);
+        Ok(match raw {
+            Raw::Opt(v, js) => {
+                let name = option_name(js);
                 let ms = match v {
                     OptionValue::Number(_) => option_integer(v, &name, &expected, u64::MAX)?,
                     OptionValue::Date(t) if t.is_nan() => {
@@ -437,17 +485,8 @@ impl Resolver<'_> {
                 };
                 (ms, Source::Option, name)
             }
-            Some(Raw::Env(text, name)) => (epoch_text(&text, name, &expected)?, Source::Env, name.to_string()),
-        };
-        if value > now {
-            return Err(Error::range_error(
-                Code::InvalidConfig,
-                &name,
-                &expected,
-                &format!("{value} ({}), which is in the future", format_iso(value)),
-            ));
-        }
-        Ok(Sourced { value, source })
+            Raw::Env(text, name) => (epoch_text(&text, name, &expected)?, Source::Env, name.to_string()),
+        })
     }
 
     /// A setting that is one of a few words: a string option, else its variable, else `default`. A value of
@@ -457,27 +496,31 @@ impl Resolver<'_> {
         option: &Option<OptionValue>,
         js_name: &str,
         var: &'static str,
-        expected: &str,
+        expected: &dyn Fn() -> String,
         parse: impl Fn(&str) -> Option<T>,
         default: T,
     ) -> Result<Sourced<T>> {
-        let (text, source, name) = match self.find(option, js_name, &[var])? {
+        let found = self.find(option, js_name, &[var])?;
+        let (text, source) = match &found {
             None => return Ok(Sourced { value: default, source: Source::Default }),
-            Some(Raw::Opt(OptionValue::Text(t), name)) => (t.clone(), Source::Option, name),
-            Some(Raw::Opt(other, name)) => {
-                return Err(Error::type_error(Code::InvalidConfig, &name, expected, &describe(other)));
+            Some(Raw::Opt(OptionValue::Text(t), _)) => (t.as_str(), Source::Option),
+            Some(Raw::Opt(other, js)) => {
+                return Err(Error::type_error(Code::InvalidConfig, &option_name(js), &expected(), &describe(other)));
             }
-            Some(Raw::Env(t, name)) => (t, Source::Env, name.to_string()),
+            Some(Raw::Env(t, _)) => (t.as_str(), Source::Env),
         };
-        match parse(&text) {
+        match parse(text) {
             Some(value) => Ok(Sourced { value, source }),
-            None => Err(Error::range_error(Code::InvalidConfig, &name, expected, &quote(&text))),
+            None => {
+                let name = if source == Source::Option { option_name(js_name) } else { var.to_string() };
+                Err(Error::range_error(Code::InvalidConfig, &name, &expected(), &quote(text)))
+            }
         }
     }
 
     fn policy(&self) -> Result<Sourced<ClockBackPolicy>> {
-        let expected = "one of 'bits', 'wait' or 'throw'";
-        self.word(&self.opts.on_clock_back, "onClockBack", "SNOWID_ON_CLOCK_BACK", expected, ClockBackPolicy::parse, ClockBackPolicy::default())
+        let expected = || "one of 'bits', 'wait' or 'throw'".to_string();
+        self.word(&self.opts.on_clock_back, "onClockBack", "SNOWID_ON_CLOCK_BACK", &expected, ClockBackPolicy::parse, ClockBackPolicy::default())
     }
 }
 
@@ -485,15 +528,14 @@ impl Resolver<'_> {
     /// `SNOWID_WORKER_ID_IF_TAKEN` or `workerIdIfTaken`: `fail` (the default) or `next`.
     fn if_taken(&self) -> Result<Sourced<IfTaken>> {
         let (opt, var) = (&self.opts.worker_id_if_taken, "SNOWID_WORKER_ID_IF_TAKEN");
-        self.word(opt, "workerIdIfTaken", var, "'fail' or 'next'", IfTaken::parse, IfTaken::Fail)
+        self.word(opt, "workerIdIfTaken", var, &|| "'fail' or 'next'".to_string(), IfTaken::parse, IfTaken::Fail)
     }
 
     /// `SNOWID_WORKER_ID_FROM` or `workerIdFrom`: whether the worker id comes from a StatefulSet pod's ordinal.
     /// Its one value is `statefulset`.
     fn worker_id_from(&self) -> Result<Sourced<bool>> {
         let parse = |text: &str| (text == statefulset::STATEFULSET).then_some(true);
-        let expected = statefulset::expected_from();
-        self.word(&self.opts.worker_id_from, "workerIdFrom", statefulset::FROM_VAR, &expected, parse, false)
+        self.word(&self.opts.worker_id_from, "workerIdFrom", statefulset::FROM_VAR, &statefulset::expected_from, parse, false)
     }
 
     fn lease(&self) -> Result<Sourced<bool>> {
@@ -501,8 +543,8 @@ impl Resolver<'_> {
         match self.find(&self.opts.lease, "lease", &["SNOWID_LEASE"])? {
             None => Ok(Sourced { value: true, source: Source::Default }),
             Some(Raw::Opt(OptionValue::Bool(b), _)) => Ok(Sourced { value: *b, source: Source::Option }),
-            Some(Raw::Opt(other, name)) => {
-                Err(Error::type_error(Code::InvalidConfig, &name, expected, &describe(other)))
+            Some(Raw::Opt(other, js)) => {
+                Err(Error::type_error(Code::InvalidConfig, &option_name(js), expected, &describe(other)))
             }
             Some(Raw::Env(text, name)) => match text.as_str() {
                 "on" => Ok(Sourced { value: true, source: Source::Env }),
@@ -516,9 +558,9 @@ impl Resolver<'_> {
         let expected = "a non-empty directory path";
         let (text, source, name) = match self.find(&self.opts.lease_dir, "leaseDir", &["SNOWID_LEASE_DIR"])? {
             None => return Ok(Sourced { value: default_lease_dir(), source: Source::Default }),
-            Some(Raw::Opt(OptionValue::Text(t), name)) => (t.clone(), Source::Option, name),
-            Some(Raw::Opt(other, name)) => {
-                return Err(Error::type_error(Code::InvalidConfig, &name, expected, &describe(other)));
+            Some(Raw::Opt(OptionValue::Text(t), js)) => (t.clone(), Source::Option, option_name(js)),
+            Some(Raw::Opt(other, js)) => {
+                return Err(Error::type_error(Code::InvalidConfig, &option_name(js), expected, &describe(other)));
             }
             Some(Raw::Env(t, name)) => (t, Source::Env, name.to_string()),
         };
@@ -559,7 +601,7 @@ impl Resolver<'_> {
         let (r, opts) = (self, self.opts);
         let d = Widths::default();
         let bits = |opt, js, var: &'static str, default: u32| {
-            r.integer(opt, js, &[var], 63, "", default.into()).map(to_u32)
+            r.integer(opt, js, &[var], 63, &String::new, default.into()).map(to_u32)
         };
         let datacenter_bits = bits(&opts.datacenter_bits, "datacenterBits", "SNOWID_DATACENTER_BITS", d.datacenter)?;
         let worker_bits = bits(&opts.worker_bits, "workerBits", "SNOWID_WORKER_BITS", d.worker)?;
@@ -644,6 +686,11 @@ fn option_integer(v: &OptionValue, name: &str, expected: &str, max: u64) -> Resu
     whole(n).filter(|&v| v <= max).ok_or_else(|| Error::range_error(Code::InvalidConfig, name, expected, &js_number(n)))
 }
 
+/// Text of digits only as a u64, if it is one: the good case of [`env_integer`], which makes no message.
+fn plain_integer(text: &str) -> Option<u64> {
+    (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())).then(|| text.parse::<u64>().ok()).flatten()
+}
+
 /// A plain base-10 integer: digits only, no sign, no spaces, nothing trailing.
 fn env_integer(text: &str, name: &str, expected: &str, max: u64) -> Result<u64> {
     let digits = text.strip_prefix('-').unwrap_or(text);
@@ -663,6 +710,14 @@ fn epoch_text(text: &str, name: &str, expected: &str) -> Result<u64> {
             .map_err(|_| Error::range_error(Code::InvalidConfig, name, expected, &quote(text)));
     }
     parse_iso(text).ok_or_else(|| Error::type_error(Code::InvalidConfig, name, expected, &quote(text)))
+}
+
+/// What an epoch must be, for messages.
+fn expected_epoch(now: u64) -> String {
+    format!(
+        "Unix ms or an ISO-8601 date (YYYY-MM-DD, or a date-time with Z or an offset) from 1970 to now ({now}, {})",
+        format_iso(now)
+    )
 }
 
 /// What a time argument must be, for messages.
@@ -702,7 +757,7 @@ impl Config {
         let LayoutParts { datacenter_bits, worker_bits, clock_back_bits, sequence_bits, epoch, layout } =
             r.layout(now, Use::Generate)?;
         let field = |opt, js, vars: &[&'static str], bits: &Sourced<u32>, bits_name: &str| {
-            let hint = format!(" ({bits_name} is {})", bits.value);
+            let hint = || format!(" ({bits_name} is {})", bits.value);
             r.integer(opt, js, vars, max_value(bits.value), &hint, 0).map(to_u32)
         };
         let datacenter_id = field(
@@ -731,8 +786,8 @@ impl Config {
         let clock_back = field(&opts.clock_back, "clockBack", &["SNOWID_CLOCK_BACK"], &clock_back_bits, "clockBackBits")?;
         let on_clock_back = r.policy()?;
         let max_wait_ms =
-            r.integer(&opts.max_wait_ms, "maxWaitMs", &["SNOWID_MAX_WAIT_MS"], MAX_MAX_WAIT_MS, "", DEFAULT_MAX_WAIT_MS)?;
-        let max_lead_ms = r.integer(&opts.max_lead_ms, "maxLeadMs", &["SNOWID_MAX_LEAD_MS"], MAX_MAX_LEAD_MS, "", 0)?;
+            r.integer(&opts.max_wait_ms, "maxWaitMs", &["SNOWID_MAX_WAIT_MS"], MAX_MAX_WAIT_MS, &String::new, DEFAULT_MAX_WAIT_MS)?;
+        let max_lead_ms = r.integer(&opts.max_lead_ms, "maxLeadMs", &["SNOWID_MAX_LEAD_MS"], MAX_MAX_LEAD_MS, &String::new, 0)?;
         let lease_dir = r.lease_dir()?;
         Ok(Config {
             datacenter_id,
@@ -797,6 +852,22 @@ mod tests {
         fn snowid_names(&self) -> Vec<String> {
             self.0.iter().map(|(k, _)| k.to_string()).filter(|k| k.starts_with(VAR_PREFIX)).collect()
         }
+    }
+
+    #[test]
+    fn a_process_snapshot_reads_what_the_process_environment_holds() {
+        // The test binary's own environment: whatever it holds, the snapshot agrees with the OS for every name a
+        // configuration reads, and for one it does not keep.
+        let snapshot = ProcessSnapshot::take();
+        for name in OTHER_NAMES.iter().copied().chain(["SNOWID_WORKER_ID", "SNOWID_LEASE_DIR", "PATH", "HOME"]) {
+            assert_eq!(snapshot.var(name), std::env::var_os(name), "{name}");
+        }
+        let mut listed = snapshot.snowid_names();
+        let mut expected: Vec<String> =
+            std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()).filter(|k| k.starts_with(VAR_PREFIX)).collect();
+        listed.sort();
+        expected.sort();
+        assert_eq!(listed, expected);
     }
 
     #[test]
