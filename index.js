@@ -73,60 +73,95 @@ function stringsOf(joinedIds) {
   }
 }
 
-// `Native`'s constructor and prototype, guarded: the returned constructor throws a coded TypeError without `new`, and
-// each prototype method throws one when `this` is not an instance made here.
+// Each class's brand: a private field that holds an instance's native core, the object its methods run on. `stamp`
+// adds it to an instance made elsewhere (a base constructor may return any object, and a derived class's fields are
+// added to that object), `has` checks for it (a Proxy or a look-alike has none), `core` reads it.
+function brand() {
+  class Base {
+    constructor(self) {
+      return self
+    }
+  }
+  class Branded extends Base {
+    #core
+    constructor(self, core) {
+      super(self)
+      this.#core = core
+    }
+    static has(value) {
+      return typeof value === 'object' && value !== null && #core in value
+    }
+    static core(value) {
+      return value.#core
+    }
+  }
+  return { stamp: (self, core) => new Branded(self, core), has: Branded.has, core: Branded.core }
+}
+
+// A class over `Native`, a class of the binding: the returned constructor throws a coded TypeError without `new`,
+// makes its instance a plain object of its own prototype, and gives it its native core (`makeCore(options)`, an
+// instance of `Native`) in a private field. Each prototype method throws a coded TypeError when `this` is not an
+// instance made here, and otherwise calls the native method on the core.
 //
-// An instance's methods are its own functions bound to it (so they work taken off it), made on its first method
-// access rather than by the constructor, so that an instance costs little to make and to keep: each method name is a
-// getter on the prototype that, reached through an instance, gives the instance all of them as own, hidden,
-// read-only properties, which shadow the getters from then on. The binding gives `Snowflake` instances their hot
-// methods itself (`__install`) and the halves of its batches; `decode` is made from the native `__decoder`; the rest
-// are bound here. `made`, when given, is called with each new instance.
-function guardedClass(Native, name, bound, made) {
-  const instances = new WeakSet()
-  const proto = Native.prototype
+// An instance's methods are its own functions (so they work taken off it), given on its first method access rather
+// than by the constructor, so that an instance costs little to make and to keep: each method name is a getter on the
+// prototype that, reached through an instance, gives the instance all of them as own, hidden, read-only properties,
+// which shadow the getters from then on. They are made once per core, and instances that share a core share them.
+// The binding gives a `Snowflake` core its hot methods and the halves of its batches itself (`__install`); `decode`
+// is made from the native `__decoder`; the rest are bound to the core. `made`, when given, is called with each new
+// core.
+function guardedClass(Native, name, bound, makeCore, made) {
+  const { stamp, has, core } = brand()
+  const proto = {}
   const native = {}
   const guardedMethods = {}
-  for (const key of Object.getOwnPropertyNames(proto)) {
-    const d = Object.getOwnPropertyDescriptor(proto, key)
+  for (const key of Object.getOwnPropertyNames(Native.prototype)) {
+    const d = Object.getOwnPropertyDescriptor(Native.prototype, key)
     if (key === 'constructor' || typeof d.value !== 'function') continue
     const method = d.value
     native[key] = method
     // The binding's helpers for this file (`__install`, `__decoder`) are not the class's methods.
-    if (key.startsWith('__')) {
-      delete proto[key]
-      continue
-    }
+    if (key.startsWith('__')) continue
     guardedMethods[key] = {
       [key](...args) {
-        if (!instances.has(this)) {
+        if (!has(this)) {
           throw codedTypeError(`${name}.prototype.${key}: expected to be called on a ${name}, found ${describe(this)}`)
         }
-        return Reflect.apply(method, this, args)
+        return Reflect.apply(method, core(this), args)
       },
     }[key]
     Object.defineProperty(proto, key, { ...d, value: guardedMethods[key] })
   }
   const own = (value) => ({ value, writable: false, enumerable: false, configurable: false })
-  // The methods of `self` as its own functions: a frozen or sealed instance, which can take no property, gets the one
-  // asked for each time instead.
-  const ownMethod = (self, key) => (key === 'decode' && FIELDS ? decoder(native.__decoder.call(self)) : native[key].bind(self))
-  function materialize(self, key) {
-    if (!Object.isExtensible(self)) return ownMethod(self, key)
+  // The methods of a core, made on first need.
+  const tables = new WeakMap()
+  function methodsOf(c) {
+    let table = tables.get(c)
+    if (table) return table
+    table = {}
     if (native.__install) {
-      const [fill, scratchIds, joinedIds] = native.__install.call(self)
-      Object.defineProperty(self, 'nextIds', own(idsOf(fill, ID_SCRATCH && scratchIds)))
-      Object.defineProperty(self, 'nextIdStrings', own(stringsOf(joinedIds)))
+      const [nextId, nextIdString, timestampOf, fill, scratchIds, joinedIds] = native.__install.call(c)
+      Object.assign(table, { nextId, nextIdString, timestampOf })
+      table.nextIds = idsOf(fill, ID_SCRATCH && scratchIds)
+      table.nextIdStrings = stringsOf(joinedIds)
     }
-    for (const k of bound) Object.defineProperty(self, k, own(ownMethod(self, k)))
-    return self[key]
+    for (const k of bound) table[k] = k === 'decode' && FIELDS ? decoder(native.__decoder.call(c)) : native[k].bind(c)
+    tables.set(c, table)
+    return table
+  }
+  function materialize(self, key) {
+    const table = methodsOf(core(self))
+    // A frozen or sealed instance, which can take no property, gets the one asked for each time instead.
+    if (!Object.isExtensible(self)) return table[key]
+    for (const k of Object.keys(table)) Object.defineProperty(self, k, own(table[k]))
+    return table[key]
   }
   const lazy = native.__install ? [...bound, ...Object.keys(guardedMethods).filter((k) => !bound.includes(k))] : bound
   for (const key of lazy) {
     const d = Object.getOwnPropertyDescriptor(proto, key)
     Object.defineProperty(proto, key, {
       get() {
-        return instances.has(this) ? materialize(this, key) : guardedMethods[key]
+        return has(this) ? materialize(this, key) : guardedMethods[key]
       },
       // Assigning a method on an instance or a subclass's prototype shadows it, as for a plain method.
       set(value) {
@@ -137,50 +172,54 @@ function guardedClass(Native, name, bound, made) {
       configurable: d.configurable,
     })
   }
-  // A `function`, not a method, so that it can be called with `new`; the computed key names it.
+  // A `function`, not a method, so that it can be called with `new`; the computed key names it. Called with `new`,
+  // its `this` is a new object of `new.target`'s prototype, a subclass's included.
   const Guarded = {
     [name]: function (options) {
       if (new.target === undefined) {
         throw codedTypeError(`${name}: expected a call with new (new ${name}(options)), found a call without new`)
       }
-      const self = Reflect.construct(Native, [options], new.target)
-      instances.add(self)
-      if (made) made(self)
-      return self
+      const c = makeCore(options)
+      stamp(this, c)
+      if (made) made(c)
     },
   }[name]
   Object.defineProperty(Guarded, 'prototype', { value: proto, writable: false })
   Object.defineProperty(proto, 'constructor', { value: Guarded, writable: true, enumerable: false, configurable: true })
-  return Guarded
+  return { Guarded, core }
 }
 
 // On WASI a Snowflake claims its identity when it is made (its id methods are the binding's own, fixed on it). One
 // whose config() fails claims nothing: its ids fail the same way.
-function claimSnowflake(self) {
+function claimSnowflake(c) {
   let config
   try {
-    // The prototype's method, called on the instance: `self.config` would give the instance its own methods now,
-    // which a new instance gets only on its first method access.
-    config = Reflect.apply(binding.Snowflake.prototype.config, self, [])
+    config = c.config()
   } catch {
     return
   }
   wasiThreads.claim(config)
 }
 
-module.exports.Snowflake = guardedClass(
+// The cores of this module instance's recent `Snowflake` configurations, kept by the binding (`__snowflakeCore`).
+const CORES = []
+
+const snowflake = guardedClass(
   binding.Snowflake,
   'Snowflake',
   ['decode', 'minIdAt', 'maxIdAt', 'config', 'stats'],
+  (options) => binding.__snowflakeCore(options, CORES),
   wasiThreads ? claimSnowflake : undefined,
 )
-module.exports.SnowflakeLayout = guardedClass(binding.SnowflakeLayout, 'SnowflakeLayout', [
-  'decode',
-  'timestampOf',
-  'minIdAt',
-  'maxIdAt',
-  'layout',
-])
+module.exports.Snowflake = snowflake.Guarded
+// For the store leases (lib/lease.js), which fence a Snowflake's generator: its core. Not exported.
+binding.__coreOfSnowflake = snowflake.core
+module.exports.SnowflakeLayout = guardedClass(
+  binding.SnowflakeLayout,
+  'SnowflakeLayout',
+  ['decode', 'timestampOf', 'minIdAt', 'maxIdAt', 'layout'],
+  (options) => new binding.SnowflakeLayout(options),
+).Guarded
 module.exports.ConfigSource = binding.ConfigSource
 module.exports.OnClockBack = binding.OnClockBack
 module.exports.config = binding.config

@@ -225,6 +225,46 @@ test('generators with the same identity share one sequence', () => {
   })
 })
 
+test('Snowflakes of one resolved configuration share a native core; another configuration, or a changed variable, gets its own', () => {
+  const a = new Snowflake({ datacenterId: 5, workerId: 6 })
+  const b = new Snowflake({ workerId: 6, datacenterId: 5 })
+  // One core: the methods made for it are the same functions.
+  assert.equal(a.nextId, b.nextId)
+  assert.notEqual(a, b)
+  const other = new Snowflake({ datacenterId: 5, workerId: 7 })
+  assert.notEqual(other.nextId, a.nextId)
+  assert.equal(other.decode(other.nextId()).workerId, 7)
+  // More configurations than the cache keeps: each still gets its own identity, and the first one its own again.
+  for (let w = 10; w < 30; w++) {
+    const g = new Snowflake({ datacenterId: 5, workerId: w })
+    assert.equal(g.decode(g.nextId()).workerId, w)
+  }
+  const again = new Snowflake({ datacenterId: 5, workerId: 6 })
+  const ids = [a.nextId(), again.nextId(), b.nextId(), again.nextId()]
+  for (let i = 1; i < ids.length; i++) assert.ok(ids[i] > ids[i - 1], 'one sequence for the identity')
+  // The environment is read by each constructor: a changed variable is a different configuration.
+  const saved = process.env.SNOWID_MAX_WAIT_MS
+  try {
+    process.env.SNOWID_MAX_WAIT_MS = '7'
+    const seven = new Snowflake({ datacenterId: 5, workerId: 6 })
+    process.env.SNOWID_MAX_WAIT_MS = '8'
+    const eight = new Snowflake({ datacenterId: 5, workerId: 6 })
+    assert.equal(seven.config().maxWaitMs, 7)
+    assert.equal(eight.config().maxWaitMs, 8)
+    assert.notEqual(seven.nextId, eight.nextId)
+    process.env.SNOWID_MAX_WAIT_MS = 'x'
+    expectError(() => new Snowflake({ datacenterId: 5, workerId: 6 }), { name: 'TypeError', code: 'ERR_SNOWID_INVALID_CONFIG', message: /^SNOWID_MAX_WAIT_MS: expected an integer from 0 to 60000, found "x"/ })
+  } finally {
+    if (saved === undefined) delete process.env.SNOWID_MAX_WAIT_MS
+    else process.env.SNOWID_MAX_WAIT_MS = saved
+  }
+  // A subclass's instance is its own object of its own prototype, with the same core.
+  class Tagged extends Snowflake {}
+  const t = new Tagged({ datacenterId: 5, workerId: 6 })
+  assert.ok(t instanceof Tagged && t instanceof Snowflake)
+  assert.equal(t.nextId, again.nextId)
+})
+
 test('bad options are refused with a coded error naming the option, the value and the range', () => {
   const cases = [
     [{ workerId: 32 }, 'RangeError', /^options\.workerId: expected an integer from 0 to 31 \(workerBits is 5\), found 32$/],

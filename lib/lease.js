@@ -47,7 +47,12 @@ const { EventEmitter } = require('node:events')
 const { randomUUID } = require('node:crypto')
 const snowid = require('../index.js')
 // Sets a generator's lease deadline and takes in an earlier holder's mark; not reachable from user code.
-const { fenceSnowflake } = require('./native.js')
+const native = require('./native.js')
+
+/** The binding's fence, on the native core of `snowflake` (a `Snowflake` that `index.js` made). */
+function fenceSnowflake(snowflake, deadline, mark) {
+  return native.fenceSnowflake(native.__coreOfSnowflake(snowflake), deadline, mark)
+}
 
 const DEFAULTS = { ttlMs: 10_000, waitMs: 0 }
 /** Options every store takes; each store adds its own. */

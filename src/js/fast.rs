@@ -498,30 +498,7 @@ pub(crate) fn make_function(env: sys::napi_env, name: &std::ffi::CStr, cb: Callb
     Ok(f)
 }
 
-/// Defines `name` on `target` as a non-enumerable, read-only function running `cb` with `data`.
-pub(crate) fn define_function(
-    env: sys::napi_env,
-    target: sys::napi_value,
-    name: &std::ffi::CStr,
-    cb: Callback,
-    data: *mut std::ffi::c_void,
-) -> Result<sys::napi_value> {
-    let f = make_function(env, name, cb, data)?;
-    let descriptor = sys::napi_property_descriptor {
-        utf8name: name.as_ptr(),
-        name: ptr::null_mut(),
-        method: None,
-        getter: None,
-        setter: None,
-        value: f,
-        attributes: sys::PropertyAttributes::default,
-        data: ptr::null_mut(),
-    };
-    check(unsafe { sys::napi_define_properties(env, target, 1, &descriptor) })?;
-    Ok(f)
-}
-
-/// The hot methods the binding defines on a `Snowflake` itself.
+/// The hot methods `index.js` gives a `Snowflake` as its own: the binding's functions, whose data is the generator.
 pub(crate) const INSTANCE_METHODS: [(&std::ffi::CStr, Callback); 3] =
     [(c"nextId", instance_next_id), (c"nextIdString", instance_next_id_string), (c"timestampOf", instance_timestamp_of)];
 
@@ -531,13 +508,9 @@ pub(crate) const INSTANCE_BATCHES: [(&std::ffi::CStr, Callback); 3] =
     [(c"nextIds", instance_next_ids), (c"scratchIds", instance_scratch_ids), (c"joinedIds", instance_joined_ids)];
 
 /// A function named `name` running `cb` with a reference to `generator`, which it holds until it is collected.
-fn generator_function(env: sys::napi_env, name: &std::ffi::CStr, cb: Callback, generator: &Arc<Lazy>, target: Option<sys::napi_value>) -> Result<sys::napi_value> {
+fn generator_function(env: sys::napi_env, name: &std::ffi::CStr, cb: Callback, generator: &Arc<Lazy>) -> Result<sys::napi_value> {
     let data = Arc::into_raw(Arc::clone(generator)) as *mut std::ffi::c_void;
-    let made = match target {
-        Some(this) => define_function(env, this, name, cb, data),
-        None => make_function(env, name, cb, data),
-    };
-    match made {
+    match make_function(env, name, cb, data) {
         // SAFETY: `f` is the function just made; the finalizer frees `data` when it is collected.
         Ok(f) => {
             check(unsafe { sys::napi_add_finalizer(env, f, data, Some(drop_generator), ptr::null_mut(), ptr::null_mut()) })?;
@@ -551,16 +524,13 @@ fn generator_function(env: sys::napi_env, name: &std::ffi::CStr, cb: Callback, g
     }
 }
 
-/// Gives a `Snowflake` its own hot methods, and returns its batch halves as an array, for `index.js` to wrap.
-pub(crate) fn install_instance(env: sys::napi_env, this: sys::napi_value, generator: &Arc<Lazy>) -> Result<sys::napi_value> {
-    for (name, cb) in INSTANCE_METHODS {
-        generator_function(env, name, cb, generator, Some(this))?;
-    }
+/// A `Snowflake` core's hot methods and batch halves, in that order, as one array for `index.js`.
+pub(crate) fn install_instance(env: sys::napi_env, generator: &Arc<Lazy>) -> Result<sys::napi_value> {
     let mut array = ptr::null_mut();
     // SAFETY: plain N-API calls on values of this call.
-    check(unsafe { sys::napi_create_array_with_length(env, INSTANCE_BATCHES.len(), &mut array) })?;
-    for (i, (name, cb)) in INSTANCE_BATCHES.into_iter().enumerate() {
-        let f = generator_function(env, name, cb, generator, None)?;
+    check(unsafe { sys::napi_create_array_with_length(env, INSTANCE_METHODS.len() + INSTANCE_BATCHES.len(), &mut array) })?;
+    for (i, (name, cb)) in INSTANCE_METHODS.into_iter().chain(INSTANCE_BATCHES).enumerate() {
+        let f = generator_function(env, name, cb, generator)?;
         check(unsafe { sys::napi_set_element(env, array, i as u32, f) })?;
     }
     Ok(array)

@@ -4,7 +4,8 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
-use napi::bindgen_prelude::This;
+use napi::bindgen_prelude::{ClassInstance, FromNapiValue, JavaScriptClassExt};
+use napi::sys;
 use napi::{Env, JsValue, Result, Unknown};
 use napi_derive::napi;
 
@@ -14,7 +15,7 @@ use crate::core::layout::Layout;
 use crate::core::generator::{Generator, Snapshot, SystemClock};
 
 use super::default::{build, resolve};
-use super::errors::raise;
+use super::errors::{check, raise};
 use super::fast::{install_instance, layout_decoder, next_id_strings_impl, next_ids_impl};
 use super::options::read_options;
 use super::report::{DecodedId, SnowidConfig, SnowidStats, decode_with, report, stats_of};
@@ -25,6 +26,8 @@ use super::env::JsEnv;
 pub(crate) struct Lazy {
     /// The layout, known from the start: reading ids needs nothing else.
     pub(crate) layout: Layout,
+    /// The configuration as it was resolved, before the generator started: what `snowflake_core` matches.
+    resolved: Config,
     /// The configuration; an automatic worker id is filled in when the generator starts.
     config: Mutex<Config>,
     generator: OnceLock<Generator<SystemClock>>,
@@ -32,7 +35,7 @@ pub(crate) struct Lazy {
 
 impl Lazy {
     fn new(config: Config) -> Lazy {
-        Lazy { layout: config.layout, config: Mutex::new(config), generator: OnceLock::new() }
+        Lazy { layout: config.layout, resolved: config.clone(), config: Mutex::new(config), generator: OnceLock::new() }
     }
 
     /// The generator, started (its host lease taken) on the first call.
@@ -79,12 +82,11 @@ impl Snowflake {
         Ok(Snowflake { lazy: Arc::new(Lazy::new(config)) })
     }
 
-    /// For `index.js`, on an instance's first method access: gives it its own hot methods (`fast::INSTANCE_METHODS`) and
-    /// returns its batch halves (`fast::INSTANCE_BATCHES`).
-    /// Made then rather than by the constructor, so that a `Snowflake` costs little to make and to keep.
+    /// For `index.js`, on the first method access of a `Snowflake` on this core: its hot methods
+    /// (`fast::INSTANCE_METHODS`) and batch halves (`fast::INSTANCE_BATCHES`), in that order, as one array.
     #[napi(skip_typescript, js_name = "__install")]
-    pub fn install(&self, env: Env, this: This) -> Result<Raw> {
-        install_instance(env.raw(), this.raw(), &self.lazy).map(Raw)
+    pub fn install(&self, env: Env) -> Result<Raw> {
+        install_instance(env.raw(), &self.lazy).map(Raw)
     }
 
     /// For `index.js`: the native half of this instance's fast `decode` (see `fast::decode_fields`).
@@ -174,6 +176,49 @@ impl Snowflake {
             None => stats_of(Snapshot { lead_ms: 0, clock_back: 0, stats: Default::default() }),
         }
     }
+}
+
+/// How many cores (configurations) a module instance keeps for reuse by `snowflake_core`.
+const CORE_CACHE: u32 = 8;
+
+/// For `index.js`: the native core of a new `Snowflake`, the object its methods run on. `options` are read and
+/// resolved over the environment as the constructor does (so a bad value throws the same coded error each time).
+/// A core of the same resolved configuration already in `cache` (an array `index.js` keeps, one per module
+/// instance, most recent first, at most [`CORE_CACHE`] long) is returned as it is; else a new one is made and put
+/// first. So a `Snowflake` made again and again with the same options costs no native memory and no finalizer of
+/// its own. Sharing a core changes nothing a `Snowflake` does: generators of one identity share one state anyway
+/// (`core::registry`), and a core holds only that configuration and its started generator.
+#[napi(skip_typescript, js_name = "__snowflakeCore")]
+pub fn snowflake_core(env: Env, options: Option<Unknown>, cache: Unknown) -> Result<Raw> {
+    let raw = env.raw();
+    let opts = read_options(raw, options)?;
+    let config = resolve(&opts, &JsEnv::new(raw)).map_err(|e| raise(raw, &e))?;
+    let cache = cache.raw();
+    let mut len = 0u32;
+    // SAFETY: plain N-API calls on values of this call; `cache` is `index.js`'s array of cores.
+    check(unsafe { sys::napi_get_array_length(raw, cache, &mut len) })?;
+    let len = len.min(CORE_CACHE);
+    let element = |i: u32| -> Result<sys::napi_value> {
+        let mut v = std::ptr::null_mut();
+        check(unsafe { sys::napi_get_element(raw, cache, i, &mut v) })?;
+        Ok(v)
+    };
+    for i in 0..len {
+        let v = element(i)?;
+        // SAFETY: `v` is a value of this call; anything but a `Snowflake` core gives an error, not a match.
+        let core = unsafe { ClassInstance::<Snowflake>::from_napi_value(raw, v) }?;
+        if core.lazy.resolved == config {
+            return Ok(Raw(v));
+        }
+    }
+    let core = Snowflake { lazy: Arc::new(Lazy::new(config)) }.into_instance(&env)?.raw();
+    // Most recent first: the others move down one, and the last falls out once the cache is full.
+    for i in (1..=len.min(CORE_CACHE - 1)).rev() {
+        let v = element(i - 1)?;
+        check(unsafe { sys::napi_set_element(raw, cache, i, v) })?;
+    }
+    check(unsafe { sys::napi_set_element(raw, cache, 0, core) })?;
+    Ok(Raw(core))
 }
 
 /// For the store leases (`snowid/redis`, `snowid/postgres`): sets `target`'s lease deadline (Unix ms; no id from
