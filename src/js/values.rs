@@ -203,6 +203,17 @@ fn array_length(env: sys::napi_env, array: sys::napi_value) -> Result<u32> {
 /// Reads an id argument: a bigint, a decimal string, or a safe integer.
 pub(crate) fn read_id(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<u64> {
     use sys::ValueType as T;
+    // The common case first, in one call: a bigint from 0 to 2^63 - 1 (one that is negative or above 2^64 - 1 is not
+    // lossless, and one above 2^63 - 1 is refused below). A value of another type fails this call with a status and
+    // no exception, and is read by its type below.
+    let (mut low, mut lossless) = (0u64, false);
+    // SAFETY: `value` is a value of this call; both out-pointers are valid.
+    if unsafe { sys::napi_get_value_bigint_uint64(env, value, &mut low, &mut lossless) } == sys::Status::napi_ok
+        && lossless
+        && low <= crate::core::layout::MAX_ID
+    {
+        return Ok(low);
+    }
     let parsed = match type_of(env, value)? {
         T::napi_bigint => {
             // One word is all an id needs; a longer bigint is out of range, whatever its size, so only its word
