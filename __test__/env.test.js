@@ -109,14 +109,20 @@ test('configure() sets options over env before the first id, and is refused afte
     s.configure({ workerId: 7, sequenceBits: 11 })
     out.before = s.config()
     s.decode(1n) // does not start the generator
+    // Each configuration's layout, read before the first id: sequenceBits 11, then the default 12, on other threads too.
+    out.sequences = [s.decode(4095n).sequence]
     s.configure({ workerId: 9 }) // replaces the earlier options
+    out.sequences.push(s.decode(4095n).sequence)
+    const { Worker } = require('node:worker_threads')
+    const w = new Worker("require('node:worker_threads').parentPort.postMessage(require(process.cwd()).decode(4095n).sequence)", { eval: true })
+    w.on('message', (v) => { out.thread = v })
     out.replaced = s.config().workerId
     try { s.configure({ workerId: 99 }) } catch (e) { out.invalid = { name: e.constructor.name, code: e.code } }
     out.afterInvalid = s.config().workerId
     out.id = s.decode(s.nextId())
     try { s.configure({ workerId: 1 }) } catch (e) { out.late = { name: e.constructor.name, code: e.code, message: e.message } }
     out.after = s.config().workerId
-    console.log(JSON.stringify(out))
+    w.on('exit', () => console.log(JSON.stringify(out)))
     `,
     { SNOWID_WORKER_ID: '3', SNOWID_DATACENTER_ID: '2' },
   )
@@ -128,6 +134,8 @@ test('configure() sets options over env before the first id, and is refused afte
   assert.equal(out.before.sources.datacenterId, 'env')
   assert.equal(out.before.sequenceBits, 11)
   assert.equal(out.replaced, 9)
+  assert.deepEqual(out.sequences, [2047, 4095])
+  assert.equal(out.thread, 4095)
   assert.deepEqual(out.invalid, { name: 'RangeError', code: 'ERR_SNOWID_INVALID_CONFIG' })
   assert.equal(out.afterInvalid, 9, 'a refused configure() changes nothing')
   assert.equal(out.id.workerId, 9)

@@ -1,7 +1,8 @@
 //! The process's default generator (configured on first need, started by the first id) and the module
 //! functions that use it.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::sync::OnceLock;
@@ -115,13 +116,35 @@ pub(crate) fn default_config(env: sys::napi_env, bind: bool) -> CoreResult<Confi
     Ok(config)
 }
 
+/// How many times `configure()` has replaced the pending configuration: a layout read before the generator starts is
+/// kept by each thread with the count it was read under, and is current for as long as the count has not moved.
+static CONFIGURED: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// This thread's last layout read from the pending configuration, and the `CONFIGURED` count it was read under.
+    static PENDING_LAYOUT: Cell<Option<(u64, Layout)>> = const { Cell::new(None) };
+}
+
 /// The default generator's layout, without starting it, and without reading the variables only generating needs.
+/// Before the generator starts, a thread reads it under the `PENDING` lock once per configuration, not per call
+/// (`decode` of ids an application only reads would otherwise take the lock every time).
 #[inline]
 pub(crate) fn default_layout(env: sys::napi_env) -> CoreResult<Layout> {
-    match DEFAULT.get() {
-        Some((g, _)) => Ok(*g.layout()),
-        None => PENDING.lock().layout(env),
+    if let Some((g, _)) = DEFAULT.get() {
+        return Ok(*g.layout());
     }
+    let configured = CONFIGURED.load(Ordering::Acquire);
+    if let Some((count, layout)) = PENDING_LAYOUT.with(Cell::get) {
+        if count == configured {
+            return Ok(layout);
+        }
+    }
+    let mut pending = PENDING.lock();
+    // Read under the lock, which `configure()` holds while it replaces the configuration and moves the count.
+    let count = CONFIGURED.load(Ordering::Relaxed);
+    let layout = pending.layout(env)?;
+    PENDING_LAYOUT.with(|c| c.set(Some((count, layout))));
+    Ok(layout)
 }
 
 /// The next id of the process-wide default generator, as a `bigint`.
@@ -253,6 +276,7 @@ pub fn configure(env: Env, #[napi(ts_arg_type = "SnowflakeOptions")] options: Op
     let mut next = Pending { options: Some(opts), seen: BTreeMap::new(), layout: None, config: None };
     next.config(raw).map_err(|e| raise(raw, &e))?;
     *pending = next;
+    CONFIGURED.fetch_add(1, Ordering::Release);
     Ok(())
 }
 
