@@ -190,9 +190,11 @@ test('restart with the clock behind the mark: no timestamp reused, no wait past 
     { ahead: 5000, policy: 'bits', expect: 'clockBack' },
     { ahead: 5000, policy: 'wait', expect: 'error' },
     { ahead: 5000, policy: 'throw', expect: 'error' },
-    // A mark 150 ms ahead, maxWaitMs 1000: 'bits' starts at once on a clockBack value whose mark is past; the
-    // other policies, which spend no clockBack value, wait it out.
-    { ahead: 150, policy: 'bits', expect: 'clockBack', maxWait: 1000 },
+    // A mark that waiting would pass (2 s ahead, maxWaitMs 5000): 'bits' starts at once on a clockBack value whose
+    // mark is past. 2 s, so that a slow start on a busy machine cannot find the mark already behind the clock.
+    { ahead: 2000, policy: 'bits', expect: 'clockBack', maxWait: 5000 },
+    // A mark 150 ms ahead, maxWaitMs 1000: the policies that spend no clockBack value wait it out (a start slower
+    // than 150 ms finds it passed, and the same id).
     { ahead: 150, policy: 'wait', expect: 'waited', maxWait: 1000 },
     { ahead: 150, policy: 'throw', expect: 'waited', maxWait: 1000 },
   ]
