@@ -7,8 +7,8 @@
 //   node benchmark/case.js scaling <t>   below the cap: <t> worker_threads on the shared default generator, timed
 //                                        together from a common start, after each has warmed up
 //   node benchmark/case.js instances     RSS after 1M `new Snowflake()` in one synchronous loop
-// Prints one JSON line. Every timed result is kept (the last RING of them) and folded into a sink that is printed,
-// so V8 cannot skip work whose result goes unused.
+// Prints one JSON line. Every timed result is kept (the last RING ids' worth of them) and folded into a sink that is
+// printed, so V8 cannot skip work whose result goes unused.
 
 const { Worker, isMainThread, parentPort, workerData } = require('node:worker_threads')
 
@@ -90,11 +90,14 @@ function time(c) {
   const next = c.make()
   const perCall = c.batch ?? 1
   const calls = ROUND_CALLS[c.name] ?? Math.ceil(ROUND_IDS[c.regime] / perCall)
-  const ring = new Array(RING).fill(undefined)
+  // About RING ids' worth of results, so that every case keeps as many ids alive for the collector to move: a batch
+  // case keeps fewer results (a power of two, at least one), a batch of 100 ids 16 of them.
+  const size = 2 ** Math.ceil(Math.log2(Math.ceil(RING / perCall)))
+  const ring = new Array(size).fill(undefined)
   // Warm up by count, not by time: a time-based warm-up of a borrowing generator would spend its whole lead.
-  for (let i = 0; i < Math.ceil(calls / 10); i++) ring[i & (RING - 1)] = next()
+  for (let i = 0; i < Math.ceil(calls / 10); i++) ring[i & (size - 1)] = next()
   const t0 = process.hrtime.bigint()
-  for (let i = 0; i < calls; i++) ring[i & (RING - 1)] = next()
+  for (let i = 0; i < calls; i++) ring[i & (size - 1)] = next()
   const ns = Number(process.hrtime.bigint() - t0)
   let sink = 0
   for (const v of ring) sink = (sink + fold(v)) | 0
