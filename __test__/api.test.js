@@ -57,6 +57,14 @@ test('decode reads every field at its extremes', () => {
   assert.equal(snowid.decode('0007').id, '7')
 })
 
+test('a layout refuses a field wider than 32 bits, which could not be read whole', () => {
+  expectError(() => new snowid.SnowflakeLayout({ datacenterBits: 0, workerBits: 0, clockBackBits: 0, sequenceBits: 33 }), {
+    name: 'RangeError',
+    code: 'ERR_SNOWID_INVALID_CONFIG',
+    message: /^options\.sequenceBits: expected an integer from 0 to 32, found 33$/,
+  })
+})
+
 test('decode refuses what is not an id', () => {
   const cases = [
     [-1n, 'RangeError', /negative bigint/],
@@ -277,7 +285,8 @@ test('bad options are refused with a coded error naming the option, the value an
     [{ datacenterId: null }, 'TypeError', /^options\.datacenterId: .*found null$/],
     [{ datacenterId: 8 }, 'RangeError', /0 to 7/],
     [{ clockBack: 4 }, 'RangeError', /^options\.clockBack: expected an integer from 0 to 3/],
-    [{ sequenceBits: 64 }, 'RangeError', /^options\.sequenceBits: expected an integer from 0 to 63, found 64$/],
+    [{ sequenceBits: 64 }, 'RangeError', /^options\.sequenceBits: expected an integer from 0 to 32, found 64$/],
+    [{ sequenceBits: 33 }, 'RangeError', /^options\.sequenceBits: expected an integer from 0 to 32, found 33$/],
     [{ sequenceBits: 16 }, 'RangeError', /^layout: expected a timestamp field that lasts at least 10 years.*\(set by options\.sequenceBits\)$/],
     [{ datacenterBits: 0, workerBits: 0, clockBackBits: 0, sequenceBits: 0 }, 'RangeError', /at most 52 timestamp bits/],
     [{ epoch: Date.now() + 60_000 }, 'RangeError', /^options\.epoch: .*in the future$/],

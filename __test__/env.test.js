@@ -73,7 +73,7 @@ test('every bad environment value fails the first id with a coded error, without
     ['SNOWID_CLOCK_BACK', '4', 'RangeError', /^SNOWID_CLOCK_BACK: expected an integer from 0 to 3/],
     ['SNOWID_EPOCH', '2999-01-01', 'RangeError', /^SNOWID_EPOCH: .*in the future$/],
     ['SNOWID_EPOCH', 'last tuesday', 'TypeError', /^SNOWID_EPOCH: expected Unix ms or an ISO-8601 date/],
-    ['SNOWID_SEQUENCE_BITS', '64', 'RangeError', /^SNOWID_SEQUENCE_BITS: expected an integer from 0 to 63, found "64"$/],
+    ['SNOWID_SEQUENCE_BITS', '64', 'RangeError', /^SNOWID_SEQUENCE_BITS: expected an integer from 0 to 32, found "64"$/],
     ['SNOWID_SEQUENCE_BITS', '20', 'RangeError', /^layout: .*\(set by SNOWID_SEQUENCE_BITS\)$/],
     ['SNOWID_DATACENTER_BITS', 'x', 'TypeError', /^SNOWID_DATACENTER_BITS: /],
     ['SNOWID_WORKER_BITS', '-5', 'RangeError', /^SNOWID_WORKER_BITS: /],

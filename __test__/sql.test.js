@@ -91,7 +91,7 @@ test('snowid sql postgres --functions takes the layout from the environment, and
   const bad = runCli(['sql', 'postgres', '--functions'], { SNOWID_SEQUENCE_BITS: '64' })
   assert.equal(bad.status, 1)
   assert.equal(bad.stdout, '')
-  assert.match(bad.stderr, /^snowid: SNOWID_SEQUENCE_BITS: expected an integer from 0 to 63, found "64" \(ERR_SNOWID_INVALID_CONFIG\)/)
+  assert.match(bad.stderr, /^snowid: SNOWID_SEQUENCE_BITS: expected an integer from 0 to 32, found "64" \(ERR_SNOWID_INVALID_CONFIG\)/)
   // No lease is taken to print SQL: a lease directory that cannot be used (a file) does not matter, where
   // `snowid config` fails on it.
   const dir = cleanEnv().SNOWID_LEASE_DIR

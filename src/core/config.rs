@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use super::error::{quote, Code, Error, Result};
 use super::generator::{ClockBackPolicy, Settings};
-use super::layout::{max_value, Layout, Widths, DEFAULT_EPOCH};
+use super::layout::{max_value, Layout, Widths, DEFAULT_EPOCH, MAX_FIELD_BITS};
 use super::statefulset;
 use super::time::{format_iso, parse_iso};
 
@@ -600,8 +600,10 @@ impl Resolver<'_> {
     fn layout(&self, now: u64, what: Use) -> Result<LayoutParts> {
         let (r, opts) = (self, self.opts);
         let d = Widths::default();
+        // Each field but the timestamp is at most 32 bits: its values are 32-bit numbers everywhere (encode's
+        // arguments, decode's results), so a wider field could not be read or written whole.
         let bits = |opt, js, var: &'static str, default: u32| {
-            r.integer(opt, js, &[var], 63, &String::new, default.into()).map(to_u32)
+            r.integer(opt, js, &[var], u64::from(MAX_FIELD_BITS), &String::new, default.into()).map(to_u32)
         };
         let datacenter_bits = bits(&opts.datacenter_bits, "datacenterBits", "SNOWID_DATACENTER_BITS", d.datacenter)?;
         let worker_bits = bits(&opts.worker_bits, "workerBits", "SNOWID_WORKER_BITS", d.worker)?;
@@ -1170,8 +1172,12 @@ mod tests {
         assert_eq!(e.class(), Class::RangeError);
         assert!(e.message().starts_with("layout: expected a timestamp field that lasts at least 10 years"), "{e}");
         assert!(e.message().ends_with("(set by SNOWID_SEQUENCE_BITS)"), "{e}");
-        let e = resolve_env(&[("SNOWID_SEQUENCE_BITS", "40"), ("SNOWID_WORKER_BITS", "30")]).unwrap_err();
+        let e = resolve_env(&[("SNOWID_SEQUENCE_BITS", "32"), ("SNOWID_WORKER_BITS", "31")]).unwrap_err();
         assert!(e.message().contains("at most 62 bits"), "{e}");
+        // A field is at most 32 bits wide, even where the sum leaves the timestamp room.
+        let e = resolve_env(&[("SNOWID_SEQUENCE_BITS", "33")]).unwrap_err();
+        assert_eq!(e.class(), Class::RangeError);
+        assert_eq!(e.message(), "SNOWID_SEQUENCE_BITS: expected an integer from 0 to 32, found \"33\"");
         let e = Config::resolve(
             &Options {
                 datacenter_bits: Some(OptionValue::Number(0.0)),

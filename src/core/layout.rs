@@ -12,6 +12,8 @@ pub const MIN_LIFE_MS: u64 = 315_576_000_000;
 pub const MAX_TIMESTAMP_BITS: u32 = 52;
 /// Ids are positive signed 64-bit integers: bit 63 is never set.
 pub const MAX_ID: u64 = i64::MAX as u64;
+/// The most bits a field other than the timestamp may have: its values are `u32`.
+pub const MAX_FIELD_BITS: u32 = 32;
 
 /// Widths in bits of the fields below the timestamp, which gets what is left of 63 bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -90,6 +92,14 @@ impl Layout {
         let Widths { datacenter, worker, clock_back, sequence } = widths;
         let sum = u64::from(datacenter) + u64::from(worker) + u64::from(clock_back) + u64::from(sequence);
         let parts = sum_text(widths);
+        if [datacenter, worker, clock_back, sequence].iter().any(|&w| w > MAX_FIELD_BITS) {
+            return Err(Error::range_error(
+                Code::InvalidConfig,
+                "layout",
+                &format!("fields other than the timestamp of at most {MAX_FIELD_BITS} bits each"),
+                &parts,
+            ));
+        }
         if sum > 62 {
             return Err(Error::range_error(
                 Code::InvalidConfig,
@@ -388,6 +398,12 @@ mod tests {
         let e = Layout::for_reading(widths(20, 20, 20, 3), epoch, NOW).unwrap_err();
         assert!(e.message().contains("= 63"), "{e}");
         assert!(Layout::for_reading(widths(20, 20, 20, 2), epoch, NOW).is_ok());
+        // And fields of at most 32 bits, which read whole wherever they sit.
+        let e = Layout::for_reading(widths(0, 0, 0, 33), epoch, NOW).unwrap_err();
+        assert!(e.message().starts_with("layout: expected fields other than the timestamp of at most 32 bits each"), "{e}");
+        let wide = Layout::for_reading(widths(0, 0, 30, 32), epoch, NOW).unwrap();
+        let f = wide.unpack(MAX_ID);
+        assert_eq!((f.timestamp, f.clock_back, f.sequence), (1, (1 << 30) - 1, u32::MAX));
         assert!(Layout::for_reading(instagram, NOW + 1, NOW).is_err());
     }
 }
