@@ -57,6 +57,77 @@ test('decode reads every field at its extremes', () => {
   assert.equal(snowid.decode('0007').id, '7')
 })
 
+// What an id of `widths` ({ datacenterBits, workerBits, clockBackBits, sequenceBits }) and `epoch` decodes to, in
+// BigInt arithmetic.
+function oracle(id, { epoch, datacenterBits, workerBits, clockBackBits, sequenceBits }) {
+  let rest = id
+  const take = (bits) => {
+    const v = Number(rest & ((1n << BigInt(bits)) - 1n))
+    rest >>= BigInt(bits)
+    return v
+  }
+  const sequence = take(sequenceBits)
+  const clockBack = take(clockBackBits)
+  const workerId = take(workerBits)
+  const datacenterId = take(datacenterBits)
+  return { id: id.toString(), timestamp: epoch + Number(rest), datacenterId, workerId, clockBack, sequence }
+}
+
+// Ids at every magnitude and at the edges of the decimal and 32-bit splits, then random ones of random width.
+function sampleIds(random, count) {
+  const ids = [0n, 1n, MAX_ID, MAX_ID - 1n, 10n ** 9n - 1n, 10n ** 9n, 2n ** 31n, 2n ** 32n - 1n, 2n ** 32n, 2n ** 32n + 1n]
+  ids.push(10n ** 18n - 1n, 10n ** 18n, 10n ** 18n + 1n, 10n ** 17n, 2n ** 53n + 1n, 999_999_999_999_999_999n, 4_294_967_296_000_000_000n)
+  for (let i = 0; i < count; i++) {
+    const id = (BigInt(Math.floor(random() * 2 ** 32)) << 31n) ^ BigInt(Math.floor(random() * 2 ** 32))
+    ids.push(id >> BigInt(Math.floor(random() * 63)))
+  }
+  return ids
+}
+
+function seeded(seed) {
+  let x = seed >>> 0 || 1
+  return () => {
+    x ^= x << 13
+    x ^= x >>> 17
+    x ^= x << 5
+    return (x >>> 0) / 2 ** 32
+  }
+}
+
+test('decode reads a bigint exactly as the BigInt arithmetic does, for every layout, on every call', () => {
+  const seed = Date.now() % 1_000_000
+  const random = seeded(seed)
+  const ids = sampleIds(random, 300)
+  // The default generator's, a Snowflake's, and then reading layouts with fields from 0 to 32 bits wide, at any
+  // position, and so across the 32-bit boundary too.
+  const cases = [
+    [snowid, { epoch: 1580486400000, datacenterBits: 3, workerBits: 5, clockBackBits: 2, sequenceBits: 12 }],
+    [new Snowflake({ workerId: 3, lease: false, sequenceBits: 10, workerBits: 7 }), { epoch: 1580486400000, datacenterBits: 3, workerBits: 7, clockBackBits: 2, sequenceBits: 10 }],
+  ]
+  for (const widths of [[0, 0, 0, 32], [0, 0, 30, 32], [32, 0, 0, 0], [0, 30, 32, 0], [32, 30, 0, 0], [10, 10, 10, 10], [1, 31, 1, 29], [0, 0, 0, 11]]) {
+    const [datacenterBits, workerBits, clockBackBits, sequenceBits] = widths
+    const options = { epoch: 1288834974657, datacenterBits, workerBits, clockBackBits, sequenceBits }
+    cases.push([new snowid.SnowflakeLayout(options), options])
+  }
+  while (cases.length < 160) {
+    const widths = Array.from({ length: 4 }, () => Math.floor(random() * 33))
+    const sum = widths.reduce((a, b) => a + b)
+    if (sum < 11 || sum > 62) continue
+    const [datacenterBits, workerBits, clockBackBits, sequenceBits] = widths
+    const options = { epoch: Math.floor(random() * 1.7e12), datacenterBits, workerBits, clockBackBits, sequenceBits }
+    cases.push([new snowid.SnowflakeLayout(options), options])
+  }
+  for (const [reader, layout] of cases) {
+    for (const id of ids) {
+      const expected = oracle(id, layout)
+      // Twice each, and as a string: the first call of a reader, and any string, goes to the binding.
+      assert.deepEqual(reader.decode(id), expected, `seed ${seed}, ${JSON.stringify(layout)}, id ${id}`)
+      assert.deepEqual(reader.decode(id), expected, `seed ${seed}, ${JSON.stringify(layout)}, id ${id}, again`)
+      assert.deepEqual(reader.decode(String(id)), expected, `seed ${seed}, ${JSON.stringify(layout)}, id "${id}"`)
+    }
+  }
+})
+
 test('a layout refuses a field wider than 32 bits, which could not be read whole', () => {
   expectError(() => new snowid.SnowflakeLayout({ datacenterBits: 0, workerBits: 0, clockBackBits: 0, sequenceBits: 33 }), {
     name: 'RangeError',

@@ -145,6 +145,24 @@ test('configure() sets options over env before the first id, and is refused afte
   assert.equal(out.after, 9)
 })
 
+test('configure() on another thread changes the layout decode() reads here, however warm it is', () => {
+  const r = runNode(`
+    const s = require('.')
+    const { Worker } = require('node:worker_threads')
+    s.configure({ sequenceBits: 11 })
+    const out = []
+    for (let i = 0; i < 1000; i++) s.decode(4095n + BigInt(i))
+    out.push(s.decode(4095n).sequence)
+    const w = new Worker("require(process.cwd()).configure({ sequenceBits: 10 })", { eval: true })
+    w.on('exit', (code) => {
+      out.push(code, s.decode(4095n).sequence, s.decode(4095n).sequence, s.decode(s.nextId()).timestamp > Date.now() - 60000)
+      console.log(JSON.stringify(out))
+    })
+  `)
+  assert.equal(r.status, 0, r.stderr)
+  assert.deepEqual(JSON.parse(r.stdout), [2047, 0, 1023, 1023, true])
+})
+
 test('decode() and config() do not start the default generator', () => {
   const r = runNode(`
     const s = require('.')

@@ -5,6 +5,7 @@ use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::ptr;
 use std::sync::OnceLock;
 
 use napi::{sys, Env, JsValue, Result, Unknown};
@@ -130,13 +131,19 @@ thread_local! {
 /// (`decode` of ids an application only reads would otherwise take the lock every time).
 #[inline]
 pub(crate) fn default_layout(env: sys::napi_env) -> CoreResult<Layout> {
+    counted_default_layout(env).map(|(_, layout)| layout)
+}
+
+/// [`default_layout`], with the `CONFIGURED` count it is current for: the layout stays the default's for as long as
+/// the count has not moved (once the generator has started, `configure()` is refused and the count never moves).
+pub(crate) fn counted_default_layout(env: sys::napi_env) -> CoreResult<(u64, Layout)> {
     if let Some((g, _)) = DEFAULT.get() {
-        return Ok(*g.layout());
+        return Ok((CONFIGURED.load(Ordering::Acquire), *g.layout()));
     }
     let configured = CONFIGURED.load(Ordering::Acquire);
     if let Some((count, layout)) = PENDING_LAYOUT.with(Cell::get) {
         if count == configured {
-            return Ok(layout);
+            return Ok((count, layout));
         }
     }
     let mut pending = PENDING.lock();
@@ -144,7 +151,30 @@ pub(crate) fn default_layout(env: sys::napi_env) -> CoreResult<Layout> {
     let count = CONFIGURED.load(Ordering::Relaxed);
     let layout = pending.layout(env)?;
     PENDING_LAYOUT.with(|c| c.set(Some((count, layout))));
-    Ok(layout)
+    Ok((count, layout))
+}
+
+/// A `Uint32Array` of two elements over `CONFIGURED` itself, for `index.js`'s `decode`, which keeps the default
+/// layout it was last told with the count it is current for, and reads the count through this view to know that it
+/// still is. `None` where the runtime cannot show JS this memory itself (one that refuses external buffers, or that
+/// copies their data), which `index.js` takes as a layout never known to be current.
+pub(crate) fn configured_view(env: sys::napi_env) -> Option<sys::napi_value> {
+    let at = CONFIGURED.as_ptr().cast::<std::ffi::c_void>();
+    let (mut buffer, mut view, mut data, mut length) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), 0usize);
+    // SAFETY: `CONFIGURED` is a static, so its 8 bytes outlive every view, which nothing frees (no finalizer); JS
+    // only reads it, and an aligned 32-bit load of a word that an atomic store changes sees the old or the new word.
+    let made = unsafe { sys::napi_create_external_arraybuffer(env, at, 8, None, ptr::null_mut(), &mut buffer) } == sys::Status::napi_ok
+        && unsafe { sys::napi_get_arraybuffer_info(env, buffer, &mut data, &mut length) } == sys::Status::napi_ok
+        && data == at
+        && length == 8
+        && unsafe { sys::napi_create_typedarray(env, sys::TypedarrayType::uint32_array, 2, buffer, 0, &mut view) } == sys::Status::napi_ok;
+    if made {
+        Some(view)
+    } else {
+        // A refused external buffer may leave an exception pending.
+        super::env::clear_pending(env);
+        None
+    }
 }
 
 /// The next id of the process-wide default generator, as a `bigint`.

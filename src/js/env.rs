@@ -137,7 +137,7 @@ impl EnvSource for JsEnv {
 }
 
 /// Clears a pending exception, if any.
-fn clear_pending(env: sys::napi_env) {
+pub(crate) fn clear_pending(env: sys::napi_env) {
     let mut thrown = ptr::null_mut();
     // SAFETY: `env` is the live env of the current call.
     unsafe { sys::napi_get_and_clear_last_exception(env, &mut thrown) };

@@ -11,7 +11,7 @@ use crate::core::error::{Code, Error as CoreError, Result as CoreResult};
 use crate::core::generator::{Generator, SystemClock};
 use crate::core::layout::Layout;
 
-use super::default::{default_generator, default_layout};
+use super::default::{configured_view, counted_default_layout, default_generator, default_layout};
 use super::errors::{check, raise, throw};
 use super::snowflake::Lazy;
 use super::values::{Raw, bigint, decimal, describe, read_id, type_of};
@@ -340,10 +340,14 @@ unsafe extern "C" fn instance_timestamp_of(env: sys::napi_env, info: sys::napi_c
 
 // `decode`, fast. napi-rs builds a returned object one property at a time, which costs many times the id itself, so
 // the native half of a decode writes the id's number fields into a small Float64Array this module made, and returns
-// the id's decimal string; `index.js` then builds the object as one literal, of one stable shape, from the two.
+// the id's decimal string; `index.js` then builds the object as one literal, of one stable shape, from the two. It
+// also writes the layout it decoded with, so that `index.js` can split later `bigint` ids itself, with no native
+// call at all, for as long as that layout is current.
 
-/// How many numbers a decode writes: timestamp, datacenterId, workerId, clockBack, sequence.
-pub const DECODE_FIELDS: usize = 5;
+/// How many numbers a decode writes: timestamp, datacenterId, workerId, clockBack, sequence; then the layout's
+/// epoch, datacenter, worker, clock-back and sequence widths, and the two 32-bit halves (low, high) of the
+/// `CONFIGURED` count the layout is current for (0 for a layout that is fixed).
+pub const DECODE_FIELDS: usize = 12;
 
 /// How many ids a small batch writes into the scratch, for `index.js` to copy out with one `slice`: a small
 /// `BigInt64Array` that N-API makes, or whose memory it is given, costs V8 far more than the ids.
@@ -431,10 +435,11 @@ pub(crate) fn scratch_ids_impl<'g>(
 
 /// The native half of a decode: `arg` read as an id and split by `layout`; its number fields written to this
 /// thread's scratch, its decimal form returned.
-pub(crate) fn decode_fields(env: sys::napi_env, layout: CoreResult<Layout>, arg: sys::napi_value) -> Result<sys::napi_value> {
+pub(crate) fn decode_fields(env: sys::napi_env, layout: CoreResult<(u64, Layout)>, arg: sys::napi_value) -> Result<sys::napi_value> {
     let id = read_id(env, arg, "id")?;
-    let layout = layout.map_err(|e| raise(env, &e))?;
+    let (count, layout) = layout.map_err(|e| raise(env, &e))?;
     let f = layout.unpack(id);
+    let w = layout.widths();
     let fields: [f64; DECODE_FIELDS] = [
         // Every Unix ms a layout encodes is below 2^53, so exact as f64.
         (layout.epoch() + f.timestamp) as f64,
@@ -442,6 +447,14 @@ pub(crate) fn decode_fields(env: sys::napi_env, layout: CoreResult<Layout>, arg:
         f64::from(f.worker_id),
         f64::from(f.clock_back),
         f64::from(f.sequence),
+        // An epoch is a Unix ms, below 2^53.
+        layout.epoch() as f64,
+        f64::from(w.datacenter),
+        f64::from(w.worker),
+        f64::from(w.clock_back),
+        f64::from(w.sequence),
+        f64::from(count as u32),
+        f64::from((count >> 32) as u32),
     ];
     let scratch = scratch()?;
     // SAFETY: the buffer starts with DECODE_FIELDS f64s, 8-byte aligned, and its reference keeps it alive.
@@ -452,13 +465,13 @@ pub(crate) fn decode_fields(env: sys::napi_env, layout: CoreResult<Layout>, arg:
 }
 
 unsafe extern "C" fn module_decode_fields(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| decode_fields(env, default_layout(env), arg));
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| decode_fields(env, counted_default_layout(env), arg));
     unsafe { finish(env, out.map(Raw)) }
 }
 
 unsafe extern "C" fn layout_decode_fields(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     // SAFETY: the data is the `Layout` `layout_decoder` gave this function, freed only once it is collected.
-    let out = unsafe { call_info(env, info) }.and_then(|(arg, data)| decode_fields(env, Ok(unsafe { *(data as *const Layout) }), arg));
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, data)| decode_fields(env, Ok((0, unsafe { *(data as *const Layout) })), arg));
     unsafe { finish(env, out.map(Raw)) }
 }
 
@@ -567,6 +580,9 @@ pub fn install_fast_paths(env: Env, exports: Object) -> Result<()> {
     let (fields, ids) = make_scratch(env)?;
     check(unsafe { sys::napi_set_named_property(env, value, c"__decodeScratch".as_ptr(), fields) })?;
     check(unsafe { sys::napi_set_named_property(env, value, c"__idScratch".as_ptr(), ids) })?;
+    if let Some(view) = configured_view(env) {
+        check(unsafe { sys::napi_set_named_property(env, value, c"__configured".as_ptr(), view) })?;
+    }
     Ok(())
 }
 
