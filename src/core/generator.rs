@@ -477,6 +477,14 @@ impl<C: Clock> Generator<C> {
     /// The fast path (see [`Shared`]): the next id by one compare-and-swap, or `None` when the mutex must decide.
     #[inline]
     fn next_fast(&self) -> Option<u64> {
+        self.run_fast(1)
+    }
+
+    /// The fast path for `count` ids (1 to `max_sequence + 1`) of one ms, consecutive: the first of them, by one
+    /// compare-and-swap that moves the word to the last, or `None` when they do not fit the ms the clock reads (or
+    /// the mutex must decide). The word stays the last id issued, so the argument of [`Shared`] holds as for one id.
+    #[inline(always)]
+    fn run_fast(&self, count: u64) -> Option<u64> {
         let shared = &*self.state;
         let mut word = shared.word.load(Ordering::Acquire);
         loop {
@@ -489,15 +497,16 @@ impl<C: Clock> Generator<C> {
                 return None;
             }
             let last = word >> self.timestamp_shift;
+            // The last of the `count` ids: sequence `count - 1` of a new ms, or `count` past the word in its own.
             let next = if t > last {
-                (t << self.timestamp_shift) | (word & self.clock_back_bits)
-            } else if t == last && word & self.max_sequence < self.max_sequence {
-                word + 1
+                (t << self.timestamp_shift) | (word & self.clock_back_bits) | (count - 1)
+            } else if t == last && (word & self.max_sequence) + count <= self.max_sequence {
+                word + count
             } else {
                 return None;
             };
             match shared.word.compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return Some(next | self.fixed),
+                Ok(_) => return Some((next - (count - 1)) | self.fixed),
                 // Another caller issued an id (or the mutex closed the word): read the clock again after its word.
                 Err(current) => word = current,
             }
@@ -538,6 +547,17 @@ impl<C: Clock> Generator<C> {
     /// rather than once per id. On an error, the ids already placed are not issued to anyone else, and the error
     /// is returned.
     pub fn fill(&self, out: &mut [u64]) -> Result<()> {
+        // A batch that fits one ms is one swap of the fast path; the sequence is the lowest field, so its ids are
+        // the first one plus 0, 1, 2...
+        let count = out.len() as u64;
+        if count >= 1 && count - 1 <= self.max_sequence {
+            if let Some(first) = self.run_fast(count) {
+                for (k, slot) in out.iter_mut().enumerate() {
+                    *slot = first + k as u64;
+                }
+                return Ok(());
+            }
+        }
         let mut st = self.close();
         let mut rest = out;
         let issued = !rest.is_empty();
@@ -1188,6 +1208,46 @@ pub(crate) mod tests {
         drop(held);
         t.join().unwrap();
         assert_eq!(id, first + 1);
+    }
+
+    #[test]
+    fn a_batch_that_fits_the_ms_is_one_swap_and_one_that_does_not_takes_the_mutex() {
+        // A lead, so that a batch past the ms borrows the next one rather than waits for the fake clock.
+        let (clock, _store, g) = with_store(5);
+        let g = Arc::new(g);
+        let first = g.next_id().unwrap();
+        // With the mutex held, a batch that fits the ms still completes: one swap moves the word to its last id.
+        let held = g.state.state.lock();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let g2 = g.clone();
+        let t = std::thread::spawn(move || {
+            let mut batch = [0u64; 7];
+            g2.fill(&mut batch).unwrap();
+            tx.send(batch).unwrap();
+        });
+        let batch = rx.recv_timeout(std::time::Duration::from_secs(30)).expect("a batch that fits waited for the mutex");
+        drop(held);
+        t.join().unwrap();
+        assert_eq!(batch, std::array::from_fn(|k| first + 1 + k as u64));
+        assert_eq!(word(&g), batch[6] & !g.fixed);
+        // A new ms: the batch starts at sequence 0 and the word is its last id.
+        clock.set(NOW + 1);
+        let mut batch = [0u64; 3];
+        g.fill(&mut batch).unwrap();
+        assert_eq!((fields(&g, batch[0]).timestamp, fields(&g, batch[0]).sequence), (fields(&g, first).timestamp + 1, 0));
+        assert_eq!(word(&g), batch[2] & !g.fixed);
+        // The rest of the ms but one, then two: the second does not fit, so the mutex runs it into the next ms.
+        let mut rest = vec![0u64; (g.max_sequence - 3) as usize];
+        g.fill(&mut rest).unwrap();
+        assert_eq!(fields(&g, rest[rest.len() - 1]).sequence, g.max_sequence as u32 - 1);
+        let mut two = [0u64; 2];
+        g.fill(&mut two).unwrap();
+        assert_eq!(fields(&g, two[0]).sequence, g.max_sequence as u32);
+        assert_eq!((fields(&g, two[1]).timestamp, fields(&g, two[1]).sequence), (fields(&g, batch[0]).timestamp + 1, 0));
+        // A batch larger than a ms never takes the swap, and every id is still new.
+        let mut big = vec![0u64; g.max_sequence as usize + 2];
+        g.fill(&mut big).unwrap();
+        assert!(big[0] > two[1] && big.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]
