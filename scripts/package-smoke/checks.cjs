@@ -81,6 +81,17 @@ async function primary(api, { threadFile }) {
     assert.equal(decoded.workerId, api.config().workerId)
     assert.deepEqual(api.decode(id.toString()), decoded)
     assert.deepEqual(JSON.parse(JSON.stringify(decoded)), decoded)
+    // A bigint decoded again is split in JS: the same fields, at the edges too.
+    assert.deepEqual(api.decode(id), decoded)
+    const max = 2n ** 63n - 1n
+    assert.deepEqual(api.decode(max), { id: max.toString(), timestamp: 1580486400000 + 2 ** 41 - 1, datacenterId: 7, workerId: 31, clockBack: 3, sequence: 4095 })
+    assert.deepEqual(api.decode(max), api.decode(max.toString()))
+    // A bigint out of range is refused, whatever its size: runtimes differ in how N-API reports a long one.
+    for (const bad of [-1n, 2n ** 63n, 2n ** 64n, 2n ** 64n + 5n, -(2n ** 64n), 2n ** 100n + 7n]) {
+      for (const read of [api.decode, api.timestampOf, (v) => new api.SnowflakeLayout().decode(v)]) {
+        assert.throws(() => read(bad), { code: 'ERR_SNOWID_INVALID_ID' }, `${bad} is refused`)
+      }
+    }
   })
 
   // On WASI each thread instantiates the wasm module, so threads cannot share the generator: a thread asking for the

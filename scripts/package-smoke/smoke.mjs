@@ -1,11 +1,11 @@
 import cluster from 'node:cluster'
 import { createRequire } from 'node:module'
 import * as namespace from 'snowid'
-import { config, decode, nextId, nextIdString } from 'snowid'
+import { SnowflakeLayout, config, decode, nextId, nextIdString, timestampOf } from 'snowid'
 import { fork, workers } from 'snowid/cluster'
 import checks from './checks.cjs'
 
-const api = { config, decode, nextId, nextIdString, fork, workers }
+const api = { SnowflakeLayout, config, decode, nextId, nextIdString, timestampOf, fork, workers }
 
 if (cluster.isPrimary) {
   await checks.check('esm exports', () => {

@@ -216,17 +216,16 @@ pub(crate) fn read_id(env: sys::napi_env, value: sys::napi_value, what: &str) ->
     }
     let parsed = match type_of(env, value)? {
         T::napi_bigint => {
-            // One word is all an id needs; a longer bigint is out of range, whatever its size, so only its word
-            // count and sign are read.
+            // One word is all an id needs; a longer bigint is out of range, whatever its size, so only its sign, its
+            // low word and its word count are read.
             let (mut sign, mut count, mut word) = (0, 1usize, 0u64);
-            // SAFETY: `word` has room for the 1 word `count` says; N-API sets `count` to the bigint's full length.
+            // SAFETY: `word` has room for the 1 word `count` says.
             check(unsafe { sys::napi_get_value_bigint_words(env, value, &mut sign, &mut count, &mut word) })?;
-            // emnapi (the WASI build) sets `count` to the words it wrote, not to the bigint's length: ask for that.
-            #[cfg(target_os = "wasi")]
-            if count == 1 {
-                // SAFETY: with no words to write, N-API only sets `count` to the bigint's length.
-                check(unsafe { sys::napi_get_value_bigint_words(env, value, ptr::null_mut(), &mut count, ptr::null_mut()) })?;
-            }
+            // With words to write, runtimes differ on what `count` then says: the bigint's length (Node) or the
+            // words written (emnapi on WASI, and Deno, where 2^64 + 5 would otherwise read as 5). With none to
+            // write, each sets it to the length.
+            // SAFETY: with no words to write, N-API only sets `count`.
+            check(unsafe { sys::napi_get_value_bigint_words(env, value, ptr::null_mut(), &mut count, ptr::null_mut()) })?;
             id::from_bigint(sign != 0, if count == 0 { 0 } else { word }, count, what)
         }
         // SAFETY: the casts match the types just checked.
