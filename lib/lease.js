@@ -2,7 +2,7 @@
 
 // The lease of a (datacenterId, workerId) slot from a shared store, for services on more than one host: one state
 // machine (take, hold, renew, lose, take again, release) and its events, used by every store (snowid/redis,
-// snowid/postgres). A store supplies only its primitives, as an object:
+// snowid/postgres, snowid/mysql). A store supplies only its primitives, as an object:
 //
 //   name                        the store's name for messages ('Redis', 'PostgreSQL', 'MySQL')
 //   unavailableCode             the code of "the store did not answer" (ERR_SNOWID_REDIS_UNAVAILABLE, ...)
