@@ -41,8 +41,9 @@ function describe(value) {
 // to the binding, which decodes it or refuses it with its coded error. The WASI build has no scratch (reading it there
 // would cost more than it saves): it decodes with the binding's own.
 const FIELDS = binding.__decodeScratch
-// The two 32-bit halves of the count of `configure()` calls, read through a view of the count itself; absent where the
-// runtime cannot show it, and then the module's `decode` always asks the binding.
+// The two 32-bit halves of the count of `configure()` calls (in the platform's byte order: `LOW` and `HIGH` below),
+// read through a view of the count itself; absent where the runtime cannot show it, and then the module's `decode`
+// always asks the binding.
 const CONFIGURED = binding.__configured
 const MAX_ID = 0x7fffffffffffffffn
 
@@ -125,12 +126,13 @@ class Split {
 
   /**
    * Whether the process-wide count is still the one this layout was read under. Plain loads: each half is one
-   * aligned 32-bit word, which a store changes whole, and the count only grows, one call at a time, so a torn pair
-   * can never match a count this layout was read under again (a `configure()` racing this very call may or may not
-   * be seen, as with any two threads).
+   * aligned 32-bit word, which a store changes whole, and the count only grows, by one per call. A pair read torn
+   * across a carry into the high half could match an earlier count only after 2^32 `configure()` calls; short of
+   * that, a count that moved never reads as the old one (a `configure()` racing this very call may or may not be
+   * seen, as with any two threads).
    */
   current() {
-    return CONFIGURED !== undefined && CONFIGURED[0] === this.countLow && CONFIGURED[1] === this.countHigh
+    return CONFIGURED !== undefined && CONFIGURED[LOW] === this.countLow && CONFIGURED[HIGH] === this.countHigh
   }
 
   decode(id) {
