@@ -189,13 +189,25 @@ export interface LayoutOptions {
    * @default 1580486400000 (2020-02-01T00:00:00+08:00)
    */
   epoch?: number | string | Date
-  /** @default 3 */
+  /**
+   * Width of the datacenterId field in bits, 0 to 32.
+   * @default 3
+   */
   datacenterBits?: number
-  /** @default 5 */
+  /**
+   * Width of the workerId field in bits, 0 to 32.
+   * @default 5
+   */
   workerBits?: number
-  /** @default 2 */
+  /**
+   * Width of the clockBack field in bits, 0 to 32.
+   * @default 2
+   */
   clockBackBits?: number
-  /** @default 12 */
+  /**
+   * Width of the sequence field in bits, 0 to 32. The four widths leave the timestamp from 1 to 52 bits.
+   * @default 12
+   */
   sequenceBits?: number
 }
 
@@ -316,22 +328,22 @@ export interface SnowflakeOptions {
    */
   epoch?: number | string | Date
   /**
-   * Width of the datacenterId field in bits. Env `SNOWID_DATACENTER_BITS`.
+   * Width of the datacenterId field in bits, 0 to 32. Env `SNOWID_DATACENTER_BITS`.
    * @default 3
    */
   datacenterBits?: number
   /**
-   * Width of the workerId field in bits. Env `SNOWID_WORKER_BITS`.
+   * Width of the workerId field in bits, 0 to 32. Env `SNOWID_WORKER_BITS`.
    * @default 5
    */
   workerBits?: number
   /**
-   * Width of the clockBack field in bits. Env `SNOWID_CLOCK_BACK_BITS`.
+   * Width of the clockBack field in bits, 0 to 32. Env `SNOWID_CLOCK_BACK_BITS`.
    * @default 2
    */
   clockBackBits?: number
   /**
-   * Width of the sequence field in bits. Env `SNOWID_SEQUENCE_BITS`.
+   * Width of the sequence field in bits, 0 to 32. Env `SNOWID_SEQUENCE_BITS`.
    * @default 12
    */
   sequenceBits?: number

@@ -22,12 +22,16 @@ pub struct LayoutOptions {
     /// @default 1580486400000 (2020-02-01T00:00:00+08:00)
     #[napi(ts_type = "number | string | Date")]
     pub epoch: Option<f64>,
+    /// Width of the datacenterId field in bits, 0 to 32.
     /// @default 3
     pub datacenter_bits: Option<u32>,
+    /// Width of the workerId field in bits, 0 to 32.
     /// @default 5
     pub worker_bits: Option<u32>,
+    /// Width of the clockBack field in bits, 0 to 32.
     /// @default 2
     pub clock_back_bits: Option<u32>,
+    /// Width of the sequence field in bits, 0 to 32. The four widths leave the timestamp from 1 to 52 bits.
     /// @default 12
     pub sequence_bits: Option<u32>,
 }

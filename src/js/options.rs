@@ -67,16 +67,16 @@ pub struct SnowflakeOptions {
     /// @default 1580486400000 (2020-02-01T00:00:00+08:00)
     #[napi(ts_type = "number | string | Date")]
     pub epoch: Option<f64>,
-    /// Width of the datacenterId field in bits. Env `SNOWID_DATACENTER_BITS`.
+    /// Width of the datacenterId field in bits, 0 to 32. Env `SNOWID_DATACENTER_BITS`.
     /// @default 3
     pub datacenter_bits: Option<u32>,
-    /// Width of the workerId field in bits. Env `SNOWID_WORKER_BITS`.
+    /// Width of the workerId field in bits, 0 to 32. Env `SNOWID_WORKER_BITS`.
     /// @default 5
     pub worker_bits: Option<u32>,
-    /// Width of the clockBack field in bits. Env `SNOWID_CLOCK_BACK_BITS`.
+    /// Width of the clockBack field in bits, 0 to 32. Env `SNOWID_CLOCK_BACK_BITS`.
     /// @default 2
     pub clock_back_bits: Option<u32>,
-    /// Width of the sequence field in bits. Env `SNOWID_SEQUENCE_BITS`.
+    /// Width of the sequence field in bits, 0 to 32. Env `SNOWID_SEQUENCE_BITS`.
     /// @default 12
     pub sequence_bits: Option<u32>,
     /// What to do when the clock moves backwards. Env `SNOWID_ON_CLOCK_BACK`.
