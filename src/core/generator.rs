@@ -1194,19 +1194,29 @@ pub(crate) mod tests {
         assert_eq!(word(&g), CLOSED, "a refused call opens nothing");
     }
 
+    /// `call` run on another thread while this one holds the mutex: a call that needed the mutex would wait for it
+    /// (a generous margin, since a busy machine is slow), and fail with `what`.
+    fn while_the_mutex_is_held<T: Send + 'static>(
+        g: &Arc<Generator<FakeClock>>,
+        what: &str,
+        call: impl FnOnce(&Generator<FakeClock>) -> T + Send + 'static,
+    ) -> T {
+        let held = g.state.state.lock();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let g2 = g.clone();
+        let t = std::thread::spawn(move || tx.send(call(&g2)).unwrap());
+        let out = rx.recv_timeout(std::time::Duration::from_secs(30)).unwrap_or_else(|_| panic!("{what} waited for the mutex"));
+        drop(held);
+        t.join().unwrap();
+        out
+    }
+
     #[test]
     fn the_fast_path_issues_without_the_mutex() {
         let (_clock, _store, g) = with_store(0);
         let g = Arc::new(g);
         let first = g.next_id().unwrap();
-        let held = g.state.state.lock();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let g2 = g.clone();
-        let t = std::thread::spawn(move || tx.send(g2.next_id().unwrap()).unwrap());
-        // Were the call to need the mutex, it would wait for it: a generous margin, since a busy machine is slow.
-        let id = rx.recv_timeout(std::time::Duration::from_secs(30)).expect("the fast path waited for the mutex");
-        drop(held);
-        t.join().unwrap();
+        let id = while_the_mutex_is_held(&g, "the fast path", |g| g.next_id().unwrap());
         assert_eq!(id, first + 1);
     }
 
@@ -1217,17 +1227,11 @@ pub(crate) mod tests {
         let g = Arc::new(g);
         let first = g.next_id().unwrap();
         // With the mutex held, a batch that fits the ms still completes: one swap moves the word to its last id.
-        let held = g.state.state.lock();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let g2 = g.clone();
-        let t = std::thread::spawn(move || {
+        let batch = while_the_mutex_is_held(&g, "a batch that fits", |g| {
             let mut batch = [0u64; 7];
-            g2.fill(&mut batch).unwrap();
-            tx.send(batch).unwrap();
+            g.fill(&mut batch).unwrap();
+            batch
         });
-        let batch = rx.recv_timeout(std::time::Duration::from_secs(30)).expect("a batch that fits waited for the mutex");
-        drop(held);
-        t.join().unwrap();
         assert_eq!(batch, std::array::from_fn(|k| first + 1 + k as u64));
         assert_eq!(word(&g), batch[6] & !g.fixed);
         // A new ms: the batch starts at sequence 0 and the word is its last id.
