@@ -289,6 +289,39 @@ impl State {
 /// The value of [`Shared::word`] while the fast path is closed. No id has every bit set (ids are below 2^63).
 const CLOSED: u64 = u64::MAX;
 
+/// Where every [`Shared::generation`] comes from: even numbers, each handed out once in the process, so a thread's
+/// run (see [`Shared`]) can never match a section or a state other than the one it was claimed in, even when a freed
+/// state's memory is reused.
+static GENERATIONS: AtomicU64 = AtomicU64::new(2);
+
+/// The bit of [`Shared::generation`] that says a run was claimed in this generation, so threads look for one.
+const RUNS: u64 = 1;
+
+/// The rest of a run of one ms claimed by one swap, which only this thread hands out (see [`Shared`]): `next` to
+/// `last`, word values, valid while the state is still in `generation`.
+#[derive(Clone, Copy)]
+struct Run {
+    generation: u64,
+    next: u64,
+    last: u64,
+}
+
+impl Run {
+    /// No run: generation 0 is never handed out.
+    const NONE: Run = Run { generation: 0, next: 1, last: 0 };
+}
+
+thread_local! {
+    static RUN: std::cell::Cell<Run> = const { std::cell::Cell::new(Run::NONE) };
+}
+
+/// The most ids a thread claims at once (see [`Generator::run_len`]).
+const MAX_RUN: u64 = 64;
+
+/// A value on a cache line (and its neighbour, which some CPUs fetch in pairs) of its own.
+#[repr(align(128))]
+struct Line<T>(T);
+
 /// The state of one identity, shared by its generators: the state machine, and the lock-free fast path over it.
 ///
 /// # The fast path
@@ -301,6 +334,26 @@ const CLOSED: u64 = u64::MAX;
 ///
 /// both only when `t <= bound`, by a compare-and-swap of `word` from the value read to the id issued. Everything
 /// else (no word, a full ms, a clock behind the word, a mark to write, a deadline) goes to the mutex.
+///
+/// # Runs
+///
+/// Threads that take every id from one word move its cache line between their cores on every id, and together make
+/// fewer ids than one thread alone. So a caller whose swap lost to another's claims a run instead: up to
+/// `run_len` consecutive ids of the ms (fewer when less is left), by one swap that moves the word to the last of
+/// them, exactly as a batch does. It returns the first and keeps the rest in a thread-local [`Run`], with the
+/// `generation` it read *before* it loaded the word. Later calls on that thread hand out the run's ids, with no
+/// write to shared memory, while both hold:
+/// - the generation is still the run's: no mutex section has begun since the run was claimed (each begins by
+///   closing the word, then storing a new generation; a caller that reads the new one loads the word after the
+///   swap to `CLOSED`, so a swap it then makes fails);
+/// - the clock reads the run's ms.
+///
+/// Otherwise the run is dropped, and so are its unused ids, which the word already covers and nothing issues again.
+/// A run is issued ids (the word moved past them when it was claimed), so points 1 to 5 below hold for it as for
+/// ids the swap returns: its ids are unique, within the `bound` of the open run of swaps that claimed it (which
+/// no section has changed since), and a fence, being a section, ends it. Each thread's ids still increase: a batch
+/// drops the thread's run first, a section ends it, and a swap issues past it. Two threads' ids of one ms may
+/// interleave, as two processes' do; an id asked for after another was returned is never of an earlier ms.
 ///
 /// # The mutex
 ///
@@ -341,13 +394,21 @@ pub struct Shared {
     word: AtomicU64,
     /// While the word is open: the latest timestamp (ms since the epoch) the fast path may issue at.
     bound: AtomicU64,
+    /// Changed by every mutex section as it begins, right after it closes the word; `RUNS` set once a run is
+    /// claimed in it. Read by every call, written rarely, so it has a line of its own, away from `word`.
+    generation: Line<AtomicU64>,
     state: Mutex<State>,
 }
 
 impl Shared {
     /// A shared state over `state`, with the fast path closed until the first id.
     pub fn new(state: State) -> SharedState {
-        Arc::new(Shared { word: AtomicU64::new(CLOSED), bound: AtomicU64::new(0), state: Mutex::new(state) })
+        Arc::new(Shared {
+            word: AtomicU64::new(CLOSED),
+            bound: AtomicU64::new(0),
+            generation: Line(AtomicU64::new(GENERATIONS.fetch_add(2, Ordering::Relaxed))),
+            state: Mutex::new(state),
+        })
     }
 
     /// The clockBack the state was configured with, which never changes.
@@ -391,6 +452,9 @@ pub struct Generator<C: Clock> {
     clock_back_shift: u32,
     /// The clockBack bits in place: what the fast path keeps of the word when it moves to a new ms.
     clock_back_bits: u64,
+    /// How many ids a thread claims at once after losing a swap (see [`Shared`]): 1/4096 of a ms's sequence
+    /// values, at most 64, so the rest a thread leaves unused costs little of the cap. 1 for the default layout.
+    run_len: u64,
     state: SharedState,
     clock: C,
 }
@@ -436,6 +500,7 @@ impl<C: Clock> Generator<C> {
             timestamp_shift: layout.timestamp_shift(),
             clock_back_shift: layout.clock_back_shift(),
             clock_back_bits: clock_back_mask << layout.clock_back_shift(),
+            run_len: ((max_value(layout.widths().sequence) + 1) >> 12).clamp(1, MAX_RUN),
             state,
             clock,
         })
@@ -474,18 +539,70 @@ impl<C: Clock> Generator<C> {
         Ok(self.compose(ts, st.clock_back, seq))
     }
 
-    /// The fast path (see [`Shared`]): the next id by one compare-and-swap, or `None` when the mutex must decide.
+    /// The fast path (see [`Shared`]): the next id from this thread's run, or by one compare-and-swap, or `None`
+    /// when the mutex must decide. A swap that loses to another thread's claims a run instead of one id.
     #[inline]
     fn next_fast(&self) -> Option<u64> {
-        self.run_fast(1)
+        // Read before the word, so a run claimed below is never taken for one of a later generation.
+        let generation = self.state.generation.0.load(Ordering::Acquire);
+        if generation & RUNS != 0 {
+            if let Some(id) = self.take_from_run(generation) {
+                return Some(id);
+            }
+        }
+        let (next, taken) = self.swap(1, self.run_len)?;
+        let first = next - (taken - 1);
+        if taken > 1 {
+            self.keep_run(generation, first + 1, next);
+        }
+        Some(first | self.fixed)
     }
 
-    /// The fast path for `count` ids (1 to `max_sequence + 1`) of one ms, consecutive: the first of them, by one
-    /// compare-and-swap that moves the word to the last, or `None` when they do not fit the ms the clock reads (or
-    /// the mutex must decide). The word stays the last id issued, so the argument of [`Shared`] holds as for one id.
+    /// The next id of this thread's run, when it has one of this state's current generation at the ms the clock
+    /// reads. A run of another ms is dropped.
+    fn take_from_run(&self, generation: u64) -> Option<u64> {
+        RUN.with(|cell| {
+            let run = cell.get();
+            if run.generation != generation & !RUNS || run.next > run.last {
+                return None;
+            }
+            let t = self.clock.now_ms().checked_sub(self.epoch);
+            if t != Some(run.next >> self.timestamp_shift) {
+                cell.set(Run::NONE);
+                return None;
+            }
+            cell.set(Run { next: run.next + 1, ..run });
+            Some(run.next | self.fixed)
+        })
+    }
+
+    /// Keeps `next..=last` (word values, already issued by the swap that claimed them) as this thread's run, and
+    /// marks the generation as having runs so later calls look for it.
+    fn keep_run(&self, generation: u64, next: u64, last: u64) {
+        RUN.with(|cell| cell.set(Run { generation: generation & !RUNS, next, last }));
+        if generation & RUNS == 0 {
+            // Fails only when the flag is already set, or the generation has moved on and the run is dead anyway.
+            let _ = self.state.generation.0.compare_exchange(generation, generation | RUNS, Ordering::Relaxed, Ordering::Relaxed);
+        }
+    }
+
+    /// Drops this thread's run, before it issues ids by another way: a run's ids are below them.
+    fn drop_run(&self) {
+        if self.state.generation.0.load(Ordering::Relaxed) & RUNS != 0 {
+            RUN.with(|cell| cell.set(Run::NONE));
+        }
+    }
+
+    /// One compare-and-swap of the fast path for `count` ids (1 to `max_sequence + 1`) of one ms, consecutive: the
+    /// word it moved to (the last of them) and how many it took, or `None` when they do not fit the ms the clock
+    /// reads (or the mutex must decide). The word stays the last id issued, so the argument of [`Shared`] holds as
+    /// for one id. After a swap lost to another caller, it asks for `on_loss` instead, and takes what is left of
+    /// the ms when that is less.
     #[inline(always)]
-    fn run_fast(&self, count: u64) -> Option<u64> {
+    fn swap(&self, count: u64, on_loss: u64) -> Option<(u64, u64)> {
         let shared = &*self.state;
+        let mut count = count;
+        let mut partial = false;
         let mut word = shared.word.load(Ordering::Acquire);
         loop {
             if word == CLOSED {
@@ -497,18 +614,32 @@ impl<C: Clock> Generator<C> {
                 return None;
             }
             let last = word >> self.timestamp_shift;
-            // The last of the `count` ids: sequence `count - 1` of a new ms, or `count` past the word in its own.
-            let next = if t > last {
-                (t << self.timestamp_shift) | (word & self.clock_back_bits) | (count - 1)
-            } else if t == last && (word & self.max_sequence) + count <= self.max_sequence {
-                word + count
+            // The last of the ids taken: sequence `taken - 1` of a new ms, or `taken` past the word in its own.
+            let (next, taken) = if t > last {
+                ((t << self.timestamp_shift) | (word & self.clock_back_bits) | (count - 1), count)
+            } else if t == last {
+                let left = self.max_sequence - (word & self.max_sequence);
+                let taken = if count <= left {
+                    count
+                } else if partial && left > 0 {
+                    left
+                } else {
+                    return None;
+                };
+                (word + taken, taken)
             } else {
                 return None;
             };
             match shared.word.compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return Some((next - (count - 1)) | self.fixed),
+                Ok(_) => return Some((next, taken)),
                 // Another caller issued an id (or the mutex closed the word): read the clock again after its word.
-                Err(current) => word = current,
+                Err(current) => {
+                    word = current;
+                    if on_loss > count {
+                        count = on_loss;
+                        partial = true;
+                    }
+                }
             }
         }
     }
@@ -517,6 +648,9 @@ impl<C: Clock> Generator<C> {
     fn close(&self) -> parking_lot::MutexGuard<'_, State> {
         let mut st = self.state.state.lock();
         let word = self.state.word.swap(CLOSED, Ordering::AcqRel);
+        // After the swap: a caller that reads the new generation then fails its swap, so no run is kept under it
+        // that was claimed before this section.
+        self.state.generation.0.store(GENERATIONS.fetch_add(2, Ordering::Relaxed), Ordering::Release);
         if word != CLOSED {
             st.last = word >> self.timestamp_shift;
             st.next_seq = (word & self.max_sequence) + 1;
@@ -550,8 +684,10 @@ impl<C: Clock> Generator<C> {
         // A batch that fits one ms is one swap of the fast path; the sequence is the lowest field, so its ids are
         // the first one plus 0, 1, 2...
         let count = out.len() as u64;
+        self.drop_run();
         if count >= 1 && count - 1 <= self.max_sequence {
-            if let Some(first) = self.run_fast(count) {
+            if let Some((next, _)) = self.swap(count, count) {
+                let first = (next - (count - 1)) | self.fixed;
                 for (k, slot) in out.iter_mut().enumerate() {
                     *slot = first + k as u64;
                 }
@@ -799,6 +935,8 @@ pub(crate) mod tests {
 
     pub const NOW: u64 = 1_795_000_000_000;
 
+    type Meanwhile = Box<dyn FnOnce() + Send>;
+
     /// A clock the test sets by hand. With `tick_every` > 0 it also moves 1 ms forward after that many reads, as a
     /// real clock does while a caller spins.
     #[derive(Clone, Default)]
@@ -809,6 +947,9 @@ pub(crate) mod tests {
         slept: Arc<AtomicU64>,
         /// When false, sleeping does not move the clock: a clock that stays behind.
         sleep_moves: bool,
+        /// Run once inside the next read: what another thread could do between a caller's load and its swap.
+        meanwhile: Arc<Mutex<Option<Meanwhile>>>,
+        armed: Arc<std::sync::atomic::AtomicBool>,
     }
 
     impl FakeClock {
@@ -830,10 +971,20 @@ pub(crate) mod tests {
         pub fn slept(&self) -> u64 {
             self.slept.load(Ordering::SeqCst)
         }
+        /// Runs `f` inside the next read of the clock, before it returns.
+        pub fn meanwhile(&self, f: impl FnOnce() + Send + 'static) {
+            *self.meanwhile.lock() = Some(Box::new(f));
+            self.armed.store(true, Ordering::SeqCst);
+        }
     }
 
     impl Clock for FakeClock {
         fn now_ms(&self) -> u64 {
+            if self.armed.load(Ordering::SeqCst) && self.armed.swap(false, Ordering::SeqCst) {
+                if let Some(f) = self.meanwhile.lock().take() {
+                    f();
+                }
+            }
             let n = self.reads.fetch_add(1, Ordering::SeqCst) + 1;
             if self.tick_every > 0 && n.is_multiple_of(self.tick_every) {
                 return self.now.fetch_add(1, Ordering::SeqCst) + 1;
@@ -1220,6 +1371,111 @@ pub(crate) mod tests {
         assert_eq!(id, first + 1);
     }
 
+    /// Widths whose sequence (18 bits) makes a thread claim runs of 64 ids after a lost swap.
+    const RUNS_WIDTHS: Widths = Widths { datacenter: 1, worker: 2, clock_back: 2, sequence: 18 };
+
+    /// A generator with runs of 64 on `clock`, and another of its state whose calls run on their own thread, as a
+    /// second thread's would.
+    fn with_runs(clock: &FakeClock) -> (Generator<FakeClock>, Arc<Generator<FakeClock>>) {
+        let s = settings(RUNS_WIDTHS, ClockBackPolicy::Bits);
+        let state = Shared::new(State::new(0));
+        let g = Generator::new(s, state.clone(), clock.clone()).unwrap();
+        let other = Arc::new(Generator::new(s, state, FakeClock::at(NOW)).unwrap());
+        (g, other)
+    }
+
+    /// `other`'s next id, taken on a thread of its own.
+    fn elsewhere(other: &Arc<Generator<FakeClock>>) -> u64 {
+        let other = other.clone();
+        std::thread::spawn(move || other.next_id().unwrap()).join().unwrap()
+    }
+
+    /// Makes `g`'s next swap lose to an id `other` takes on another thread: the call claims a run. Returns the id the
+    /// other thread took, and the call's.
+    fn lose_a_swap(clock: &FakeClock, g: &Generator<FakeClock>, other: &Arc<Generator<FakeClock>>) -> (u64, u64) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let o = other.clone();
+        clock.meanwhile(move || tx.send(elsewhere(&o)).unwrap());
+        let id = g.next_id().unwrap();
+        (rx.recv().unwrap(), id)
+    }
+
+    #[test]
+    fn the_run_length_is_a_4096th_of_the_sequence_values_from_1_to_64() {
+        let clock = FakeClock::at(NOW);
+        for (sequence, run_len) in [(12, 1), (8, 1), (13, 2), (16, 16), (18, 64), (20, 64)] {
+            let w = Widths { datacenter: 1, worker: 2, clock_back: 0, sequence };
+            let g = Generator::new(settings(w, ClockBackPolicy::Bits), Shared::new(State::new(0)), clock.clone()).unwrap();
+            assert_eq!(g.run_len, run_len, "sequenceBits {sequence}");
+        }
+    }
+
+    #[test]
+    fn a_lost_swap_claims_a_run_that_only_its_thread_hands_out() {
+        let clock = FakeClock::at(NOW);
+        let (g, other) = with_runs(&clock);
+        let a = g.next_id().unwrap();
+        let (b, c) = lose_a_swap(&clock, &g, &other);
+        // The other thread's id came between the load and the swap; this call then claimed 64 ids after it.
+        assert_eq!((b, c), (a + 1, a + 2));
+        assert_eq!(word(&g), (a + 65) & !g.fixed, "the word covers the whole run");
+        // The other thread issues past the run; this one hands out the run's ids, in order, without the word.
+        assert_eq!(elsewhere(&other), a + 66);
+        for k in 3..=65 {
+            assert_eq!(g.next_id().unwrap(), a + k);
+        }
+        assert_eq!(word(&g), (a + 66) & !g.fixed, "a run's ids move no shared word");
+        // The run is used up: the next id is a swap's again.
+        assert_eq!(g.next_id().unwrap(), a + 67);
+        assert_eq!(word(&g), (a + 67) & !g.fixed);
+    }
+
+    #[test]
+    fn a_run_is_dropped_by_a_section_a_fence_a_batch_and_another_ms() {
+        let clock = FakeClock::at(NOW);
+        let (g, other) = with_runs(&clock);
+        g.next_id().unwrap();
+        // A section (here one that changes nothing but the deadline) ends every run of the generation before it.
+        let (_, c) = lose_a_swap(&clock, &g, &other);
+        g.set_deadline(u64::MAX);
+        let d = g.next_id().unwrap();
+        assert_eq!(d, c + 64, "after a section the next id is past the run ({c:#x}..), not in it");
+        // A batch drops the thread's run first: the next single id comes after the batch.
+        let (_, c) = lose_a_swap(&clock, &g, &other);
+        let mut batch = [0u64; 3];
+        g.fill(&mut batch).unwrap();
+        assert_eq!(batch[0], c + 64);
+        assert_eq!(g.next_id().unwrap(), batch[2] + 1);
+        // A run is only of its ms: a later ms drops it, so a clock that steps back to the run's ms does not hand out
+        // the rest of the run after the later id; it is a step back, under a new clockBack value.
+        let (_, c) = lose_a_swap(&clock, &g, &other);
+        clock.set(NOW + 1);
+        let later = g.next_id().unwrap();
+        assert_eq!((fields(&g, later).timestamp, fields(&g, later).sequence), (fields(&g, c).timestamp + 1, 0));
+        clock.set(NOW);
+        let back = g.next_id().unwrap();
+        assert_eq!(fields(&g, back).clock_back, 1, "{back:#x} came from the dropped run");
+        // A fence ends the run at once: nothing is handed out from it past the fence.
+        clock.set(NOW + 2);
+        g.next_id().unwrap();
+        lose_a_swap(&clock, &g, &other);
+        let fence = other.clone();
+        std::thread::spawn(move || fence.set_deadline(0)).join().unwrap();
+        assert_eq!(g.next_id().unwrap_err().code(), Code::LeaseLost);
+    }
+
+    #[test]
+    fn generations_are_never_reused_nor_zero() {
+        let (a, b) = (Shared::new(State::new(0)), Shared::new(State::new(0)));
+        let (ga, gb) = (a.generation.0.load(Ordering::SeqCst), b.generation.0.load(Ordering::SeqCst));
+        assert!(ga != gb && ga != 0 && gb != 0 && ga & RUNS == 0 && gb & RUNS == 0);
+        let g = generator(ClockBackPolicy::Bits, &FakeClock::at(NOW));
+        let before = g.state.generation.0.load(Ordering::SeqCst);
+        g.next_id().unwrap();
+        let after = g.state.generation.0.load(Ordering::SeqCst);
+        assert!(after != before && after != ga && after != gb, "a section starts a new generation");
+    }
+
     #[test]
     fn a_batch_that_fits_the_ms_is_one_swap_and_one_that_does_not_takes_the_mutex() {
         // A lead, so that a batch past the ms borrows the next one rather than waits for the fake clock.
@@ -1325,12 +1581,12 @@ pub(crate) mod tests {
         assert!(g.snapshot().stats.clock_back_events > 5);
     }
 
-    /// `threads` threads sharing one state with a mark store, each taking `per_thread` ids (a batch of 5 every 64th
-    /// call), while the clock ticks every `tick_every` reads. Returns each thread's ids.
-    fn threads_take(threads: usize, per_thread: usize, tick_every: u64) -> (FakeClock, Vec<Vec<u64>>) {
+    /// `threads` threads sharing one state of layout `w` with a mark store, each taking `per_thread` ids (a batch of
+    /// 5 every 64th call), while the clock ticks every `tick_every` reads. Returns each thread's ids.
+    fn threads_take(w: Widths, threads: usize, per_thread: usize, tick_every: u64) -> (FakeClock, Vec<Vec<u64>>) {
         let clock = FakeClock::ticking(NOW, tick_every);
         let store = Arc::new(MemStore::default());
-        let s = settings(Widths::default(), ClockBackPolicy::Bits);
+        let s = settings(w, ClockBackPolicy::Bits);
         let state = Shared::new(State::resume(&s, 0, Vec::new(), store, &clock).unwrap());
         let handles: Vec<_> = (0..threads)
             .map(|_| {
@@ -1370,7 +1626,7 @@ pub(crate) mod tests {
 
     #[test]
     fn four_threads_take_ten_million_ids_each_without_a_duplicate() {
-        let (clock, lists) = threads_take(4, 10_000_000, 1_000);
+        let (clock, lists) = threads_take(Widths::default(), 4, 10_000_000, 1_000);
         for ids in &lists {
             assert!(ids.windows(2).all(|w| w[0] < w[1]), "each thread sees increasing ids");
         }
@@ -1381,10 +1637,26 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn four_threads_that_claim_runs_take_ids_without_a_duplicate() {
+        // Sequence values to spare, so lost swaps claim runs of 64, mixed with batches, over many ms.
+        let (clock, lists) = threads_take(RUNS_WIDTHS, 4, 3_000_000, 1_000);
+        for ids in &lists {
+            assert!(ids.windows(2).all(|w| w[0] < w[1]), "each thread sees increasing ids");
+        }
+        assert_eq!(merged_duplicates(&lists), 0);
+        assert!(clock.get() > NOW + 5_000, "the clock moved only to {}", clock.get());
+    }
+
+    #[test]
     fn threads_never_collide_across_steps_back() {
+        threads_never_collide_across_steps_back_in(Widths::default());
+        threads_never_collide_across_steps_back_in(RUNS_WIDTHS);
+    }
+
+    fn threads_never_collide_across_steps_back_in(w: Widths) {
         let clock = FakeClock::ticking(NOW, 300);
         let store = Arc::new(MemStore::default());
-        let s = settings(Widths::default(), ClockBackPolicy::Bits);
+        let s = settings(w, ClockBackPolicy::Bits);
         let state = Shared::new(State::resume(&s, 0, Vec::new(), store.clone(), &clock).unwrap());
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let handles: Vec<_> = (0..4)
@@ -1426,8 +1698,13 @@ pub(crate) mod tests {
 
     #[test]
     fn no_thread_issues_an_id_past_a_fence() {
+        no_thread_issues_an_id_past_a_fence_in(Widths::default());
+        no_thread_issues_an_id_past_a_fence_in(RUNS_WIDTHS);
+    }
+
+    fn no_thread_issues_an_id_past_a_fence_in(w: Widths) {
         let clock = FakeClock::ticking(NOW, 500);
-        let s = settings(Widths::default(), ClockBackPolicy::Bits);
+        let s = settings(w, ClockBackPolicy::Bits);
         let state = Shared::new(State::new(0));
         let handles: Vec<_> = (0..4)
             .map(|_| {
