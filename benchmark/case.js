@@ -6,6 +6,7 @@
 //   node benchmark/case.js threads       snowid nextId() in 2 worker_threads at the cap, timed together
 //   node benchmark/case.js scaling <t>   below the cap: <t> worker_threads on the shared default generator, timed
 //                                        together from a common start, after each has warmed up
+//   node benchmark/case.js scaling <t> floor   the same with the N-API floor (its counter is shared memory too)
 //   node benchmark/case.js instances     RSS after 1M `new Snowflake()` in one synchronous loop
 // Prints one JSON line. Every timed result is kept (the last RING ids' worth of them) and folded into a sink that is
 // printed, so V8 cannot skip work whose result goes unused.
@@ -107,14 +108,14 @@ function time(c) {
 
 // Below the cap (the wide layout), `threads` worker_threads on the process-wide default generator: each warms up,
 // then all start together; the figure is all their ids over the time from the start to the last one's end.
-async function scaling(threads) {
+async function scaling(threads, floor) {
   const n = 3_000_000
   wide()
   const go = new Int32Array(new SharedArrayBuffer(4))
   const ready = []
   const done = []
   for (let t = 0; t < threads; t++) {
-    const w = new Worker(__filename, { workerData: { scaling: true, n, go } })
+    const w = new Worker(__filename, { workerData: { scaling: true, floor, n, go } })
     ready.push(new Promise((resolve) => w.once('message', resolve)))
     done.push(new Promise((resolve, reject) => {
       w.once('error', reject)
@@ -128,7 +129,7 @@ async function scaling(threads) {
   const results = await Promise.all(done)
   const ns = Number(process.hrtime.bigint() - t0)
   const ids = threads * n
-  return { threads, ids, ns, idsPerSec: ids / (ns / 1e9), sink: results.reduce((x, r) => x ^ r.sink, 0) }
+  return { threads, floor, ids, ns, idsPerSec: ids / (ns / 1e9), sink: results.reduce((x, r) => x ^ r.sink, 0) }
 }
 
 function wide() {
@@ -180,13 +181,13 @@ async function threadsAtCap() {
 
 if (!isMainThread) {
   if (workerData.scaling) {
-    const s = require('..')
+    const nextId = workerData.floor ? require('./floor.js').floorAddon().floor : require('..').nextId
     let sink = 0
-    for (let i = 0; i < 100_000; i++) sink ^= Number(s.nextId() & 1n)
+    for (let i = 0; i < 100_000; i++) sink ^= Number(nextId() & 1n)
     parentPort.postMessage({ ready: true })
     Atomics.wait(workerData.go, 0, 0)
     const ring = new Array(RING)
-    for (let i = 0; i < workerData.n; i++) ring[i & (RING - 1)] = s.nextId()
+    for (let i = 0; i < workerData.n; i++) ring[i & (RING - 1)] = nextId()
     for (const v of ring) sink = (sink + fold(v)) | 0
     parentPort.postMessage({ sink })
   } else if (workerData.threadsAtCap) {
@@ -207,7 +208,7 @@ if (!isMainThread) {
     check: () => check(cases[Number(id)]),
     time: async () => time(cases[Number(id)]),
     threads: () => threadsAtCap(),
-    scaling: () => scaling(Number(id)),
+    scaling: () => scaling(Number(id), process.argv[4] === 'floor'),
     instances: async () => instances(),
   }
   const run = modes[mode]()
