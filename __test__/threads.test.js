@@ -58,6 +58,49 @@ test('threads mixing nextIdString and nextId never collide', SHARED, async () =>
   assert.equal(all.size, 200_000)
 })
 
+// Threads sharing a Snowflake identity whose 18-bit sequence gives runs of 64: a thread that loses a race for the
+// shared state claims a run and hands it out itself (src/core/generator.rs, \`Shared\`). Each thread mixes single ids,
+// strings and batches, which drop the thread's run.
+const RUNS = `
+const { parentPort, workerData } = require('node:worker_threads')
+const { Snowflake } = require(workerData.root)
+const gen = new Snowflake(workerData.options)
+const ids = new BigInt64Array(workerData.n)
+let i = 0
+while (i < ids.length) {
+  if (i % 97 === 96 && i + 3 <= ids.length) {
+    ids.set(gen.nextIds(3), i)
+    i += 3
+  } else {
+    ids[i++] = i % 5 === 0 ? BigInt(gen.nextIdString()) : gen.nextId()
+  }
+}
+parentPort.postMessage(ids, [ids.buffer])
+`
+
+test('threads sharing an identity with sequence values to spare: each thread increasing, 0 duplicates, and later ids later', SHARED, async () => {
+  const { Snowflake } = require('..')
+  const options = { workerId: 5, lease: false, datacenterBits: 0, workerBits: 3, clockBackBits: 1, sequenceBits: 18 }
+  const n = 500_000
+  const results = await Promise.all(Array.from({ length: 4 }, () => new Promise((resolve, reject) => {
+    const w = new Worker(RUNS, { eval: true, workerData: { root: ROOT, n, options } })
+    w.once('message', resolve)
+    w.once('error', reject)
+  })))
+  const all = new BigInt64Array(4 * n)
+  results.forEach((ids, k) => {
+    for (let i = 1; i < ids.length; i++) assert.ok(ids[i] > ids[i - 1], `thread ${k}: ${ids[i]} after ${ids[i - 1]}`)
+    all.set(ids, k * n)
+  })
+  all.sort()
+  let duplicates = 0
+  for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) duplicates++
+  assert.equal(duplicates, 0)
+  // Every thread has returned: an id asked for now is past all of theirs, run or not.
+  const mine = new Snowflake(options).nextId()
+  assert.ok(mine > all[all.length - 1], `${mine} is not past ${all[all.length - 1]}`)
+})
+
 // Each thread makes small batches (written to its module's scratch and copied out) and decodes each batch's last id
 // (whose fields come back through the same scratch), checking every field against the id's own bits.
 const BATCHES = `
