@@ -345,7 +345,7 @@ struct Line<T>(T);
 /// write to shared memory, while both hold:
 /// - the generation is still the run's: no mutex section has begun since the run was claimed (each begins by
 ///   closing the word, then storing a new generation; a caller that reads the new one loads the word after the
-///   swap to `CLOSED`, so a swap it then makes fails);
+///   swap to `CLOSED`, so it claims only from a word that section or a later one opened);
 /// - the clock reads the run's ms.
 ///
 /// Otherwise the run is dropped, and so are its unused ids, which the word already covers and nothing issues again.
@@ -633,12 +633,13 @@ impl<C: Clock> Generator<C> {
             match shared.word.compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return Some((next, taken)),
                 // Another caller issued an id (or the mutex closed the word): read the clock again after its word.
+                // A weak swap may also fail with the word unchanged (on LL/SC machines), which is no loss.
                 Err(current) => {
-                    word = current;
-                    if on_loss > count {
+                    if current != word && on_loss > count {
                         count = on_loss;
                         partial = true;
                     }
+                    word = current;
                 }
             }
         }
@@ -648,8 +649,8 @@ impl<C: Clock> Generator<C> {
     fn close(&self) -> parking_lot::MutexGuard<'_, State> {
         let mut st = self.state.state.lock();
         let word = self.state.word.swap(CLOSED, Ordering::AcqRel);
-        // After the swap: a caller that reads the new generation then fails its swap, so no run is kept under it
-        // that was claimed before this section.
+        // After the swap: a caller that reads the new generation loads the word after it, so it claims a run only
+        // from a word this section (or a later one) opens, and no run claimed before this section is kept under it.
         self.state.generation.0.store(GENERATIONS.fetch_add(2, Ordering::Relaxed), Ordering::Release);
         if word != CLOSED {
             st.last = word >> self.timestamp_shift;
