@@ -28,7 +28,7 @@
 //! written before any id past its old mark was issued, so the other record is still a correct bound. An empty
 //! file is a slot with no history. A file in which no record is valid is refused with `ERR_SNOWID_LEASE_CORRUPT`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, CString};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::ErrorKind;
@@ -805,7 +805,7 @@ impl LeaseDir {
 }
 
 /// A process holding an exclusive `flock` on a file, as `/proc/locks` names them: pid, device, inode.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 struct FlockHolder {
     pid: u32,
     major: u64,
@@ -839,11 +839,37 @@ impl FlockHolder {
 }
 
 /// Every granted exclusive flock on the host, or `None` where `/proc/locks` cannot be read. Read bounded.
-fn flock_holders() -> Option<Vec<FlockHolder>> {
+///
+/// The kernel makes `/proc/locks` as it is read, and a read that does not start at the beginning finds its place
+/// again by counting entries of a list that other processes change meanwhile: a lock taken or dropped elsewhere
+/// between two reads makes the next one skip (or repeat) a lock held all along. So each reading asks for a large
+/// block at once (the kernel then lists a page of entries in one pass, where a reading that starts small, as std's
+/// `read_to_string` does with 32 bytes, starts again at every entry), and the readings are repeated until two in a
+/// row agree, at most [`LOCK_READINGS`] times. A lock seen in any of them counts.
+fn flock_holders() -> Option<HashSet<FlockHolder>> {
+    let mut seen = HashSet::new();
+    let mut last: Option<Vec<u8>> = None;
+    for _ in 0..LOCK_READINGS {
+        let text = read_proc_locks()?;
+        seen.extend(String::from_utf8_lossy(&text).lines().filter_map(FlockHolder::parse));
+        if last.as_ref() == Some(&text) {
+            break;
+        }
+        last = Some(text);
+    }
+    Some(seen)
+}
+
+/// How many times [`flock_holders`] reads `/proc/locks` at most.
+const LOCK_READINGS: usize = 5;
+
+/// One reading of `/proc/locks`, at most 16 MiB. With room reserved, std reads in blocks of 8 KiB or more, and
+/// makes no 32-byte first read.
+fn read_proc_locks() -> Option<Vec<u8>> {
     use std::io::Read;
-    let mut text = String::new();
-    File::open("/proc/locks").ok()?.take(16 << 20).read_to_string(&mut text).ok()?;
-    Some(text.lines().filter_map(FlockHolder::parse).collect())
+    let mut text = Vec::with_capacity(64 << 10);
+    File::open("/proc/locks").ok()?.take(16 << 20).read_to_end(&mut text).ok()?;
+    Some(text)
 }
 
 #[cfg(test)]
@@ -1125,6 +1151,47 @@ mod tests {
         // A record naming this process on a slot it does not hold (a stale file, or a forged one).
         std::fs::write(dir.slot_path(2, 1), Record { seq: 1, pid: me, marks: vec![] }.encode().unwrap()).unwrap();
         assert_eq!(dir.recorded(2).unwrap(), vec![(0, me)]);
+    }
+
+    #[test]
+    fn a_held_slot_is_listed_while_other_locks_come_and_go() {
+        let t = TempDir::new("churn");
+        let dir = private(&t);
+        let me = std::process::id();
+        // Slots held all along, among locks that other threads take and drop as fast as they can (as other
+        // processes on a busy host do): /proc/locks changes between the reads that list it.
+        for w in 0..4 {
+            dir.acquire(5, w, "workerId").unwrap();
+        }
+        let held: Vec<(u32, u32)> = (0..4).map(|w| (w, me)).collect();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let churners: Vec<_> = (0..2)
+            .map(|k| {
+                let (stop, path) = (stop.clone(), t.join(&format!("churn-{k}")));
+                std::thread::spawn(move || {
+                    let files: Vec<File> = (0..8).map(|i| File::create(path.with_extension(i.to_string())).unwrap()).collect();
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        for f in &files {
+                            f.lock().unwrap();
+                        }
+                        for f in &files {
+                            f.unlock().unwrap();
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut missed = 0;
+        for _ in 0..2_000 {
+            if dir.recorded(5).unwrap() != held {
+                missed += 1;
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for c in churners {
+            c.join().unwrap();
+        }
+        assert_eq!(missed, 0, "a held slot was left out of {missed} of 2000 listings");
     }
 
     #[test]
