@@ -96,7 +96,7 @@ test('threads sharing an identity with sequence values to spare: each thread inc
   let duplicates = 0
   for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) duplicates++
   assert.equal(duplicates, 0)
-  // Every thread has returned: an id asked for now is past all of theirs, run or not.
+  // Every thread has returned, and this thread holds no run of that state: an id asked for now is past all of theirs.
   const mine = new Snowflake(options).nextId()
   assert.ok(mine > all[all.length - 1], `${mine} is not past ${all[all.length - 1]}`)
 })

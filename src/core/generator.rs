@@ -340,12 +340,14 @@ struct Line<T>(T);
 /// Threads that take every id from one word move its cache line between their cores on every id, and together make
 /// fewer ids than one thread alone. So a caller whose swap lost to another's claims a run instead: up to
 /// `run_len` consecutive ids of the ms (fewer when less is left), by one swap that moves the word to the last of
-/// them, exactly as a batch does. It returns the first and keeps the rest in a thread-local [`Run`], with the
-/// `generation` it read *before* it loaded the word. Later calls on that thread hand out the run's ids, with no
+/// them, exactly as a batch does. Before that swap it sets the generation's `RUNS` flag. It returns the first id
+/// and keeps the rest in a thread-local [`Run`], with the `generation` it read *before* it loaded the word. Later calls on that thread hand out the run's ids, with no
 /// write to shared memory, while both hold:
 /// - the generation is still the run's: no mutex section has begun since the run was claimed (each begins by
 ///   closing the word, then storing a new generation; a caller that reads the new one loads the word after the
-///   swap to `CLOSED`, so it claims only from a word that section or a later one opened);
+///   swap to `CLOSED`, so it claims only from a word that section or a later one opened), and no swap has moved the
+///   word to a later ms (one that does stores a new generation before it returns its id, when it reads the flag:
+///   a swap that comes after a claim's reads the flag its claimer set before that claim's swap);
 /// - the clock reads the run's ms.
 ///
 /// Otherwise the run is dropped, and so are its unused ids, which the word already covers and nothing issues again.
@@ -353,7 +355,8 @@ struct Line<T>(T);
 /// ids the swap returns: its ids are unique, within the `bound` of the open run of swaps that claimed it (which
 /// no section has changed since), and a fence, being a section, ends it. Each thread's ids still increase: a batch
 /// drops the thread's run first, a section ends it, and a swap issues past it. Two threads' ids of one ms may
-/// interleave, as two processes' do; an id asked for after another was returned is never of an earlier ms.
+/// interleave, as two processes' do; an id asked for after another was returned is never of an earlier ms, even
+/// when the clock steps back (a run dies with its ms, and a step back is the mutex's, with its policy).
 ///
 /// # The mutex
 ///
@@ -394,8 +397,9 @@ pub struct Shared {
     word: AtomicU64,
     /// While the word is open: the latest timestamp (ms since the epoch) the fast path may issue at.
     bound: AtomicU64,
-    /// Changed by every mutex section as it begins, right after it closes the word; `RUNS` set once a run is
-    /// claimed in it. Read by every call, written rarely, so it has a line of its own, away from `word`.
+    /// Changed by every mutex section as it begins, right after it closes the word, and by a swap into a later ms
+    /// while there are runs; `RUNS` set once a run is claimed in it. Read by every call, written at most a few
+    /// times per ms, so it has a line of its own, away from `word`.
     generation: Line<AtomicU64>,
     state: Mutex<State>,
 }
@@ -576,13 +580,20 @@ impl<C: Clock> Generator<C> {
         })
     }
 
-    /// Keeps `next..=last` (word values, already issued by the swap that claimed them) as this thread's run, and
-    /// marks the generation as having runs so later calls look for it.
+    /// Keeps `next..=last` (word values, already issued by the swap that claimed them) as this thread's run, of
+    /// `generation` (read before the word; `swap` flagged the generation as having runs before it claimed them).
     fn keep_run(&self, generation: u64, next: u64, last: u64) {
         RUN.with(|cell| cell.set(Run { generation: generation & !RUNS, next, last }));
-        if generation & RUNS == 0 {
-            // Fails only when the flag is already set, or the generation has moved on and the run is dead anyway.
-            let _ = self.state.generation.0.compare_exchange(generation, generation | RUNS, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// Ends every thread's run, after the word moved to a later ms, before the id that moved it is returned: a run
+    /// of an earlier ms is then never handed out after an id of a later one, even when the clock steps back to the
+    /// run's ms. One write per ms, and only while there are runs; a section's newer generation is left as it is.
+    fn end_runs(&self) {
+        let generation = &self.state.generation.0;
+        let g = generation.load(Ordering::Relaxed);
+        if g & RUNS != 0 {
+            let _ = generation.compare_exchange(g, GENERATIONS.fetch_add(2, Ordering::Relaxed), Ordering::Release, Ordering::Relaxed);
         }
     }
 
@@ -631,13 +642,24 @@ impl<C: Clock> Generator<C> {
                 return None;
             };
             match shared.word.compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return Some((next, taken)),
+                Ok(_) => {
+                    if t > last {
+                        self.end_runs();
+                    }
+                    return Some((next, taken));
+                }
                 // Another caller issued an id (or the mutex closed the word): read the clock again after its word.
                 // A weak swap may also fail with the word unchanged (on LL/SC machines), which is no loss.
                 Err(current) => {
                     if current != word && on_loss > count {
                         count = on_loss;
                         partial = true;
+                        // Flagged before the claim, whose swap releases it: a swap into a later ms that comes after
+                        // the claim sees the flag, and ends the run (see `end_runs`).
+                        let generation = &shared.generation.0;
+                        if generation.load(Ordering::Relaxed) & RUNS == 0 {
+                            generation.fetch_or(RUNS, Ordering::Relaxed);
+                        }
                     }
                     word = current;
                 }
@@ -1466,6 +1488,31 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_run_dies_when_another_thread_takes_a_later_ms_so_a_step_back_gets_the_policy() {
+        for (policy, lead) in [(ClockBackPolicy::Throw, 0), (ClockBackPolicy::Wait, 0), (ClockBackPolicy::Bits, 5)] {
+            let clock = FakeClock::at(NOW);
+            let s = Settings { max_lead_ms: lead, ..settings(RUNS_WIDTHS, policy) };
+            let state = Shared::new(State::new(0));
+            let g = Generator::new(s, state.clone(), clock.clone()).unwrap();
+            let other = Arc::new(Generator::new(s, state, clock.clone()).unwrap());
+            g.next_id().unwrap();
+            let (_, c) = lose_a_swap(&clock, &g, &other);
+            // Another thread is given an id of the next ms; then the clock steps back to the run's ms.
+            clock.set(NOW + 1);
+            let later = elsewhere(&other);
+            clock.set(NOW);
+            let what = format!("{policy:?} with a lead of {lead}");
+            match g.next_id() {
+                Ok(id) => {
+                    assert!(id > later, "{what}: {id:#x} after {later:#x}");
+                    assert_ne!(id, c + 1, "{what}: the run's next id");
+                }
+                Err(e) => assert_eq!((policy, e.code()), (ClockBackPolicy::Throw, Code::ClockBackwards), "{what}"),
+            }
+        }
+    }
+
+    #[test]
     fn generations_are_never_reused_nor_zero() {
         let (a, b) = (Shared::new(State::new(0)), Shared::new(State::new(0)));
         let (ga, gb) = (a.generation.0.load(Ordering::SeqCst), b.generation.0.load(Ordering::SeqCst));
@@ -1673,15 +1720,22 @@ pub(crate) mod tests {
                 })
             })
             .collect();
-        // Three steps back of 50 ms (the layout's clockBack values are 0 to 3), while the threads take ids.
-        for _ in 0..3 {
+        // Three steps back of 50 ms (the layout's clockBack values are 0 to 3), while the threads take ids. Each
+        // waits for the one before it to be taken by some thread's id (on a busy machine the threads may not run for
+        // a while, and two steps with no id between them are one step of 100 ms).
+        let g = Generator::new(s, state.clone(), clock.clone()).unwrap();
+        for step in 1..=3 {
             std::thread::sleep(std::time::Duration::from_millis(50));
             clock.now.fetch_sub(50, Ordering::SeqCst);
+            let waited = std::time::Instant::now();
+            while g.snapshot().stats.clock_back_events < step {
+                assert!(waited.elapsed() < std::time::Duration::from_secs(60), "no thread took an id after step {step}");
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
         stop.store(true, Ordering::SeqCst);
         let lists: Vec<Vec<u64>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-        let g = Generator::new(s, state, clock.clone()).unwrap();
         assert_eq!(g.snapshot().stats.clock_back_events, 3);
         let mut all: Vec<u64> = lists.concat();
         let n = all.len();
