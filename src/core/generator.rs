@@ -341,8 +341,8 @@ struct Line<T>(T);
 /// fewer ids than one thread alone. So a caller whose swap lost to another's claims a run instead: up to
 /// `run_len` consecutive ids of the ms (fewer when less is left), by one swap that moves the word to the last of
 /// them, exactly as a batch does. Before that swap it sets the generation's `RUNS` flag. It returns the first id
-/// and keeps the rest in a thread-local [`Run`], with the `generation` it read *before* it loaded the word. Later calls on that thread hand out the run's ids, with no
-/// write to shared memory, while both hold:
+/// and keeps the rest in a thread-local [`Run`], with the `generation` it read *before* it loaded the word. Later
+/// calls on that thread hand out the run's ids, with no write to shared memory, while both hold:
 /// - the generation is still the run's: no mutex section has begun since the run was claimed (each begins by
 ///   closing the word, then storing a new generation; a caller that reads the new one loads the word after the
 ///   swap to `CLOSED`, so it claims only from a word that section or a later one opened), and no swap has moved the
@@ -1397,13 +1397,12 @@ pub(crate) mod tests {
     /// Widths whose sequence (18 bits) makes a thread claim runs of 64 ids after a lost swap.
     const RUNS_WIDTHS: Widths = Widths { datacenter: 1, worker: 2, clock_back: 2, sequence: 18 };
 
-    /// A generator with runs of 64 on `clock`, and another of its state whose calls run on their own thread, as a
-    /// second thread's would.
-    fn with_runs(clock: &FakeClock) -> (Generator<FakeClock>, Arc<Generator<FakeClock>>) {
-        let s = settings(RUNS_WIDTHS, ClockBackPolicy::Bits);
+    /// A generator of `s` (with runs of 64) on `clock`, and another of its state whose calls run on their own thread,
+    /// as a second thread's would.
+    fn with_runs(clock: &FakeClock, s: Settings) -> (Generator<FakeClock>, Arc<Generator<FakeClock>>) {
         let state = Shared::new(State::new(0));
         let g = Generator::new(s, state.clone(), clock.clone()).unwrap();
-        let other = Arc::new(Generator::new(s, state, FakeClock::at(NOW)).unwrap());
+        let other = Arc::new(Generator::new(s, state, clock.clone()).unwrap());
         (g, other)
     }
 
@@ -1436,7 +1435,7 @@ pub(crate) mod tests {
     #[test]
     fn a_lost_swap_claims_a_run_that_only_its_thread_hands_out() {
         let clock = FakeClock::at(NOW);
-        let (g, other) = with_runs(&clock);
+        let (g, other) = with_runs(&clock, settings(RUNS_WIDTHS, ClockBackPolicy::Bits));
         let a = g.next_id().unwrap();
         let (b, c) = lose_a_swap(&clock, &g, &other);
         // The other thread's id came between the load and the swap; this call then claimed 64 ids after it.
@@ -1456,7 +1455,7 @@ pub(crate) mod tests {
     #[test]
     fn a_run_is_dropped_by_a_section_a_fence_a_batch_and_another_ms() {
         let clock = FakeClock::at(NOW);
-        let (g, other) = with_runs(&clock);
+        let (g, other) = with_runs(&clock, settings(RUNS_WIDTHS, ClockBackPolicy::Bits));
         g.next_id().unwrap();
         // A section (here one that changes nothing but the deadline) ends every run of the generation before it.
         let (_, c) = lose_a_swap(&clock, &g, &other);
@@ -1491,10 +1490,7 @@ pub(crate) mod tests {
     fn a_run_dies_when_another_thread_takes_a_later_ms_so_a_step_back_gets_the_policy() {
         for (policy, lead) in [(ClockBackPolicy::Throw, 0), (ClockBackPolicy::Wait, 0), (ClockBackPolicy::Bits, 5)] {
             let clock = FakeClock::at(NOW);
-            let s = Settings { max_lead_ms: lead, ..settings(RUNS_WIDTHS, policy) };
-            let state = Shared::new(State::new(0));
-            let g = Generator::new(s, state.clone(), clock.clone()).unwrap();
-            let other = Arc::new(Generator::new(s, state, clock.clone()).unwrap());
+            let (g, other) = with_runs(&clock, Settings { max_lead_ms: lead, ..settings(RUNS_WIDTHS, policy) });
             g.next_id().unwrap();
             let (_, c) = lose_a_swap(&clock, &g, &other);
             // Another thread is given an id of the next ms; then the clock steps back to the run's ms.
