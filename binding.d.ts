@@ -115,11 +115,11 @@ export declare class SnowflakeLayout {
 export declare function config(): SnowidConfig
 
 /**
- * Where a configured value came from: an option, an environment variable, PM2's `NODE_APP_INSTANCE`, a StatefulSet
- * pod's host name (`SNOWID_WORKER_ID_FROM=statefulset`) or an automatic lease on this host (worker id only), or the
- * default.
+ * Where a configured value came from: an option, an environment variable, a StatefulSet pod's host name
+ * (`SNOWID_WORKER_ID_FROM=statefulset`; worker id only), an automatic lease on this host (the worker id, and the
+ * datacenter id when neither is configured), or the default.
  */
-export type ConfigSource = 'option' | 'env' | 'pm2' | 'lease' | 'statefulset' | 'default'
+export type ConfigSource = 'option' | 'env' | 'lease' | 'statefulset' | 'default'
 
 /** Where each configured value came from. */
 export interface ConfigSources {
@@ -305,14 +305,16 @@ export interface SlotRecord {
  */
 export interface SnowflakeOptions {
   /**
-   * Datacenter (or machine) number, 0 to 2^datacenterBits - 1. Env `SNOWID_DATACENTER_ID`, else `datacenterId`.
-   * @default 0
+   * Datacenter (or machine) number, 0 to 2^datacenterBits - 1. Env `SNOWID_DATACENTER_ID`, else `datacenterId`;
+   * else, when the worker id comes from the lease too, the lease's: datacenterId 0's slots first, then 1's, and so
+   * on; else 0.
+   * @default the lease's datacenter id, or 0
    */
   datacenterId?: number
   /**
    * Worker (process) number, 0 to 2^workerBits - 1. Env `SNOWID_WORKER_ID`, else `workerId`, else the ordinal of
-   * a StatefulSet pod's host name with `workerIdFrom: 'statefulset'`, else PM2's `NODE_APP_INSTANCE`;
-   * else the lowest slot no other process on this host holds (the lease); else 0 when leases are off.
+   * a StatefulSet pod's host name with `workerIdFrom: 'statefulset'`; else the lowest slot no other process on
+   * this host holds (the lease); else 0 when leases are off. PM2's `NODE_APP_INSTANCE` is not read.
    * @default the lease's slot
    */
   workerId?: number

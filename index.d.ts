@@ -33,16 +33,15 @@ export type {
 } from './binding'
 
 /**
- * Where a configured value came from: an option, an environment variable, PM2's `NODE_APP_INSTANCE`, a StatefulSet
- * pod's host name (`SNOWID_WORKER_ID_FROM=statefulset`) or an automatic lease on this host (worker id only), or the
- * default.
+ * Where a configured value came from: an option, an environment variable, a StatefulSet pod's host name
+ * (`SNOWID_WORKER_ID_FROM=statefulset`; worker id only), an automatic lease on this host (the worker id, and the
+ * datacenter id when neither is configured), or the default.
  */
 export type ConfigSource = ConfigSourceValue
 /** The values of `ConfigSource`, by name: `ConfigSource.Env === 'env'`. */
 export declare const ConfigSource: {
   readonly Option: 'option'
   readonly Env: 'env'
-  readonly Pm2: 'pm2'
   readonly Lease: 'lease'
   readonly Statefulset: 'statefulset'
   readonly Default: 'default'

@@ -250,8 +250,9 @@ test('config reports the effective values, their sources, maxIdsPerMs and expire
       sources: undefined,
     },
   )
-  const { workerId, leaseDir, ...rest } = c.sources
+  const { datacenterId, workerId, leaseDir, ...rest } = c.sources
   assert.equal(workerId, 'lease', 'nothing configured: the first free slot of this fresh lease directory')
+  assert.equal(datacenterId, 'lease', 'and with no datacenter id configured either, the lease chose it too')
   assert.equal(leaseDir, 'env')
   assert.ok(Object.values(rest).every((s) => s === 'default'), JSON.stringify(rest))
   assert.equal(Object.keys(c.sources).length, 15)

@@ -33,7 +33,7 @@ function freshLeaseDir() {
 function cleanEnv(extra = {}) {
   const env = { ...process.env }
   for (const key of Object.keys(env)) {
-    if (key.startsWith('SNOWID_') || key === 'datacenterId' || key === 'workerId' || key === 'NODE_APP_INSTANCE') {
+    if (key.startsWith('SNOWID_') || key === 'datacenterId' || key === 'workerId') {
       delete env[key]
     }
   }

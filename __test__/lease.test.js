@@ -117,16 +117,19 @@ test('two unconfigured processes get different worker ids; a third given a held 
     assert.equal(c.id, undefined, 'no id under a held slot')
     assert.equal(c.error.code, 'ERR_SNOWID_WORKER_ID_IN_USE')
     assert.match(c.error.message, new RegExp(`held by pid ${a.info.pid} `))
-    // PM2's instance number is an explicit slot too.
+    // PM2's instance number is not read (every app's first instance is 0): the process takes a free slot, its
+    // datacenter id chosen by the lease too.
     const d = probe({ SNOWID_LEASE_DIR: dir, NODE_APP_INSTANCE: String(b.info.workerId) })
-    assert.equal(d.error.code, 'ERR_SNOWID_WORKER_ID_IN_USE')
+    assert.equal(d.error, undefined, JSON.stringify(d.error))
+    assert.deepEqual([d.decoded.datacenterId, d.decoded.workerId], [0, 2])
+    assert.deepEqual([d.config.sources.datacenterId, d.config.sources.workerId], ['lease', 'lease'])
     const e = probe({ SNOWID_LEASE_DIR: dir, NODE_APP_INSTANCE: '5' })
-    assert.equal(e.decoded.workerId, 5)
-    assert.equal(e.config.sources.workerId, 'pm2')
+    assert.deepEqual([e.decoded.datacenterId, e.decoded.workerId], [0, 2])
+    assert.equal(e.config.sources.workerId, 'lease')
     // With leases off, nothing is checked: the worker id is the configured one (or 0).
     const off = probe({ SNOWID_LEASE_DIR: dir, SNOWID_LEASE: 'off' })
     assert.equal(off.decoded.workerId, 0)
-    assert.equal(off.config.sources.workerId, 'default')
+    assert.deepEqual([off.config.sources.datacenterId, off.config.sources.workerId], ['default', 'default'])
   } finally {
     await release(a)
     await release(b)

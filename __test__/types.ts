@@ -57,8 +57,10 @@ const dir: string = c.leaseDir
 const ifTaken: 'fail' | 'next' = c.workerIdIfTaken
 const from: 'statefulset' | null = c.workerIdFrom
 const fromSources: ConfigSource[] = [c.sources.workerIdIfTaken, c.sources.workerIdFrom]
-const pm2: ConfigSource = 'pm2'
 const statefulset: ConfigSource = 'statefulset'
+const leaseSource: ConfigSource = c.sources.datacenterId
+// @ts-expect-error PM2's NODE_APP_INSTANCE is not read, so 'pm2' is no source
+const pm2: ConfigSource = 'pm2'
 const s: SnowidStats = stats()
 const counters: number[] = [s.leadMs, s.clockBack, s.clockBackEvents, s.waits, s.markWrites, gen.stats().markWrites]
 const slots: WorkerSlots = workerSlots({ SNOWID_DATACENTER_ID: '1' })
@@ -74,7 +76,7 @@ new Snowflake({ onClockBack: 'ignore' })
 new Snowflake({ workerID: 3 })
 // @ts-expect-error decode needs an id
 decode()
-// @ts-expect-error sources are 'option' | 'env' | 'pm2' | 'lease' | 'statefulset' | 'default'
+// @ts-expect-error sources are 'option' | 'env' | 'lease' | 'statefulset' | 'default'
 const badSource: 'cluster' = c.sources.workerId
 // @ts-expect-error lease is a boolean option ('on' / 'off' are for SNOWID_LEASE)
 new Snowflake({ lease: 'off' })
@@ -87,7 +89,7 @@ const fromText: string = c.workerIdFrom
 // @ts-expect-error fork's env holds strings
 fork({ SNOWID_DATACENTER_ID: 1 })
 
-export { many, filled, texts, modMany, modTexts, ts, idText, fields, b, d, source, policy, numbers, wrong, badSource, leased, dir, ifTaken, from, fromSources, fromText, pm2, statefulset, counters, recorded, worker, held }
+export { many, filled, texts, modMany, modTexts, ts, idText, fields, b, d, source, policy, numbers, wrong, badSource, leased, dir, ifTaken, from, fromSources, fromText, pm2, statefulset, leaseSource, counters, recorded, worker, held }
 
 const at: number = timestampOf(id)
 const low: bigint = minIdAt(new Date())

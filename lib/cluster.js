@@ -58,7 +58,8 @@ function fork(env = {}) {
     'ERR_SNOWID_NO_FREE_WORKER_ID',
     `fork: expected a free worker id among the ${total} of workerBits ${slots.workerBits} for datacenterId ` +
       `${slots.datacenterId}, found ${assigned.size} held by this primary's workers and ${elsewhere.size} by other processes. Fork fewer ` +
-      'workers, stop other snowid processes on this host, or widen workerBits (SNOWID_WORKER_BITS)',
+      'workers, stop other snowid processes on this host, give the workers another datacenter id (SNOWID_DATACENTER_ID ' +
+      "in fork's env), or widen workerBits alike on every process (SNOWID_WORKER_BITS)",
   )
 }
 

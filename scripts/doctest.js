@@ -134,7 +134,7 @@ class Missing extends Error {}
 
 function cleanEnv(extra) {
   const env = { ...process.env }
-  for (const key of Object.keys(env)) if (key.startsWith('SNOWID_') || key === 'NODE_APP_INSTANCE') delete env[key]
+  for (const key of Object.keys(env)) if (key.startsWith('SNOWID_')) delete env[key]
   return { ...env, ...extra }
 }
 

@@ -2,9 +2,9 @@
 //!
 //! Precedence: an option, then the `SNOWID_` variable, then (for the two ids) the JS article's own variable name,
 //! then the default. The worker id goes on to a StatefulSet pod's ordinal (`SNOWID_WORKER_ID_FROM=statefulset`),
-//! then to PM2's `NODE_APP_INSTANCE`, then to an automatic lease of a free slot
-//! on this host (unless leases are off, when it is 0). Every value is checked in full; nothing is masked, clamped
-//! or truncated into range.
+//! then to an automatic lease of a free slot on this host (unless leases are off, when it is 0); with no datacenter
+//! id configured either, that lease chooses the datacenter id too. PM2's `NODE_APP_INSTANCE` is not read: it is
+//! unique per app, not per host. Every value is checked in full; nothing is masked, clamped or truncated into range.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -38,9 +38,8 @@ pub fn default_lease_dir() -> PathBuf {
 pub enum Source {
     Option,
     Env,
-    /// PM2's `NODE_APP_INSTANCE` (worker id only).
-    Pm2,
-    /// An automatic lease of a free slot on this host (worker id only).
+    /// An automatic lease of a free slot on this host: the worker id, and the datacenter id when neither is
+    /// configured.
     Lease,
     /// The ordinal of a StatefulSet pod's host name, by `SNOWID_WORKER_ID_FROM=statefulset` (worker id only).
     StatefulSet,
@@ -52,7 +51,6 @@ impl Source {
         match self {
             Source::Option => "option",
             Source::Env => "env",
-            Source::Pm2 => "pm2",
             Source::Lease => "lease",
             Source::StatefulSet => "statefulset",
             Source::Default => "default",
@@ -101,7 +99,7 @@ impl IfTaken {
             && match worker_id {
                 Source::Env => true,
                 Source::Option => setting.source == Source::Option,
-                Source::Pm2 | Source::Lease | Source::StatefulSet | Source::Default => false,
+                Source::Lease | Source::StatefulSet | Source::Default => false,
             }
     }
 }
@@ -204,9 +202,9 @@ impl EnvSource for ProcessEnv {
     }
 }
 
-/// The variables without the `SNOWID_` prefix that a configuration reads (PM2's, a StatefulSet pod's and the
-/// short names), which a [`ProcessSnapshot`] takes in the same pass.
-const OTHER_NAMES: [&str; 4] = ["datacenterId", "workerId", "NODE_APP_INSTANCE", "HOSTNAME"];
+/// The variables without the `SNOWID_` prefix that a configuration reads (a StatefulSet pod's and the short names),
+/// which a [`ProcessSnapshot`] takes in the same pass.
+const OTHER_NAMES: [&str; 3] = ["datacenterId", "workerId", "HOSTNAME"];
 
 /// Whether a [`ProcessSnapshot`] holds the variable `name` (when it is set).
 fn snapshot_holds(name: &str) -> bool {
@@ -440,12 +438,11 @@ impl Resolver<'_> {
                 Ok(Sourced { value, source: Source::Option })
             }
             Some(Raw::Env(text, name)) => {
-                let source = if name == "NODE_APP_INSTANCE" { Source::Pm2 } else { Source::Env };
                 let value = match plain_integer(&text).filter(|&n| n <= max) {
                     Some(value) => value,
                     None => env_integer(&text, name, &expected(), max)?,
                 };
-                Ok(Sourced { value, source })
+                Ok(Sourced { value, source: Source::Env })
             }
         }
     }
@@ -631,7 +628,7 @@ impl Resolver<'_> {
             .filter_map(|(js, s, var)| match s.source {
                 Source::Option => Some(format!("options.{js}")),
                 Source::Env => Some(var.to_string()),
-                Source::Default | Source::Pm2 | Source::Lease | Source::StatefulSet => None,
+                Source::Default | Source::Lease | Source::StatefulSet => None,
             })
             .collect();
             if from.is_empty() {
@@ -762,7 +759,7 @@ impl Config {
             let hint = || format!(" ({bits_name} is {})", bits.value);
             r.integer(opt, js, vars, max_value(bits.value), &hint, 0).map(to_u32)
         };
-        let datacenter_id = field(
+        let mut datacenter_id = field(
             &opts.datacenter_id,
             "datacenterId",
             &["SNOWID_DATACENTER_ID", "datacenterId"],
@@ -772,18 +769,21 @@ impl Config {
         let lease = r.lease()?;
         let worker_vars: &[&'static str] = &["SNOWID_WORKER_ID", "workerId"];
         let mut worker_id = field(&opts.worker_id, "workerId", worker_vars, &worker_bits, "workerBits")?;
-        // A worker id given as a number wins over SNOWID_WORKER_ID_FROM, which wins over PM2's instance number.
+        // A worker id given as a number wins over SNOWID_WORKER_ID_FROM. PM2's NODE_APP_INSTANCE is not read: every
+        // app's first instance is 0, so two apps on one host would claim one slot.
         let worker_id_from_statefulset = r.worker_id_from()?;
         if worker_id.source == Source::Default && worker_id_from_statefulset.value {
             let hint = format!(" (workerBits is {})", worker_bits.value);
             let value = statefulset::worker_id(env, max_value(worker_bits.value), &hint)? as u32;
             worker_id = Sourced { value, source: Source::StatefulSet };
-        } else if worker_id.source == Source::Default {
-            worker_id = field(&None, "workerId", &["NODE_APP_INSTANCE"], &worker_bits, "workerBits")?;
         }
         if worker_id.source == Source::Default && lease.value {
-            // Taken by `start::bind_worker` once the lease is acquired.
+            // Taken by `start::bind_worker` once the lease is acquired. With no datacenter id configured either, the
+            // lease chooses both: datacenterId 0's worker ids first, then 1's, and so on.
             worker_id.source = Source::Lease;
+            if datacenter_id.source == Source::Default {
+                datacenter_id.source = Source::Lease;
+            }
         }
         let clock_back = field(&opts.clock_back, "clockBack", &["SNOWID_CLOCK_BACK"], &clock_back_bits, "clockBackBits")?;
         let on_clock_back = r.policy()?;
@@ -916,13 +916,14 @@ mod tests {
     fn defaults_are_the_articles() {
         let c = resolve_env(&[]).unwrap();
         let d = Sourced { value: 0, source: Source::Default };
-        assert_eq!((c.datacenter_id, c.clock_back), (d, d));
+        assert_eq!(c.clock_back, d);
         assert_eq!(c.worker_id.source, Source::Lease, "with no worker id configured, the lease picks one");
+        assert_eq!(c.datacenter_id.source, Source::Lease, "and with no datacenter id either, the datacenter id too");
         assert_eq!(c.lease, Sourced { value: true, source: Source::Default });
         assert_eq!(c.lease_dir.value, std::env::temp_dir().join("snowid"));
         assert_eq!(c.max_lead_ms, Sourced { value: 0, source: Source::Default });
         let off = resolve_env(&[("SNOWID_LEASE", "off")]).unwrap();
-        assert_eq!(off.worker_id, d);
+        assert_eq!((off.datacenter_id, off.worker_id), (d, d));
         assert_eq!(c.epoch, Sourced { value: DEFAULT_EPOCH, source: Source::Default });
         assert_eq!(
             [c.datacenter_bits.value, c.worker_bits.value, c.clock_back_bits.value, c.sequence_bits.value],
@@ -995,7 +996,7 @@ mod tests {
         // One given as an option covers both.
         assert!(IfTaken::moves_on(s(IfTaken::Next, Source::Option), Source::Env));
         assert!(IfTaken::moves_on(s(IfTaken::Next, Source::Option), Source::Option));
-        for worker in [Source::Pm2, Source::StatefulSet, Source::Lease, Source::Default] {
+        for worker in [Source::StatefulSet, Source::Lease, Source::Default] {
             assert!(!IfTaken::moves_on(s(IfTaken::Next, Source::Option), worker), "{worker:?}");
         }
         for source in [Source::Env, Source::Option, Source::Default] {
@@ -1038,8 +1039,9 @@ mod tests {
 
     #[test]
     fn worker_id_lookup_order() {
+        // PM2's instance number is not a worker id (every app's first instance is 0): the lease chooses both ids.
         let c = resolve_env(&[("NODE_APP_INSTANCE", "6")]).unwrap();
-        assert_eq!(c.worker_id, Sourced { value: 6, source: Source::Pm2 });
+        assert_eq!((c.datacenter_id.source, c.worker_id.source), (Source::Lease, Source::Lease));
         let c = resolve_env(&[("NODE_APP_INSTANCE", "6"), ("workerId", "2")]).unwrap();
         assert_eq!(c.worker_id, Sourced { value: 2, source: Source::Env });
         let c = resolve_env(&[("NODE_APP_INSTANCE", "6"), ("SNOWID_WORKER_ID", "3"), ("workerId", "2")]).unwrap();
@@ -1054,6 +1056,24 @@ mod tests {
         assert_eq!(Config::resolve(&opts, &env(&[]), NOW).unwrap().lease, Sourced { value: false, source: Source::Option });
         let opts = Options { lease: Some(OptionValue::Text("off".into())), ..Options::default() };
         assert_eq!(Config::resolve(&opts, &env(&[]), NOW).unwrap_err().class(), Class::TypeError);
+    }
+
+    #[test]
+    fn the_lease_chooses_the_datacenter_id_only_when_neither_id_is_configured() {
+        let sources = |c: Config| (c.datacenter_id.source, c.worker_id.source);
+        assert_eq!(sources(resolve_env(&[]).unwrap()), (Source::Lease, Source::Lease));
+        // A configured datacenter id stays put: the lease chooses only the worker id, within it.
+        let c = resolve_env(&[("SNOWID_DATACENTER_ID", "3")]).unwrap();
+        assert_eq!((c.datacenter_id, c.worker_id.source), (Sourced { value: 3, source: Source::Env }, Source::Lease));
+        assert_eq!(sources(resolve_env(&[("datacenterId", "0")]).unwrap()), (Source::Env, Source::Lease));
+        let opts = Options { datacenter_id: Some(OptionValue::Number(2.0)), ..Options::default() };
+        assert_eq!(sources(Config::resolve(&opts, &env(&[]), NOW).unwrap()), (Source::Option, Source::Lease));
+        // A configured worker id (a number, or a StatefulSet ordinal) leaves the datacenter id at its default.
+        assert_eq!(sources(resolve_env(&[("SNOWID_WORKER_ID", "4")]).unwrap()), (Source::Default, Source::Env));
+        let ordinal = [("SNOWID_WORKER_ID_FROM", "statefulset"), ("HOSTNAME", "web-2")];
+        assert_eq!(sources(resolve_env(&ordinal).unwrap()), (Source::Default, Source::StatefulSet));
+        // With leases off, nothing is chosen.
+        assert_eq!(sources(resolve_env(&[("SNOWID_LEASE", "off")]).unwrap()), (Source::Default, Source::Default));
     }
 
     #[test]
@@ -1099,7 +1119,6 @@ mod tests {
             ("SNOWID_MAX_WAIT_MS", "60001", Class::RangeError),
             ("SNOWID_MAX_LEAD_MS", "60001", Class::RangeError),
             ("SNOWID_MAX_LEAD_MS", "5ms", Class::TypeError),
-            ("NODE_APP_INSTANCE", "32", Class::RangeError),
             ("SNOWID_LEASE", "no", Class::RangeError),
             ("SNOWID_LEASE_DIR", "", Class::TypeError),
         ];
@@ -1109,6 +1128,8 @@ mod tests {
             assert!(e.message().starts_with(&format!("{name}: expected ")), "{e}");
             assert!(e.message().contains(&quote(value)) || name == "SNOWID_EPOCH", "{e}");
         }
+        // A variable snowid does not read is not checked: PM2's NODE_APP_INSTANCE counts instances of any number.
+        assert!(resolve_env(&[("NODE_APP_INSTANCE", "32")]).is_ok());
         let e = resolve_env(&[("SNOWID_WORKER_ID", "32")]).unwrap_err();
         assert_eq!(e.message(), "SNOWID_WORKER_ID: expected an integer from 0 to 31 (workerBits is 5), found \"32\"");
         // The range follows the configured width.
@@ -1123,7 +1144,7 @@ mod tests {
         let c = resolve_env(&[from, ("HOSTNAME", "web-7")]).unwrap();
         assert_eq!(c.worker_id, Sourced { value: 7, source: Source::StatefulSet });
         assert_eq!(c.worker_id.source.as_str(), "statefulset");
-        // A number given for the worker id wins; PM2's instance number does not.
+        // A number given for the worker id wins; PM2's instance number is not read.
         let c = resolve_env(&[from, ("HOSTNAME", "web-7"), ("SNOWID_WORKER_ID", "2")]).unwrap();
         assert_eq!(c.worker_id, Sourced { value: 2, source: Source::Env });
         let c = resolve_env(&[from, ("HOSTNAME", "web-7"), ("workerId", "4")]).unwrap();

@@ -30,6 +30,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, CString};
+use std::ops::RangeInclusive;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::ErrorKind;
 use std::os::unix::ffi::OsStrExt;
@@ -252,6 +253,10 @@ pub struct Lease {
 impl Lease {
     pub fn worker_id(&self) -> u32 {
         self.worker_id
+    }
+
+    pub fn datacenter_id(&self) -> u32 {
+        self.datacenter_id
     }
 
     pub fn path(&self) -> &Path {
@@ -714,53 +719,93 @@ impl LeaseDir {
         ))
     }
 
-    /// This process's automatic slot for `datacenter_id`: the first time, the lowest slot below `slots` that no
-    /// process holds, whose file is this user's (or can be made), and that `usable` accepts; after that, the same
-    /// slot. A slot it cannot use (another user's file, a corrupt or special file, marks too far ahead) is skipped,
-    /// and left as found.
-    pub fn acquire_auto(&self, datacenter_id: u32, slots: u64, usable: &dyn Fn(&Record) -> bool) -> Result<Arc<Lease>> {
-        self.acquire_from(datacenter_id, slots, 0, usable)
+    /// This process's automatic slot among the datacenter ids `datacenters`: the first time, the lowest worker id
+    /// below `slots` of the lowest datacenter id (datacenterId 0's worker ids, then 1's, and so on) that no process
+    /// holds, whose file is this user's (or can be made), and that `usable` accepts; after that, the same slot. A slot
+    /// it cannot use (another user's file, a corrupt or special file, marks too far ahead) is skipped, and left as found.
+    pub fn acquire_auto(&self, datacenters: RangeInclusive<u32>, slots: u64, usable: &dyn Fn(&Record) -> bool) -> Result<Arc<Lease>> {
+        self.choose(datacenters, slots, 0, usable)
     }
 
-    /// As [`LeaseDir::acquire_auto`], trying the slots from `first` upwards, then from 0.
+    /// As [`LeaseDir::acquire_auto`] within `datacenter_id`, trying the slots from `first` upwards, then from 0.
     pub fn acquire_from(&self, datacenter_id: u32, slots: u64, first: u64, usable: &dyn Fn(&Record) -> bool) -> Result<Arc<Lease>> {
+        self.choose(datacenter_id..=datacenter_id, slots, first, usable)
+    }
+
+    /// The automatic slot: for each datacenter id of `datacenters` in turn, its worker ids from `first` upwards, then
+    /// from 0. A slot this process already took automatically within `datacenters` is kept (the lowest, should there
+    /// be several).
+    fn choose(&self, datacenters: RangeInclusive<u32>, slots: u64, first: u64, usable: &dyn Fn(&Record) -> bool) -> Result<Arc<Lease>> {
         let mut auto = auto_slots().lock();
-        if let Some(&w) = auto.get(&(self.path.clone(), datacenter_id)) {
-            return self.acquire(datacenter_id, w, "workerId");
+        let kept = auto.iter().filter(|((p, d), _)| *p == self.path && datacenters.contains(d)).map(|((_, d), w)| (*d, *w)).min();
+        if let Some((d, w)) = kept {
+            return self.acquire(d, w, "workerId");
         }
         let mut map = held().lock();
-        let mut skipped = 0;
+        let mut skipped = 0u64;
         let first = first.min(slots);
-        for w in (first..slots).chain(0..first) {
-            let w = w as u32;
-            let key = (self.path.clone(), datacenter_id, w);
-            if map.contains_key(&key) {
-                continue;
-            }
-            Self::check_room(map.len())?;
-            match self.attempt(datacenter_id, w) {
-                Ok(Attempt::Taken(lease)) if usable(&lease.previous) => {
-                    start_repairs();
-                    auto.insert((self.path.clone(), datacenter_id), w);
-                    return Ok(Arc::clone(map.entry(key).or_insert(Arc::new(*lease))));
+        for dc in datacenters.clone() {
+            for w in (first..slots).chain(0..first) {
+                let w = w as u32;
+                let key = (self.path.clone(), dc, w);
+                if map.contains_key(&key) {
+                    continue;
                 }
-                // Dropping the lease closes its file, which frees the lock; its marks stay.
-                Ok(Attempt::Taken(_)) | Ok(Attempt::Foreign(_)) => skipped += 1,
-                Ok(Attempt::Held(_)) => {}
-                Err(e) if e.code() == Code::LeaseCorrupt => skipped += 1,
-                Err(e) => return Err(e),
+                Self::check_room(map.len())?;
+                match self.attempt(dc, w) {
+                    Ok(Attempt::Taken(lease)) if usable(&lease.previous) => {
+                        start_repairs();
+                        auto.insert((self.path.clone(), dc), w);
+                        return Ok(Arc::clone(map.entry(key).or_insert(Arc::new(*lease))));
+                    }
+                    // Dropping the lease closes its file, which frees the lock; its marks stay.
+                    Ok(Attempt::Taken(_)) | Ok(Attempt::Foreign(_)) => skipped += 1,
+                    Ok(Attempt::Held(_)) => {}
+                    Err(e) if e.code() == Code::LeaseCorrupt => skipped += 1,
+                    Err(e) => return Err(e),
+                }
             }
         }
-        Err(Error::new(
+        Err(self.no_free_slot(&datacenters, slots, skipped))
+    }
+
+    /// `ERR_SNOWID_NO_FREE_WORKER_ID` for an automatic lease that found every slot of `datacenters` held or skipped,
+    /// saying what to set.
+    fn no_free_slot(&self, datacenters: &RangeInclusive<u32>, slots: u64, skipped: u64) -> Error {
+        let (lo, hi) = (*datacenters.start(), *datacenters.end());
+        let total = u64::from(hi - lo).saturating_mul(slots).saturating_add(slots);
+        let bits = slots.trailing_zeros();
+        let widen = if bits < 32 {
+            format!(
+                "widen workerBits alike on every process that makes these ids (SNOWID_WORKER_BITS={} doubles the slots to {})",
+                bits + 1,
+                total.saturating_mul(2)
+            )
+        } else {
+            "use fewer processes per lease directory".to_string()
+        };
+        let (which, found, advice) = if lo == hi {
+            (
+                format!("for datacenterId {lo}"),
+                format!("all {slots} held ({skipped} skipped"),
+                format!("Stop a process, give some processes another datacenter id (SNOWID_DATACENTER_ID), or {widen}"),
+            )
+        } else {
+            (
+                format!("for any datacenterId from {lo} to {hi}"),
+                format!("all {total} held ({slots} worker ids each; {skipped} skipped"),
+                format!("Stop a process, or {widen}"),
+            )
+        };
+        Error::new(
             Code::NoFreeWorkerId,
             Class::Error,
             format!(
-                "workerId: expected a free slot for datacenterId {datacenter_id} in lease directory {}, found all \
-                 {slots} held ({skipped} skipped: another user's, unreadable, or marked ahead). Stop a process, widen \
-                 workerBits, or use another datacenter id",
+                "workerId: expected a free slot {which} in lease directory {}, found {found}: another user's, unreadable, or \
+                 marked ahead). {advice}",
                 quote_path(&self.path)
             ),
-        ))
+        )
     }
 
     /// The (workerId, pid) of every slot of `datacenter_id` held by a live process, sorted by workerId, without
@@ -974,9 +1019,9 @@ mod tests {
         let t = TempDir::new("auto");
         let dir = private(&t);
         let explicit = dir.acquire(0, 0, "workerId").unwrap();
-        let auto = dir.acquire_auto(0, 4, ANY).unwrap();
+        let auto = dir.acquire_auto(0..=0, 4, ANY).unwrap();
         assert_eq!((explicit.worker_id(), auto.worker_id()), (0, 1));
-        assert_eq!(dir.acquire_auto(0, 4, ANY).unwrap().worker_id(), 1, "the process keeps its automatic slot");
+        assert_eq!(dir.acquire_auto(0..=0, 4, ANY).unwrap().worker_id(), 1, "the process keeps its automatic slot");
         let me = std::process::id();
         assert_eq!(dir.recorded(0).unwrap(), vec![(0, me), (1, me)]);
         assert_eq!(dir.recorded(1).unwrap(), vec![]);
@@ -985,7 +1030,68 @@ mod tests {
         for w in 0..2 {
             dir2.acquire(5, w, "workerId").unwrap();
         }
-        assert_eq!(dir2.acquire_auto(5, 2, ANY).unwrap_err().code(), Code::NoFreeWorkerId);
+        assert_eq!(dir2.acquire_auto(5..=5, 2, ANY).unwrap_err().code(), Code::NoFreeWorkerId);
+    }
+
+    #[test]
+    fn among_datacenter_ids_it_fills_datacenter_0_then_1_and_skips_what_it_cannot_use() {
+        let t = TempDir::new("dcs");
+        let dir = private(&t);
+        for w in 0..4 {
+            dir.acquire(0, w, "workerId").unwrap();
+        }
+        // (1, 0) reserved far ahead by an earlier holder: `usable` refuses it, so it is skipped, its marks kept.
+        let far = SystemClock.now_ms() + 3_600_000;
+        std::fs::write(dir.slot_path(1, 0), Record { seq: 3, pid: 1, marks: vec![(0, far)] }.encode().unwrap()).unwrap();
+        let usable = |r: &Record| r.marks.iter().all(|&(_, m)| m < far);
+        let auto = dir.acquire_auto(0..=3, 4, &usable).unwrap();
+        assert_eq!((auto.datacenter_id(), auto.worker_id()), (1, 1));
+        assert_eq!(marks_at(&dir.slot_path(1, 0)), vec![(0, far)]);
+        // The process keeps that slot, asked among every datacenter id or within datacenterId 1.
+        assert!(Arc::ptr_eq(&auto, &dir.acquire_auto(0..=3, 4, ANY).unwrap()));
+        assert!(Arc::ptr_eq(&auto, &dir.acquire_auto(1..=1, 4, ANY).unwrap()));
+        // Within datacenterId 2 alone, a slot of its own there.
+        let two = dir.acquire_auto(2..=2, 4, ANY).unwrap();
+        assert_eq!((two.datacenter_id(), two.worker_id()), (2, 0));
+    }
+
+    #[test]
+    fn one_datacenter_id_stays_put_and_running_out_says_what_to_set() {
+        let t = TempDir::new("dc-full");
+        let dir = private(&t);
+        for w in 0..2 {
+            dir.acquire(0, w, "workerId").unwrap();
+        }
+        // datacenterId 1 has free slots, but a lease within datacenterId 0 does not move there.
+        let e = dir.acquire_auto(0..=0, 2, ANY).unwrap_err();
+        assert_eq!(e.code(), Code::NoFreeWorkerId);
+        assert!(e.message().contains("for datacenterId 0 in lease directory"), "{e}");
+        assert!(e.message().contains("found all 2 held (0 skipped: "), "{e}");
+        assert!(e.message().contains("another datacenter id (SNOWID_DATACENTER_ID)"), "{e}");
+        assert!(e.message().contains("SNOWID_WORKER_BITS=2 doubles the slots to 4"), "{e}");
+        let e = dir.acquire_from(0, 2, 1, ANY).unwrap_err();
+        assert_eq!(e.code(), Code::NoFreeWorkerId);
+        assert!(dir.recorded(1).unwrap().is_empty(), "nothing was taken in datacenterId 1");
+        // Among both, it moves on to datacenterId 1; once that is full too, the message counts every slot.
+        let t2 = TempDir::new("dcs-full");
+        let dir2 = private(&t2);
+        for w in 0..2 {
+            dir2.acquire(0, w, "workerId").unwrap();
+        }
+        let auto = dir2.acquire_auto(0..=1, 2, ANY).unwrap();
+        assert_eq!((auto.datacenter_id(), auto.worker_id()), (1, 0));
+        dir2.acquire(1, 1, "workerId").unwrap();
+        let t3 = TempDir::new("dcs-full-2");
+        let dir3 = private(&t3);
+        for (dc, w) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+            dir3.acquire(dc, w, "workerId").unwrap();
+        }
+        let e = dir3.acquire_auto(0..=1, 2, ANY).unwrap_err();
+        assert_eq!(e.code(), Code::NoFreeWorkerId);
+        assert!(e.message().contains("for any datacenterId from 0 to 1 in lease directory"), "{e}");
+        assert!(e.message().contains("found all 4 held (2 worker ids each; 0 skipped: "), "{e}");
+        assert!(e.message().contains("Stop a process, or widen workerBits alike on every process"), "{e}");
+        assert!(e.message().contains("SNOWID_WORKER_BITS=2 doubles the slots to 8"), "{e}");
     }
 
     #[test]

@@ -33,6 +33,10 @@ impl Lease {
         match *self {}
     }
 
+    pub fn datacenter_id(&self) -> u32 {
+        match *self {}
+    }
+
     pub fn previous(&self) -> &Record {
         match *self {}
     }
@@ -63,7 +67,7 @@ impl LeaseDir {
         match *self {}
     }
 
-    pub fn acquire_auto(&self, _datacenter_id: u32, _slots: u64, _usable: &dyn Fn(&Record) -> bool) -> Result<Arc<Lease>> {
+    pub fn acquire_auto(&self, _datacenters: std::ops::RangeInclusive<u32>, _slots: u64, _usable: &dyn Fn(&Record) -> bool) -> Result<Arc<Lease>> {
         match *self {}
     }
 

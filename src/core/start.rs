@@ -19,8 +19,9 @@ pub fn lease_dir(config: &Config) -> Result<LeaseDir> {
 }
 
 /// Takes the slot's lease when leases are on: this process's automatic slot when the worker id comes from the
-/// lease (filling it in), else the configured slot, which fails with `ERR_SNOWID_WORKER_ID_IN_USE` when another
-/// live process holds it.
+/// lease (filling it in), within the configured datacenter id, or with none configured among every datacenter id
+/// of the layout (filling that in too: datacenterId 0's worker ids first, then 1's, and so on); else the configured
+/// slot, which fails with `ERR_SNOWID_WORKER_ID_IN_USE` when another live process holds it.
 pub fn bind_worker(config: &mut Config) -> Result<Option<Arc<Lease>>> {
     if !config.lease.value {
         return Ok(None);
@@ -34,7 +35,13 @@ pub fn bind_worker(config: &mut Config) -> Result<Option<Arc<Lease>>> {
     let usable = |r: &super::lease::Record| State::usable(&settings, clock_back, &r.marks, now);
     let slots = max_value(config.worker_bits.value) + 1;
     let lease = if config.worker_id.source == Source::Lease {
-        let lease = dir.acquire_auto(dc, slots, &usable)?;
+        let datacenters = if config.datacenter_id.source == Source::Lease {
+            0..=max_value(config.datacenter_bits.value) as u32
+        } else {
+            dc..=dc
+        };
+        let lease = dir.acquire_auto(datacenters, slots, &usable)?;
+        config.datacenter_id.value = lease.datacenter_id();
         config.worker_id.value = lease.worker_id();
         lease
     } else {
@@ -68,4 +75,107 @@ pub fn open(config: &Config, lease: Option<Arc<Lease>>, clock: &dyn Clock) -> Re
         }
         None => Ok(State::new(clock_back)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+    use std::fs::File;
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+    use crate::core::config::Options;
+    use crate::core::lease::Sharing;
+
+    /// A lease directory of the test's own, removed when dropped.
+    struct TempDir(PathBuf);
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn temp(name: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("snowid-start-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        TempDir(p)
+    }
+
+    /// The configuration of a process with `pairs` in its environment, the lease directory `dir`, and a small
+    /// layout: datacenterBits 2 and workerBits 2, so 4 datacenter ids of 4 worker ids each.
+    fn config(dir: &Path, pairs: &[(&str, &str)]) -> Config {
+        let mut vars: Vec<(String, String)> = vec![
+            ("SNOWID_LEASE_DIR".into(), dir.to_string_lossy().into_owned()),
+            ("SNOWID_DATACENTER_BITS".into(), "2".into()),
+            ("SNOWID_WORKER_BITS".into(), "2".into()),
+        ];
+        vars.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let env = move |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| OsString::from(v));
+        Config::resolve(&Options::default(), &env, SystemClock.now_ms()).unwrap()
+    }
+
+    /// Locks every worker id's file of `datacenter_id` in `dir` through open files of its own, as other processes
+    /// holding those slots would, until the files returned are dropped.
+    #[must_use]
+    fn fill(dir: &Path, datacenter_id: u32) -> Vec<File> {
+        let leases = LeaseDir::open(dir, Sharing::Private).unwrap();
+        (0..4)
+            .map(|w| {
+                let file = File::create(leases.slot_path(datacenter_id, w)).unwrap();
+                file.try_lock().unwrap();
+                file
+            })
+            .collect()
+    }
+
+    #[test]
+    fn with_neither_id_configured_the_lease_takes_datacenter_1_once_datacenter_0_is_full() {
+        let t = temp("auto-dc");
+        let _held = fill(&t.0, 0);
+        let mut c = config(&t.0, &[]);
+        let lease = bind_worker(&mut c).unwrap().unwrap();
+        assert_eq!((lease.datacenter_id(), lease.worker_id()), (1, 0));
+        assert_eq!(c.datacenter_id, Sourced { value: 1, source: Source::Lease });
+        assert_eq!(c.worker_id, Sourced { value: 0, source: Source::Lease });
+        assert_eq!((c.settings().datacenter_id, c.settings().worker_id), (1, 0), "the generator runs on that slot");
+    }
+
+    #[test]
+    fn a_configured_datacenter_id_stays_put() {
+        let t = temp("fixed-dc");
+        let _held = fill(&t.0, 0);
+        for pairs in [&[("SNOWID_DATACENTER_ID", "0")][..], &[("datacenterId", "0")][..]] {
+            let e = bind_worker(&mut config(&t.0, pairs)).map(|_| ()).unwrap_err();
+            assert_eq!(e.code(), Code::NoFreeWorkerId);
+            assert!(e.message().contains("for datacenterId 0 in lease directory"), "{e}");
+            assert!(e.message().contains("another datacenter id (SNOWID_DATACENTER_ID)"), "{e}");
+        }
+        // Elsewhere it takes its own datacenter id's lowest free worker id.
+        let mut c = config(&t.0, &[("SNOWID_DATACENTER_ID", "2")]);
+        bind_worker(&mut c).unwrap();
+        assert_eq!((c.datacenter_id, c.worker_id.value), (Sourced { value: 2, source: Source::Env }, 0));
+    }
+
+    #[test]
+    fn a_configured_worker_id_that_moves_on_stays_in_its_datacenter_id() {
+        let t = temp("next");
+        let _held = fill(&t.0, 0);
+        let mut c = config(&t.0, &[("SNOWID_WORKER_ID", "1"), ("SNOWID_WORKER_ID_IF_TAKEN", "next")]);
+        let e = bind_worker(&mut c).map(|_| ()).unwrap_err();
+        assert_eq!(e.code(), Code::NoFreeWorkerId);
+        assert!(e.message().contains("for datacenterId 0 in lease directory"), "{e}");
+        assert_eq!(c.datacenter_id.source, Source::Default);
+    }
+
+    #[test]
+    fn with_every_slot_held_the_error_says_what_to_set() {
+        let t = temp("all-held");
+        let _held: Vec<Vec<File>> = (0..4).map(|dc| fill(&t.0, dc)).collect();
+        let e = bind_worker(&mut config(&t.0, &[])).map(|_| ()).unwrap_err();
+        assert_eq!(e.code(), Code::NoFreeWorkerId);
+        assert!(e.message().contains("for any datacenterId from 0 to 3 in lease directory"), "{e}");
+        assert!(e.message().contains("found all 16 held (4 worker ids each; 0 skipped"), "{e}");
+        assert!(e.message().contains("SNOWID_WORKER_BITS=3 doubles the slots to 32"), "{e}");
+    }
 }

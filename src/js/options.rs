@@ -51,12 +51,14 @@ fn read_only(env: sys::napi_env, value: Option<Unknown>, known: &[&str]) -> Resu
 #[napi(object, object_from_js = false)]
 #[allow(dead_code)] // Declares the typings only: `read_options` reads the object itself, to check every value.
 pub struct SnowflakeOptions {
-    /// Datacenter (or machine) number, 0 to 2^datacenterBits - 1. Env `SNOWID_DATACENTER_ID`, else `datacenterId`.
-    /// @default 0
+    /// Datacenter (or machine) number, 0 to 2^datacenterBits - 1. Env `SNOWID_DATACENTER_ID`, else `datacenterId`;
+    /// else, when the worker id comes from the lease too, the lease's: datacenterId 0's slots first, then 1's, and so
+    /// on; else 0.
+    /// @default the lease's datacenter id, or 0
     pub datacenter_id: Option<u32>,
     /// Worker (process) number, 0 to 2^workerBits - 1. Env `SNOWID_WORKER_ID`, else `workerId`, else the ordinal of
-    /// a StatefulSet pod's host name with `workerIdFrom: 'statefulset'`, else PM2's `NODE_APP_INSTANCE`;
-    /// else the lowest slot no other process on this host holds (the lease); else 0 when leases are off.
+    /// a StatefulSet pod's host name with `workerIdFrom: 'statefulset'`; else the lowest slot no other process on
+    /// this host holds (the lease); else 0 when leases are off. PM2's `NODE_APP_INSTANCE` is not read.
     /// @default the lease's slot
     pub worker_id: Option<u32>,
     /// Starting clock-back value, 0 to 2^clockBackBits - 1. Env `SNOWID_CLOCK_BACK`.

@@ -36,14 +36,13 @@ pub(crate) fn decode_with(layout: &Layout, id: u64) -> DecodedId {
     }
 }
 
-/// Where a configured value came from: an option, an environment variable, PM2's `NODE_APP_INSTANCE`, a StatefulSet
-/// pod's host name (`SNOWID_WORKER_ID_FROM=statefulset`) or an automatic lease on this host (worker id only), or the
-/// default.
+/// Where a configured value came from: an option, an environment variable, a StatefulSet pod's host name
+/// (`SNOWID_WORKER_ID_FROM=statefulset`; worker id only), an automatic lease on this host (the worker id, and the
+/// datacenter id when neither is configured), or the default.
 #[napi(string_enum = "lowercase")]
 pub enum ConfigSource {
     Option,
     Env,
-    Pm2,
     Lease,
     Statefulset,
     Default,
@@ -54,7 +53,6 @@ impl From<Source> for ConfigSource {
         match s {
             Source::Option => ConfigSource::Option,
             Source::Env => ConfigSource::Env,
-            Source::Pm2 => ConfigSource::Pm2,
             Source::Lease => ConfigSource::Lease,
             Source::StatefulSet => ConfigSource::Statefulset,
             Source::Default => ConfigSource::Default,

@@ -47,7 +47,7 @@ pub fn worker_slots(
         None => HashMap::new(),
     };
     // The worker id is what the caller is about to choose, so any inherited one is ignored.
-    for name in ["SNOWID_WORKER_ID", "workerId", "NODE_APP_INSTANCE"] {
+    for name in ["SNOWID_WORKER_ID", "workerId"] {
         vars.insert(name.to_string(), "0".to_string());
     }
     let base = JsEnv::new(raw);
