@@ -60,7 +60,8 @@ export declare class Snowflake {
   /**
    * This generator's effective configuration and where each value came from. When the worker id comes from the
    * host lease (or may move on from a taken slot), it starts the generator (taking the slot) to report it.
-   * @throws {Error} as the first `nextId()` does, when it starts the generator.
+   * @throws {Error} `ERR_SNOWID_IDENTITY_REQUIRED` as the first `nextId()` does; and as it does, when it starts
+   * the generator.
    */
   config(): SnowidConfig
   /**
@@ -109,6 +110,7 @@ export declare class SnowflakeLayout {
  * The effective configuration of the default generator and where each value came from. It does not start the
  * generator; when the worker id comes from the lease, it takes this process's automatic slot to report it.
  * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the environment holds a bad value.
+ * @throws {Error} `ERR_SNOWID_IDENTITY_REQUIRED` as the first `nextId()` does.
  * @throws {Error} `ERR_SNOWID_LEASE_DIR`, `ERR_SNOWID_LEASE_CORRUPT` or `ERR_SNOWID_NO_FREE_WORKER_ID` when the
  * automatic lease cannot be taken.
  */
@@ -138,6 +140,7 @@ export interface ConfigSources {
   leaseDir: ConfigSource
   workerIdIfTaken: ConfigSource
   workerIdFrom: ConfigSource
+  singleInstance: ConfigSource
 }
 
 /**
@@ -250,6 +253,8 @@ export declare function minIdAt(time: Date | number | string): bigint
  * The default generator is configured from the environment (`SNOWID_*`) on its first use, or by `configure()`
  * before it. Its state is shared by every `worker_thread` and every `Snowflake` with the same identity.
  * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the environment holds a bad value.
+ * @throws {Error} `ERR_SNOWID_IDENTITY_REQUIRED` where replicas are the norm (Kubernetes, ECS, Cloud Run, ...) and
+ * neither a worker id nor a datacenter id was chosen (nor `SNOWID_SINGLE_INSTANCE=true`).
  * @throws {Error} `ERR_SNOWID_CLOCK_BACKWARDS` when the clock moved back and the `onClockBack` policy gives up.
  * @throws {Error} `ERR_SNOWID_TIME_EXHAUSTED` past the layout's `expiresAt`.
  */
@@ -391,6 +396,14 @@ export interface SnowflakeOptions {
    * @default unset
    */
   workerIdFrom?: 'statefulset'
+  /**
+   * `true` declares this the only instance of the service: where replicas are the norm (Kubernetes, ECS, Cloud
+   * Run, Nomad, Heroku, Fly.io, AWS Lambda), the first id then goes ahead with no worker id or datacenter id chosen
+   * instead of throwing `ERR_SNOWID_IDENTITY_REQUIRED`, and a plain container gives no warning. Env
+   * `SNOWID_SINGLE_INSTANCE` (`true` or `false`).
+   * @default false
+   */
+  singleInstance?: boolean
 }
 
 /** The effective configuration of a generator. */
@@ -423,6 +436,17 @@ export interface SnowidConfig {
    * pod's host name; else `null`.
    */
   workerIdFrom: 'statefulset' | null
+  /**
+   * Whether this is declared the only instance (`SNOWID_SINGLE_INSTANCE=true`), so that an identity no one chose
+   * is not refused where replicas are the norm.
+   */
+  singleInstance: boolean
+  /**
+   * Where this process runs, as far as replicas go: an orchestrator where replicas are the norm and an identity
+   * no one chose is refused (`ERR_SNOWID_IDENTITY_REQUIRED`), `'container'` for a plain Docker or Podman container
+   * (where it is warned of), or `null` for none known. See docs/guarantees.md for how each is known.
+   */
+  environment: 'kubernetes' | 'ecs' | 'cloudrun' | 'nomad' | 'heroku' | 'fly' | 'lambda' | 'container' | null
   /** The most ids one generator issues in one ms: 2^sequenceBits. */
   maxIdsPerMs: number
   /** The last Unix ms the layout can encode. Generation throws `ERR_SNOWID_TIME_EXHAUSTED` after it. */

@@ -245,6 +245,9 @@ test('config reports the effective values, their sources, maxIdsPerMs and expire
       leaseDir: process.env.SNOWID_LEASE_DIR,
       workerIdIfTaken: 'fail',
       workerIdFrom: null,
+      singleInstance: false,
+      // helpers.js leaves out the variables of orchestrators; a container is known by its marker file.
+      environment: ['/.dockerenv', '/run/.containerenv'].some((f) => require('node:fs').existsSync(f)) ? 'container' : null,
       maxIdsPerMs: 4096,
       expiresAt: 1580486400000 + 2 ** 41 - 1,
       sources: undefined,
@@ -255,7 +258,7 @@ test('config reports the effective values, their sources, maxIdsPerMs and expire
   assert.equal(datacenterId, 'lease', 'and with no datacenter id configured either, the lease chose it too')
   assert.equal(leaseDir, 'env')
   assert.ok(Object.values(rest).every((s) => s === 'default'), JSON.stringify(rest))
-  assert.equal(Object.keys(c.sources).length, 15)
+  assert.equal(Object.keys(c.sources).length, 16)
 })
 
 test('a Snowflake takes its options, reports them, and stamps its ids with them', () => {

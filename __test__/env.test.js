@@ -26,6 +26,7 @@ test('the default generator reads every SNOWID_ variable', wasiSkip('no host lea
     // SNOWID_WORKER_ID wins over it, but it is read (and reported) all the same.
     SNOWID_WORKER_ID_FROM: 'statefulset',
     HOSTNAME: 'web-9',
+    SNOWID_SINGLE_INSTANCE: 'false',
   })
   assert.equal(out.error, undefined, JSON.stringify(out.error))
   assert.deepEqual(
@@ -41,6 +42,7 @@ test('the default generator reads every SNOWID_ variable', wasiSkip('no host lea
   assert.equal(c.lease, true)
   assert.equal(c.workerIdIfTaken, 'fail')
   assert.equal(c.workerIdFrom, 'statefulset')
+  assert.equal(c.singleInstance, false)
   assert.ok(Object.values(c.sources).every((s) => s === 'env'), JSON.stringify(c.sources))
   assert.ok(Math.abs(out.decoded.timestamp - Date.now()) < 5000)
 })

@@ -21,6 +21,39 @@ function wasiTodo(reason) {
   return { todo: WASI ? `WASI: ${reason}` : false }
 }
 
+/**
+ * The variables by which snowid knows an orchestrator where replicas are the norm (src/core/replicas.rs), and the one
+ * that names a container. A test runs as one instance wherever its CI runs (a CI job in a Kubernetes pod has
+ * KUBERNETES_SERVICE_HOST): they are left out of every child's environment, and out of this process's own, so that
+ * no default generator is refused with ERR_SNOWID_IDENTITY_REQUIRED unless a test sets one.
+ */
+const PLATFORM_VARS = [
+  'AWS_LAMBDA_FUNCTION_NAME',
+  'ECS_CONTAINER_METADATA_URI_V4',
+  'ECS_CONTAINER_METADATA_URI',
+  'AWS_EXECUTION_ENV',
+  'K_SERVICE',
+  'CLOUD_RUN_JOB',
+  'KUBERNETES_SERVICE_HOST',
+  'NOMAD_ALLOC_ID',
+  'DYNO',
+  'FLY_ALLOC_ID',
+  'FLY_APP_NAME',
+  'container',
+]
+for (const key of PLATFORM_VARS) delete process.env[key]
+
+/**
+ * `stderr` without the one warning snowid gives in a plain container (/.dockerenv, /run/.containerenv) to a process
+ * whose identity no one chose, `SNOWID_IDENTITY_UNCHOSEN`, and Node's hint after a first warning: a check that a
+ * child wrote nothing else holds in and out of containers.
+ */
+const UNCHOSEN_WARNING =
+  /^\(node:\d+\) \[SNOWID_IDENTITY_UNCHOSEN\] SnowidWarning: .*\n(\(Use `node --trace-warnings \.\.\.` to show where the warning was created\)\n)?/m
+function withoutUnchosenWarning(stderr) {
+  return stderr.replace(UNCHOSEN_WARNING, '')
+}
+
 /** A new, empty lease directory, removed when this process exits (once the marks of leases held in it pass). */
 function freshLeaseDir() {
   return tempLeaseDir('snowid-test-')
@@ -33,7 +66,7 @@ function freshLeaseDir() {
 function cleanEnv(extra = {}) {
   const env = { ...process.env }
   for (const key of Object.keys(env)) {
-    if (key.startsWith('SNOWID_') || key === 'datacenterId' || key === 'workerId') {
+    if (key.startsWith('SNOWID_') || key === 'datacenterId' || key === 'workerId' || PLATFORM_VARS.includes(key)) {
       delete env[key]
     }
   }
@@ -100,4 +133,17 @@ function expectError(fn, { name, code, message }) {
   })
 }
 
-module.exports = { ROOT, WASI, wasiSkip, wasiTodo, cleanEnv, freshLeaseDir, runNode, runCli, probeFirstId, expectError }
+module.exports = {
+  ROOT,
+  WASI,
+  PLATFORM_VARS,
+  wasiSkip,
+  wasiTodo,
+  cleanEnv,
+  freshLeaseDir,
+  runNode,
+  runCli,
+  probeFirstId,
+  expectError,
+  withoutUnchosenWarning,
+}

@@ -30,6 +30,7 @@ const options: SnowflakeOptions = {
   leaseDir: '/tmp/snowid',
   workerIdIfTaken: 'next',
   workerIdFrom: 'statefulset',
+  singleInstance: false,
 }
 configure(options)
 configure()
@@ -56,7 +57,10 @@ const leased: boolean = c.lease
 const dir: string = c.leaseDir
 const ifTaken: 'fail' | 'next' = c.workerIdIfTaken
 const from: 'statefulset' | null = c.workerIdFrom
-const fromSources: ConfigSource[] = [c.sources.workerIdIfTaken, c.sources.workerIdFrom]
+const fromSources: ConfigSource[] = [c.sources.workerIdIfTaken, c.sources.workerIdFrom, c.sources.singleInstance]
+const single: boolean = c.singleInstance
+const where: 'kubernetes' | 'ecs' | 'cloudrun' | 'nomad' | 'heroku' | 'fly' | 'lambda' | 'container' | null = c.environment
+const required: SnowidErrorCode = 'ERR_SNOWID_IDENTITY_REQUIRED'
 const statefulset: ConfigSource = 'statefulset'
 const leaseSource: ConfigSource = c.sources.datacenterId
 // @ts-expect-error PM2's NODE_APP_INSTANCE is not read, so 'pm2' is no source
@@ -86,10 +90,14 @@ new Snowflake({ workerIdIfTaken: 'skip' })
 new Snowflake({ workerIdFrom: 'hostname' })
 // @ts-expect-error workerIdFrom may be null in a config
 const fromText: string = c.workerIdFrom
+// @ts-expect-error singleInstance is a boolean option ('true' / 'false' are for SNOWID_SINGLE_INSTANCE)
+new Snowflake({ singleInstance: 'true' })
+// @ts-expect-error environment is one of the environments snowid knows, or null
+const whereText: 'docker' = c.environment
 // @ts-expect-error fork's env holds strings
 fork({ SNOWID_DATACENTER_ID: 1 })
 
-export { many, filled, texts, modMany, modTexts, ts, idText, fields, b, d, source, policy, numbers, wrong, badSource, leased, dir, ifTaken, from, fromSources, fromText, pm2, statefulset, leaseSource, counters, recorded, worker, held }
+export { many, filled, texts, modMany, modTexts, ts, idText, fields, b, d, source, policy, numbers, wrong, badSource, leased, dir, ifTaken, from, fromSources, fromText, single, where, required, whereText, pm2, statefulset, counters, recorded, worker, held }
 
 const at: number = timestampOf(id)
 const low: bigint = minIdAt(new Date())

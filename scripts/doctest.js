@@ -132,9 +132,13 @@ class Services {
 
 class Missing extends Error {}
 
+// The variables by which snowid knows an orchestrator (a CI job in a Kubernetes pod has KUBERNETES_SERVICE_HOST):
+// left out, so that the examples run as one instance would, wherever the docs are tested.
+const { PLATFORM_VARS } = require('../__test__/helpers.js')
+
 function cleanEnv(extra) {
   const env = { ...process.env }
-  for (const key of Object.keys(env)) if (key.startsWith('SNOWID_')) delete env[key]
+  for (const key of Object.keys(env)) if (key.startsWith('SNOWID_') || PLATFORM_VARS.includes(key)) delete env[key]
   return { ...env, ...extra }
 }
 

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use super::error::{quote, Code, Error, Result};
 use super::generator::{ClockBackPolicy, Settings};
 use super::layout::{max_value, Layout, Widths, DEFAULT_EPOCH, MAX_FIELD_BITS};
+use super::replicas;
 use super::statefulset;
 use super::time::{format_iso, parse_iso};
 
@@ -134,10 +135,11 @@ pub struct Options {
     pub lease_dir: Option<OptionValue>,
     pub worker_id_if_taken: Option<OptionValue>,
     pub worker_id_from: Option<OptionValue>,
+    pub single_instance: Option<OptionValue>,
 }
 
 /// The option names, in camelCase as JS spells them.
-pub const OPTION_NAMES: [&str; 15] = [
+pub const OPTION_NAMES: [&str; 16] = [
     "datacenterId",
     "workerId",
     "clockBack",
@@ -153,6 +155,7 @@ pub const OPTION_NAMES: [&str; 15] = [
     "leaseDir",
     "workerIdIfTaken",
     "workerIdFrom",
+    "singleInstance",
 ];
 
 impl Options {
@@ -174,6 +177,7 @@ impl Options {
             "leaseDir" => &mut self.lease_dir,
             "workerIdIfTaken" => &mut self.worker_id_if_taken,
             "workerIdFrom" => &mut self.worker_id_from,
+            "singleInstance" => &mut self.single_instance,
             _ => return None,
         })
     }
@@ -208,10 +212,10 @@ const OTHER_NAMES: [&str; 3] = ["datacenterId", "workerId", "HOSTNAME"];
 
 /// Whether a [`ProcessSnapshot`] holds the variable `name` (when it is set).
 fn snapshot_holds(name: &str) -> bool {
-    name.starts_with(VAR_PREFIX) || OTHER_NAMES.contains(&name)
+    name.starts_with(VAR_PREFIX) || OTHER_NAMES.contains(&name) || replicas::NAMES.contains(&name)
 }
 
-/// The process environment's `SNOWID_*` variables and [`OTHER_NAMES`], found in one pass over it: what
+/// The process environment's `SNOWID_*` variables, [`OTHER_NAMES`] and [`replicas::NAMES`], found in one pass over it: what
 /// [`ProcessEnv`] reads, for less. Any other variable is read from the environment when asked for.
 pub struct ProcessSnapshot {
     vars: Vec<(String, OsString)>,
@@ -253,7 +257,7 @@ fn vars_of_process() -> Vec<(String, OsString)> {
         while !entry.is_null() && !(*entry).is_null() {
             // A name that cannot be kept is passed over by its first byte, without measuring the entry.
             let first = (**entry) as u8;
-            if ![VAR_PREFIX].iter().chain(&OTHER_NAMES).any(|n| n.as_bytes().first() == Some(&first)) {
+            if ![VAR_PREFIX].iter().chain(&OTHER_NAMES).chain(replicas::NAMES).any(|n| n.as_bytes().first() == Some(&first)) {
                 entry = entry.add(1);
                 continue;
             }
@@ -261,7 +265,8 @@ fn vars_of_process() -> Vec<(String, OsString)> {
             let mut parts = bytes.splitn(2, |&b| b == b'=');
             let (name, value) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
             // Names are compared as bytes, and only a kept one is checked as UTF-8.
-            let kept = name.starts_with(VAR_PREFIX.as_bytes()) || OTHER_NAMES.iter().any(|n| n.as_bytes() == name);
+            let kept = name.starts_with(VAR_PREFIX.as_bytes())
+                || OTHER_NAMES.iter().chain(replicas::NAMES).any(|n| n.as_bytes() == name);
             if let Some(Ok(name)) = kept.then(|| std::str::from_utf8(name)) {
                 vars.push((name.to_string(), std::ffi::OsStr::from_bytes(value).to_os_string()));
             }
@@ -303,6 +308,7 @@ pub const KNOWN_VARS: &[&str] = &[
     "SNOWID_MAX_LEAD_MS",
     "SNOWID_LEASE",
     "SNOWID_LEASE_DIR",
+    "SNOWID_SINGLE_INSTANCE",
 ];
 
 /// Refuses a `SNOWID_*` variable that snowid does not read, naming the known one nearest to it.
@@ -366,6 +372,12 @@ pub struct Config {
     /// `SNOWID_WORKER_ID_FROM=statefulset` or `workerIdFrom: 'statefulset'`: with no worker id given as a number,
     /// the worker id is the ordinal of a StatefulSet pod's host name.
     pub worker_id_from_statefulset: Sourced<bool>,
+    /// `SNOWID_SINGLE_INSTANCE=true` or `singleInstance: true`: this is the only instance, so an identity no one chose
+    /// is not refused where replicas are the norm (see [`replicas`]).
+    pub single_instance: Sourced<bool>,
+    /// Where this process runs, as far as replicas go (see [`replicas::detect`]): looked for only when no one chose
+    /// the identity and `single_instance` is off, the one case where it matters ([`replicas::check`]); else `None`.
+    pub environment: Option<replicas::Detected>,
     pub layout: Layout,
 }
 
@@ -546,6 +558,23 @@ impl Resolver<'_> {
             Some(Raw::Env(text, name)) => match text.as_str() {
                 "on" => Ok(Sourced { value: true, source: Source::Env }),
                 "off" => Ok(Sourced { value: false, source: Source::Env }),
+                _ => Err(Error::range_error(Code::InvalidConfig, name, expected, &quote(&text))),
+            },
+        }
+    }
+
+    /// `SNOWID_SINGLE_INSTANCE` (`true` or `false`) or `singleInstance` (a boolean).
+    fn single_instance(&self) -> Result<Sourced<bool>> {
+        let expected = "'true' or 'false' (a boolean as an option)";
+        match self.find(&self.opts.single_instance, "singleInstance", &["SNOWID_SINGLE_INSTANCE"])? {
+            None => Ok(Sourced { value: false, source: Source::Default }),
+            Some(Raw::Opt(OptionValue::Bool(b), _)) => Ok(Sourced { value: *b, source: Source::Option }),
+            Some(Raw::Opt(other, js)) => {
+                Err(Error::type_error(Code::InvalidConfig, &option_name(js), expected, &describe(other)))
+            }
+            Some(Raw::Env(text, name)) => match text.as_str() {
+                "true" => Ok(Sourced { value: true, source: Source::Env }),
+                "false" => Ok(Sourced { value: false, source: Source::Env }),
                 _ => Err(Error::range_error(Code::InvalidConfig, name, expected, &quote(&text))),
             },
         }
@@ -791,6 +820,9 @@ impl Config {
             r.integer(&opts.max_wait_ms, "maxWaitMs", &["SNOWID_MAX_WAIT_MS"], MAX_MAX_WAIT_MS, &String::new, DEFAULT_MAX_WAIT_MS)?;
         let max_lead_ms = r.integer(&opts.max_lead_ms, "maxLeadMs", &["SNOWID_MAX_LEAD_MS"], MAX_MAX_LEAD_MS, &String::new, 0)?;
         let lease_dir = r.lease_dir()?;
+        let single_instance = r.single_instance()?;
+        let unchosen = !single_instance.value && !replicas::chosen(worker_id.source, datacenter_id.source);
+        let environment = if unchosen { replicas::detect(env, std::path::Path::new(replicas::ROOT)) } else { None };
         Ok(Config {
             datacenter_id,
             worker_id,
@@ -807,6 +839,8 @@ impl Config {
             lease_dir,
             worker_id_if_taken: r.if_taken()?,
             worker_id_from_statefulset,
+            single_instance,
+            environment,
             layout,
         })
     }
@@ -861,7 +895,7 @@ mod tests {
         // The test binary's own environment: whatever it holds, the snapshot agrees with the OS for every name a
         // configuration reads, and for one it does not keep.
         let snapshot = ProcessSnapshot::take();
-        for name in OTHER_NAMES.iter().copied().chain(["SNOWID_WORKER_ID", "SNOWID_LEASE_DIR", "PATH", "HOME"]) {
+        for name in OTHER_NAMES.iter().chain(replicas::NAMES).copied().chain(["SNOWID_WORKER_ID", "SNOWID_LEASE_DIR", "PATH", "HOME"]) {
             assert_eq!(snapshot.var(name), std::env::var_os(name), "{name}");
         }
         let mut listed = snapshot.snowid_names();

@@ -18,6 +18,7 @@ pub enum Code {
     LeaseCorrupt,
     LeaseLost,
     LeaseUnsupported,
+    IdentityRequired,
 }
 
 impl Code {
@@ -35,6 +36,7 @@ impl Code {
             Code::LeaseCorrupt => "ERR_SNOWID_LEASE_CORRUPT",
             Code::LeaseLost => "ERR_SNOWID_LEASE_LOST",
             Code::LeaseUnsupported => "ERR_SNOWID_LEASE_UNSUPPORTED",
+            Code::IdentityRequired => "ERR_SNOWID_IDENTITY_REQUIRED",
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod lease;
 #[path = "lease_none.rs"]
 pub mod lease;
 pub mod registry;
+pub mod replicas;
 pub mod start;
 pub mod statefulset;
 pub mod time;

@@ -2,7 +2,7 @@
 //! functions that use it.
 
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::ptr;
@@ -16,9 +16,10 @@ use crate::core::config::{Config, Options};
 use crate::core::error::{Class, Code, Error as CoreError, Result as CoreResult};
 use crate::core::generator::{Clock, Generator, Snapshot, SystemClock};
 use crate::core::layout::Layout;
+use crate::core::replicas;
 use crate::core::start::{bind_worker, open};
 
-use super::errors::raise;
+use super::errors::{emit_warning, raise};
 use super::fast::{next_id_strings_impl, next_ids_impl};
 use super::options::read_options;
 use super::report::{DecodedId, SnowidConfig, SnowidStats, decode_with, report, stats_of};
@@ -30,11 +31,28 @@ pub(crate) fn resolve(opts: &Options, env: &JsEnv) -> CoreResult<Config> {
     env.finish(Config::resolve(opts, env, SystemClock.now_ms()))
 }
 
-/// Takes the lease `config` calls for (filling in an automatic worker id) and makes its generator.
-pub(crate) fn build(config: &mut Config) -> CoreResult<Generator<SystemClock>> {
+/// Makes `config`'s generator: the one path every generator's first id takes. An identity no one chose is refused
+/// first where replicas are the norm (`core::replicas`); then the lease `config` calls for is taken (filling in an
+/// automatic worker id). Returns the generator, and the warning to give with [`warn_once`] once the caller holds no
+/// lock (giving it runs JS), if the identity went unchosen in a plain container.
+pub(crate) fn build(config: &mut Config) -> CoreResult<(Generator<SystemClock>, Option<String>)> {
+    let warning = replicas::check(config)?;
     let lease = bind_worker(config)?;
     let state = open(config, lease, &SystemClock)?;
-    Generator::new(config.settings(), state, SystemClock)
+    Ok((Generator::new(config.settings(), state, SystemClock)?, warning))
+}
+
+/// Whether the process has given its one warning of an identity no one chose.
+static WARNED: AtomicBool = AtomicBool::new(false);
+
+/// Gives `warning` (from [`build`] or `replicas::check`), the first time there is one in this process, as a
+/// `SnowidWarning` with the code `SNOWID_IDENTITY_UNCHOSEN`. Call it holding no lock: `process.emitWarning` is JS.
+pub(crate) fn warn_once(env: sys::napi_env, warning: Option<String>) {
+    if let Some(message) = warning {
+        if !WARNED.swap(true, Ordering::AcqRel) {
+            emit_warning(env, &message, "SNOWID_IDENTITY_UNCHOSEN");
+        }
+    }
 }
 
 /// The process-wide default generator, once it has issued its first id.
@@ -99,21 +117,28 @@ pub(crate) fn start_default(env: sys::napi_env) -> CoreResult<&'static Generator
         return Ok(g);
     }
     let mut config = pending.config(env)?.clone();
-    let generator = build(&mut config)?;
-    Ok(&DEFAULT.get_or_init(|| (generator, config)).0)
+    let (generator, warning) = build(&mut config)?;
+    let generator = &DEFAULT.get_or_init(|| (generator, config)).0;
+    drop(pending);
+    warn_once(env, warning);
+    Ok(generator)
 }
 
-/// The default generator's configuration, without starting it. With `bind`, an automatic worker id is leased so
-/// that it can be reported (the process keeps that slot, and the generator will use it).
+/// The default generator's configuration, without starting it, refused (or warned of) as its first id would be. With
+/// `bind`, an automatic worker id is leased so that it can be reported (the process keeps that slot, and the generator
+/// will use it).
 pub(crate) fn default_config(env: sys::napi_env, bind: bool) -> CoreResult<Config> {
     let mut pending = PENDING.lock();
     if let Some((_, c)) = DEFAULT.get() {
         return Ok(c.clone());
     }
     let mut config = pending.config(env)?.clone();
+    let warning = replicas::check(&config)?;
     if bind && config.worker_id_needs_lease() {
         bind_worker(&mut config)?;
     }
+    drop(pending);
+    warn_once(env, warning);
     Ok(config)
 }
 
@@ -182,6 +207,8 @@ pub(crate) fn configured_view(env: sys::napi_env) -> Option<sys::napi_value> {
 /// The default generator is configured from the environment (`SNOWID_*`) on its first use, or by `configure()`
 /// before it. Its state is shared by every `worker_thread` and every `Snowflake` with the same identity.
 /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the environment holds a bad value.
+/// @throws {Error} `ERR_SNOWID_IDENTITY_REQUIRED` where replicas are the norm (Kubernetes, ECS, Cloud Run, ...) and
+/// neither a worker id nor a datacenter id was chosen (nor `SNOWID_SINGLE_INSTANCE=true`).
 /// @throws {Error} `ERR_SNOWID_CLOCK_BACKWARDS` when the clock moved back and the `onClockBack` policy gives up.
 /// @throws {Error} `ERR_SNOWID_TIME_EXHAUSTED` past the layout's `expiresAt`.
 #[napi(ts_return_type = "bigint")]
@@ -268,11 +295,14 @@ pub fn max_id_at(env: Env, #[napi(ts_arg_type = "Date | number | string")] time:
 /// The effective configuration of the default generator and where each value came from. It does not start the
 /// generator; when the worker id comes from the lease, it takes this process's automatic slot to report it.
 /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the environment holds a bad value.
+/// @throws {Error} `ERR_SNOWID_IDENTITY_REQUIRED` as the first `nextId()` does.
 /// @throws {Error} `ERR_SNOWID_LEASE_DIR`, `ERR_SNOWID_LEASE_CORRUPT` or `ERR_SNOWID_NO_FREE_WORKER_ID` when the
 /// automatic lease cannot be taken.
 #[napi]
 pub fn config(env: Env) -> Result<SnowidConfig> {
-    default_config(env.raw(), true).map(|c| report(&c)).map_err(|e| raise(env.raw(), &e))
+    let raw = env.raw();
+    let c = default_config(raw, true).map_err(|e| raise(raw, &e))?;
+    Ok(report(&c, replicas::environment(&c, &JsEnv::new(raw))))
 }
 
 /// The default generator's current lead and counters (all 0 before its first id).

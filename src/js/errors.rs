@@ -56,3 +56,55 @@ pub(crate) fn check_reading(env: sys::napi_env, status: sys::napi_status, what: 
     let e = CoreError::type_error(Code::InvalidArgument, what, "a value that can be read", "a getter or Proxy trap that threw");
     Err(raise(env, &e))
 }
+
+/// Gives a warning through `process.emitWarning(message, { type: 'SnowidWarning', code })`, so that it is printed
+/// once to stderr (unless `--no-warnings`) and reaches `process.on('warning')`. A runtime without it gets none; a
+/// throw from it is cleared.
+pub(crate) fn emit_warning(env: sys::napi_env, message: &str, code: &str) {
+    if emit(env, message, code).is_err() {
+        let mut thrown = std::ptr::null_mut();
+        // SAFETY: `env` is the live env of the current call.
+        unsafe { sys::napi_get_and_clear_last_exception(env, &mut thrown) };
+    }
+}
+
+fn emit(env: sys::napi_env, message: &str, code: &str) -> Result<()> {
+    use std::ptr::null_mut;
+    let property = |object: sys::napi_value, name: &std::ffi::CStr| -> Result<sys::napi_value> {
+        let mut value = null_mut();
+        // SAFETY: `object` is a value of the current call and `name` is NUL-terminated.
+        check(unsafe { sys::napi_get_named_property(env, object, name.as_ptr(), &mut value) })?;
+        Ok(value)
+    };
+    let string = |text: &str| -> Result<sys::napi_value> {
+        let mut value = null_mut();
+        // SAFETY: the length is passed explicitly.
+        check(unsafe { sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut value) })?;
+        Ok(value)
+    };
+    let kind = |value: sys::napi_value| -> Result<sys::napi_valuetype> {
+        let mut t = 0;
+        // SAFETY: `value` is a value of the current call.
+        check(unsafe { sys::napi_typeof(env, value, &mut t) })?;
+        Ok(t)
+    };
+    let mut global = null_mut();
+    // SAFETY: `env` is the live env of the current call.
+    check(unsafe { sys::napi_get_global(env, &mut global) })?;
+    let process = property(global, c"process")?;
+    if kind(process)? != sys::ValueType::napi_object {
+        return Ok(());
+    }
+    let emit_warning = property(process, c"emitWarning")?;
+    if kind(emit_warning)? != sys::ValueType::napi_function {
+        return Ok(());
+    }
+    let mut options = null_mut();
+    // SAFETY: plain N-API calls on values of the current call.
+    check(unsafe { sys::napi_create_object(env, &mut options) })?;
+    check(unsafe { sys::napi_set_named_property(env, options, c"type".as_ptr(), string("SnowidWarning")?) })?;
+    check(unsafe { sys::napi_set_named_property(env, options, c"code".as_ptr(), string(code)?) })?;
+    let argv = [string(message)?, options];
+    let mut result = null_mut();
+    check(unsafe { sys::napi_call_function(env, process, emit_warning, argv.len(), argv.as_ptr(), &mut result) })
+}

@@ -277,7 +277,7 @@ unsafe extern "C" fn module_scratch_ids(env: sys::napi_env, info: sys::napi_call
 
 unsafe extern "C" fn instance_scratch_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     let out = unsafe { call_info(env, info) }
-        .and_then(|(arg, data)| scratch_ids_impl(env, || unsafe { instance_generator(data) }.get(), arg));
+        .and_then(|(arg, data)| scratch_ids_impl(env, || unsafe { instance_generator(data) }.get(env), arg));
     unsafe { finish(env, out.map(Raw)) }
 }
 
@@ -296,24 +296,24 @@ pub(crate) unsafe fn callback_generator<'a>(env: sys::napi_env, info: sys::napi_
 }
 
 unsafe extern "C" fn instance_next_id(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let id = unsafe { callback_generator(env, info) }.map(|l| l.get().and_then(|g| g.next_id()));
+    let id = unsafe { callback_generator(env, info) }.map(|l| l.get(env).and_then(|g| g.next_id()));
     unsafe { id_value(env, id, bigint) }
 }
 
 unsafe extern "C" fn instance_next_id_string(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let id = unsafe { callback_generator(env, info) }.map(|l| l.get().and_then(|g| g.next_id()));
+    let id = unsafe { callback_generator(env, info) }.map(|l| l.get(env).and_then(|g| g.next_id()));
     unsafe { id_value(env, id, decimal) }
 }
 
 unsafe extern "C" fn instance_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     let out = unsafe { call_info(env, info) }
-        .and_then(|(arg, data)| next_ids_impl(env, || unsafe { instance_generator(data) }.get(), arg));
+        .and_then(|(arg, data)| next_ids_impl(env, || unsafe { instance_generator(data) }.get(env), arg));
     unsafe { finish(env, out.map(Raw)) }
 }
 
 unsafe extern "C" fn instance_joined_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     let out = unsafe { call_info(env, info) }
-        .and_then(|(arg, data)| joined_ids_impl(env, || unsafe { instance_generator(data) }.get(), arg));
+        .and_then(|(arg, data)| joined_ids_impl(env, || unsafe { instance_generator(data) }.get(env), arg));
     unsafe { finish(env, out.map(Raw)) }
 }
 

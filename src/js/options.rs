@@ -111,5 +111,11 @@ pub struct SnowflakeOptions {
     /// @default unset
     #[napi(ts_type = "'statefulset'")]
     pub worker_id_from: Option<String>,
+    /// `true` declares this the only instance of the service: where replicas are the norm (Kubernetes, ECS, Cloud
+    /// Run, Nomad, Heroku, Fly.io, AWS Lambda), the first id then goes ahead with no worker id or datacenter id chosen
+    /// instead of throwing `ERR_SNOWID_IDENTITY_REQUIRED`, and a plain container gives no warning. Env
+    /// `SNOWID_SINGLE_INSTANCE` (`true` or `false`).
+    /// @default false
+    pub single_instance: Option<bool>,
 }
 

@@ -7,6 +7,7 @@ use crate::core::config::{Config, Source};
 use crate::core::generator::{ClockBackPolicy, Snapshot};
 use crate::core::id::Decimal;
 use crate::core::layout::Layout;
+use crate::core::replicas::Environment;
 use crate::core::statefulset::STATEFULSET;
 
 /// The fields of an id. Every value is a plain number or string, so the object is safe for `JSON.stringify`.
@@ -98,6 +99,7 @@ pub struct ConfigSources {
     pub lease_dir: ConfigSource,
     pub worker_id_if_taken: ConfigSource,
     pub worker_id_from: ConfigSource,
+    pub single_instance: ConfigSource,
 }
 
 /// The effective configuration of a generator.
@@ -129,6 +131,14 @@ pub struct SnowidConfig {
     /// pod's host name; else `null`.
     #[napi(ts_type = "'statefulset'")]
     pub worker_id_from: Option<String>,
+    /// Whether this is declared the only instance (`SNOWID_SINGLE_INSTANCE=true`), so that an identity no one chose
+    /// is not refused where replicas are the norm.
+    pub single_instance: bool,
+    /// Where this process runs, as far as replicas go: an orchestrator where replicas are the norm and an identity
+    /// no one chose is refused (`ERR_SNOWID_IDENTITY_REQUIRED`), `'container'` for a plain Docker or Podman container
+    /// (where it is warned of), or `null` for none known. See docs/guarantees.md for how each is known.
+    #[napi(ts_type = "'kubernetes' | 'ecs' | 'cloudrun' | 'nomad' | 'heroku' | 'fly' | 'lambda' | 'container'")]
+    pub environment: Option<String>,
     /// The most ids one generator issues in one ms: 2^sequenceBits.
     pub max_ids_per_ms: u32,
     /// The last Unix ms the layout can encode. Generation throws `ERR_SNOWID_TIME_EXHAUSTED` after it.
@@ -137,7 +147,8 @@ pub struct SnowidConfig {
     pub sources: ConfigSources,
 }
 
-pub(crate) fn report(c: &Config) -> SnowidConfig {
+/// `c` as `config()` reports it, in `environment` (see `replicas::environment`).
+pub(crate) fn report(c: &Config, environment: Option<Environment>) -> SnowidConfig {
     SnowidConfig {
         datacenter_id: c.datacenter_id.value,
         worker_id: c.worker_id.value,
@@ -155,6 +166,8 @@ pub(crate) fn report(c: &Config) -> SnowidConfig {
         lease_dir: c.lease_dir.value.to_string_lossy().into_owned(),
         worker_id_if_taken: c.worker_id_if_taken.value.as_str().to_string(),
         worker_id_from: c.worker_id_from_statefulset.value.then(|| STATEFULSET.to_string()),
+        single_instance: c.single_instance.value,
+        environment: environment.map(|e| e.as_str().to_string()),
         max_ids_per_ms: c.max_ids_per_ms() as u32,
         expires_at: c.layout.expires_at() as f64,
         sources: ConfigSources {
@@ -173,6 +186,7 @@ pub(crate) fn report(c: &Config) -> SnowidConfig {
             lease_dir: c.lease_dir.source.into(),
             worker_id_if_taken: c.worker_id_if_taken.source.into(),
             worker_id_from: c.worker_id_from_statefulset.source.into(),
+            single_instance: c.single_instance.source.into(),
         },
     }
 }

@@ -12,9 +12,10 @@ use napi_derive::napi;
 use crate::core::config::{time_arg, Config, OptionValue};
 use crate::core::error::Result as CoreResult;
 use crate::core::layout::Layout;
+use crate::core::replicas;
 use crate::core::generator::{Generator, Snapshot, SystemClock};
 
-use super::default::{build, resolve};
+use super::default::{build, resolve, warn_once};
 use super::errors::{check, raise};
 use super::fast::{install_instance, layout_decoder, next_id_strings_impl, next_ids_impl};
 use super::options::read_options;
@@ -38,26 +39,29 @@ impl Lazy {
         Lazy { layout: config.layout, resolved: config.clone(), config: Mutex::new(config), generator: OnceLock::new() }
     }
 
-    /// The generator, started (its host lease taken) on the first call.
+    /// The generator, started (its host lease taken) on the first call, on the JS thread of `env`.
     #[inline]
-    pub(crate) fn get(&self) -> CoreResult<&Generator<SystemClock>> {
+    pub(crate) fn get(&self, env: sys::napi_env) -> CoreResult<&Generator<SystemClock>> {
         match self.generator.get() {
             Some(g) => Ok(g),
-            None => self.start(),
+            None => self.start(env),
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn start(&self) -> CoreResult<&Generator<SystemClock>> {
+    fn start(&self, env: sys::napi_env) -> CoreResult<&Generator<SystemClock>> {
         let mut config = self.config.lock();
         if let Some(g) = self.generator.get() {
             return Ok(g);
         }
         let mut started = config.clone();
-        let generator = build(&mut started)?;
+        let (generator, warning) = build(&mut started)?;
         *config = started;
-        Ok(self.generator.get_or_init(|| generator))
+        let generator = self.generator.get_or_init(|| generator);
+        drop(config);
+        warn_once(env, warning);
+        Ok(generator)
     }
 }
 
@@ -97,14 +101,14 @@ impl Snowflake {
 
     /// The next id, as a `bigint`. Throws as the module's `nextId()` does.
     #[napi(ts_return_type = "bigint")]
-    pub fn next_id(&self) -> IdBigInt {
-        IdBigInt(self.lazy.get().and_then(|g| g.next_id()))
+    pub fn next_id(&self, env: Env) -> IdBigInt {
+        IdBigInt(self.lazy.get(env.raw()).and_then(|g| g.next_id()))
     }
 
     /// The next id, as a decimal string. Throws as the module's `nextId()` does.
     #[napi(ts_return_type = "string")]
-    pub fn next_id_string(&self) -> IdString {
-        IdString(self.lazy.get().and_then(|g| g.next_id()))
+    pub fn next_id_string(&self, env: Env) -> IdString {
+        IdString(self.lazy.get(env.raw()).and_then(|g| g.next_id()))
     }
 
     /// The next `count` ids in a new `BigInt64Array`, or, given a `BigInt64Array`, that array filled and returned.
@@ -112,7 +116,7 @@ impl Snowflake {
     /// 1048576 or such an array.
     #[napi(ts_return_type = "BigInt64Array")]
     pub fn next_ids(&self, env: Env, #[napi(ts_arg_type = "number | BigInt64Array")] count: Unknown) -> Result<Raw> {
-        next_ids_impl(env.raw(), || self.lazy.get(), count.raw()).map(Raw)
+        next_ids_impl(env.raw(), || self.lazy.get(env.raw()), count.raw()).map(Raw)
     }
 
     /// The next `count` ids as decimal strings, in order.
@@ -120,7 +124,7 @@ impl Snowflake {
     /// 1048576.
     #[napi(ts_return_type = "string[]")]
     pub fn next_id_strings(&self, env: Env, #[napi(ts_arg_type = "number")] count: Unknown) -> Result<Raw> {
-        next_id_strings_impl(env.raw(), || self.lazy.get(), count.raw()).map(Raw)
+        next_id_strings_impl(env.raw(), || self.lazy.get(env.raw()), count.raw()).map(Raw)
     }
 
     /// The fields of an id, read with this generator's layout and epoch.
@@ -157,14 +161,18 @@ impl Snowflake {
 
     /// This generator's effective configuration and where each value came from. When the worker id comes from the
     /// host lease (or may move on from a taken slot), it starts the generator (taking the slot) to report it.
-    /// @throws {Error} as the first `nextId()` does, when it starts the generator.
+    /// @throws {Error} `ERR_SNOWID_IDENTITY_REQUIRED` as the first `nextId()` does; and as it does, when it starts
+    /// the generator.
     #[napi]
     pub fn config(&self, env: Env) -> Result<SnowidConfig> {
+        let warning = replicas::check(&self.lazy.resolved).map_err(|e| raise(env.raw(), &e))?;
+        warn_once(env.raw(), warning);
         let needs_slot = self.lazy.config.lock().worker_id_needs_lease();
         if needs_slot {
-            self.lazy.get().map_err(|e| raise(env.raw(), &e))?;
+            self.lazy.get(env.raw()).map_err(|e| raise(env.raw(), &e))?;
         }
-        Ok(report(&self.lazy.config.lock()))
+        let environment = replicas::environment(&self.lazy.resolved, &JsEnv::new(env.raw()));
+        Ok(report(&self.lazy.config.lock(), environment))
     }
 
     /// The current lead and counters of this generator's state (shared with every generator of its identity); all
@@ -232,7 +240,7 @@ pub fn snowflake_core(env: Env, options: Option<Unknown>, cache: Unknown) -> Res
 pub fn fence_snowflake(env: Env, target: &Snowflake, deadline: f64, mark: Option<f64>) -> Result<f64> {
     let ms = |n: f64, what: &str| time_arg(&OptionValue::Number(n), what).map_err(|e| raise(env.raw(), &e));
     let deadline = ms(deadline, "deadline")?;
-    let generator = target.lazy.get().map_err(|e| raise(env.raw(), &e))?;
+    let generator = target.lazy.get(env.raw()).map_err(|e| raise(env.raw(), &e))?;
     if let Some(mark) = mark {
         generator.absorb_mark(ms(mark, "mark")?);
     }

@@ -1,0 +1,256 @@
+'use strict'
+
+// Replicas that cannot see each other's host lease: where an orchestrator is known and no one chose the identity, the
+// first id (and config()) is refused; in a plain container it is warned of once. Every case runs in a child process
+// with the platform's variable set (helpers.js's cleanEnv leaves them all out unless a test sets one).
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+
+const { execFile } = require('node:child_process')
+const { promisify } = require('node:util')
+
+const { ROOT, cleanEnv, runNode, wasiSkip, withoutUnchosenWarning } = require('./helpers.js')
+
+/** `runNode`, without waiting: the cases of a test run side by side. */
+async function runNodeAsync(code, extraEnv = {}) {
+  const env = cleanEnv(extraEnv)
+  try {
+    return await promisify(execFile)(process.execPath, ['-e', code], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 })
+  } finally {
+    fs.rmSync(env.SNOWID_LEASE_DIR, { recursive: true, force: true })
+  }
+}
+
+// Each outcome of a first use of snowid, as JSON: `{ ok }` or the error's code, class, message and isSnowidError.
+const OUTCOMES = `
+const s = require('.')
+const out = {}
+const attempt = (name, fn) => {
+  try {
+    out[name] = { ok: fn() }
+  } catch (e) {
+    out[name] = { code: e.code, name: e.constructor.name, message: e.message, snowid: s.isSnowidError(e) }
+  }
+}
+attempt('nextId', () => typeof s.nextId())
+attempt('config', () => s.config())
+attempt('snowflake', () => typeof new s.Snowflake().nextId())
+attempt('snowflakeConfig', () => new s.Snowflake().config().environment)
+attempt('nextIds', () => s.nextIds(3).length)
+attempt('decode', () => s.decode(175928847299117063n).sequence)
+attempt('timestampOf', () => s.timestampOf('175928847299117063'))
+attempt('minIdAt', () => typeof s.minIdAt(Date.now()))
+attempt('layout', () => new s.SnowflakeLayout().decode(175928847299117063n).sequence)
+attempt('snowflakeDecode', () => new s.Snowflake().decode(175928847299117063n).sequence)
+attempt('environment', () => new s.Snowflake({ workerId: 1 }).config().environment)
+console.log(JSON.stringify(out))
+`
+
+/** The outcomes of a child with `env`; a child that fails rejects, with its stderr. */
+async function outcomes(env) {
+  return JSON.parse((await runNodeAsync(OUTCOMES, env)).stdout)
+}
+
+// What each platform sets in every container (src/core/replicas.rs and docs/guarantees.md give the sources), and how
+// the refusal names it.
+const PLATFORMS = [
+  ['KUBERNETES_SERVICE_HOST', '10.96.0.1', 'Kubernetes', 'kubernetes'],
+  ['ECS_CONTAINER_METADATA_URI_V4', 'http://169.254.170.2/v4/0123', 'Amazon ECS', 'ecs'],
+  ['ECS_CONTAINER_METADATA_URI', 'http://169.254.170.2/v3/0123', 'Amazon ECS', 'ecs'],
+  ['AWS_EXECUTION_ENV', 'AWS_ECS_FARGATE', 'Amazon ECS', 'ecs'],
+  ['K_SERVICE', 'hello', 'Cloud Run or Knative', 'cloudrun'],
+  ['CLOUD_RUN_JOB', 'nightly', 'Cloud Run or Knative', 'cloudrun'],
+  ['NOMAD_ALLOC_ID', '5b2b5c5e-6d1a-4bd8-9f0e-1c2d3e4f5a6b', 'Nomad', 'nomad'],
+  ['DYNO', 'web.1', 'Heroku', 'heroku'],
+  ['FLY_ALLOC_ID', '148e21ea7e0d89', 'Fly.io', 'fly'],
+  ['FLY_APP_NAME', 'my-app', 'Fly.io', 'fly'],
+  ['AWS_LAMBDA_FUNCTION_NAME', 'handler', 'AWS Lambda', 'lambda'],
+]
+const WAYS_OUT = ['snowid/redis', 'snowid/postgres', 'snowid/mysql', 'SNOWID_WORKER_ID', 'SNOWID_DATACENTER_ID', 'SNOWID_SINGLE_INSTANCE=true']
+const READS = ['decode', 'timestampOf', 'minIdAt', 'layout', 'snowflakeDecode']
+
+test('where replicas are the norm, an identity no one chose is refused by the first id and config(), naming the environment and every way out', async () => {
+  const all = await Promise.all(PLATFORMS.map(([name, value]) => outcomes({ [name]: value })))
+  for (const [i, [name, , label, environment]] of PLATFORMS.entries()) {
+    const out = all[i]
+    // With a worker id chosen, the same process reports where it runs.
+    assert.equal(out.environment.ok, environment, `${name}: ${JSON.stringify(out.environment)}`)
+    for (const call of ['nextId', 'config', 'snowflake', 'snowflakeConfig', 'nextIds']) {
+      const e = out[call]
+      assert.equal(e.code, 'ERR_SNOWID_IDENTITY_REQUIRED', `${name}: ${call} gave ${JSON.stringify(e)}`)
+      assert.equal(e.name, 'Error')
+      assert.equal(e.snowid, true, 'isSnowidError')
+      assert.ok(e.message.startsWith(`identity: expected a worker id or datacenter id chosen for each replica in ${label} (${name} is `), e.message)
+      for (const way of WAYS_OUT) assert.ok(e.message.includes(way), `${way} not in ${e.message}`)
+      assert.equal(e.message.includes('SNOWID_WORKER_ID_FROM=statefulset'), label === 'Kubernetes', e.message)
+    }
+    // Reading ids needs no identity.
+    for (const call of READS) assert.ok('ok' in out[call], `${name}: ${call} gave ${JSON.stringify(out[call])}`)
+    assert.equal(out.decode.ok, 7)
+  }
+})
+
+test('SNOWID_SINGLE_INSTANCE=true, or the option singleInstance, says this is the only instance: ids are issued again', wasiSkip('no host lease'), async () => {
+  const some = PLATFORMS.filter(([name]) => ['KUBERNETES_SERVICE_HOST', 'AWS_EXECUTION_ENV', 'AWS_LAMBDA_FUNCTION_NAME'].includes(name))
+  const all = await Promise.all(some.map(([name, value]) => outcomes({ [name]: value, SNOWID_SINGLE_INSTANCE: 'true' })))
+  for (const [i, [name, , , environment]] of some.entries()) {
+    const out = all[i]
+    for (const call of ['nextId', 'snowflake']) assert.equal(out[call].ok, 'bigint', `${name}: ${call} gave ${JSON.stringify(out[call])}`)
+    const c = out.config.ok
+    assert.equal(c.singleInstance, true)
+    assert.equal(c.sources.singleInstance, 'env')
+    assert.equal(c.environment, environment)
+    assert.equal(c.sources.workerId, 'lease')
+  }
+  const r = runNode(
+    `const s = require('.')
+     s.configure({ singleInstance: true })
+     const g = new s.Snowflake({ singleInstance: true })
+     console.log(JSON.stringify([typeof s.nextId(), typeof g.nextId(), s.config().sources.singleInstance, g.config().singleInstance]))
+     try { new s.Snowflake({ singleInstance: false }).nextId() } catch (e) { console.log(e.code) }`,
+    { KUBERNETES_SERVICE_HOST: '10.96.0.1', SNOWID_SINGLE_INSTANCE: 'true' },
+  )
+  assert.equal(r.status, 0, r.stderr)
+  // The option wins over the variable, both ways.
+  assert.equal(r.stdout, '["bigint","bigint","option",true]\nERR_SNOWID_IDENTITY_REQUIRED\n')
+})
+
+test('SNOWID_SINGLE_INSTANCE takes true or false; anything else is refused', async () => {
+  const bads = ['1', 'yes', 'TRUE', '', 'true ']
+  const all = await Promise.all(bads.map((bad) => outcomes({ SNOWID_SINGLE_INSTANCE: bad })))
+  for (const out of all) {
+    assert.equal(out.nextId.code, 'ERR_SNOWID_INVALID_CONFIG', JSON.stringify(out.nextId))
+    assert.equal(out.nextId.name, 'RangeError')
+    assert.ok(out.nextId.message.startsWith("SNOWID_SINGLE_INSTANCE: expected 'true' or 'false'"), out.nextId.message)
+  }
+  const out = await outcomes({ SNOWID_SINGLE_INSTANCE: 'false', KUBERNETES_SERVICE_HOST: '10.96.0.1' })
+  assert.equal(out.nextId.code, 'ERR_SNOWID_IDENTITY_REQUIRED')
+  const r = runNode(`try { new (require('.').Snowflake)({ singleInstance: 'true' }) } catch (e) { console.log(e.constructor.name, e.code, e.message) }`)
+  assert.match(r.stdout, /^TypeError ERR_SNOWID_INVALID_CONFIG options\.singleInstance: expected 'true' or 'false' \(a boolean as an option\), found the string "true"\n$/)
+})
+
+test('a worker id, a datacenter id or a StatefulSet ordinal chosen for the replica is never refused', wasiSkip('no host lease'), async () => {
+  const k8s = { KUBERNETES_SERVICE_HOST: '10.96.0.1' }
+  const cases = [
+    [{ SNOWID_WORKER_ID: '3' }, ['workerId', 'env']],
+    [{ workerId: '3' }, ['workerId', 'env']],
+    [{ SNOWID_DATACENTER_ID: '2' }, ['datacenterId', 'env']],
+    [{ SNOWID_WORKER_ID_FROM: 'statefulset', HOSTNAME: 'web-4' }, ['workerId', 'statefulset']],
+    [{ SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '0' }, ['workerId', 'env']],
+  ]
+  const all = await Promise.all(cases.map(([env]) => outcomes({ ...k8s, ...env })))
+  for (const [i, [env, source]] of cases.entries()) {
+    const out = all[i]
+    for (const call of ['nextId', 'snowflake']) assert.equal(out[call].ok, 'bigint', `${JSON.stringify(env)}: ${call} gave ${JSON.stringify(out[call])}`)
+    const c = out.config.ok
+    assert.equal(c.sources[source[0]], source[1])
+    assert.equal(c.environment, 'kubernetes')
+    assert.equal(c.singleInstance, false)
+    assert.equal(out.snowflakeConfig.ok, 'kubernetes')
+  }
+  const r = runNode(
+    `const s = require('.')
+     s.configure({ workerId: 7 })
+     console.log(JSON.stringify([s.decode(s.nextId()).workerId, new s.Snowflake({ datacenterId: 1 }).config().sources.datacenterId]))`,
+    k8s,
+  )
+  assert.equal(r.status, 0, r.stderr)
+  assert.equal(r.stdout, '[7,"option"]\n')
+})
+
+test('a store lease chooses the worker id, so its generators and configureWorkerId are never refused', () => {
+  // The lease's own state machine (lib/lease.js) over a store held in memory: what snowid/redis, snowid/postgres and
+  // snowid/mysql run over theirs.
+  const r = runNode(
+    `const s = require('.')
+     const { startLease, StoreLease } = require('./lib/lease.js')
+     const store = {
+       name: 'Memory', unavailableCode: 'ERR_SNOWID_REDIS_UNAVAILABLE', slotName: (w) => 'slot ' + w,
+       async take() { return { workerId: 5, mark: undefined, confirmed: false } },
+       async renew() { return true }, async release() { return true }, async abandon() {},
+       classify: () => null, closed: () => false,
+     }
+     // A client's connection keeps the process alive while a lease waits; this store has none.
+     const alive = setInterval(() => {}, 1000)
+     startLease({ client: {} }, [], () => store, StoreLease, true).then(async (lease) => {
+       const own = s.decode(lease.snowflake.nextId()).workerId
+       const byDefault = s.decode(s.nextId()).workerId
+       console.log(JSON.stringify([own, byDefault, s.config().sources.workerId]))
+       await lease.release()
+     }).catch((e) => console.log(e.code, e.message)).finally(() => clearInterval(alive))`,
+    { KUBERNETES_SERVICE_HOST: '10.96.0.1' },
+  )
+  assert.equal(r.status, 0, r.stderr)
+  assert.equal(r.stdout, '[5,5,"option"]\n')
+})
+
+// Every first use a process can make, from two threads, and the warnings it got.
+const WARNINGS = `
+const s = require('.')
+const { Worker } = require('node:worker_threads')
+const warnings = []
+process.on('warning', (w) => warnings.push({ name: w.name, code: w.code, message: w.message }))
+s.nextId()
+s.nextIdString()
+new s.Snowflake().nextId()
+new s.Snowflake({ sequenceBits: 10 }).nextIds(4)
+s.config()
+new Worker("const s = require(process.argv[2]); s.nextId(); new s.Snowflake({ sequenceBits: 11 }).nextId()", { eval: true, argv: [process.cwd()] })
+  .on('exit', () => setTimeout(() => console.log(JSON.stringify({ warnings, environment: s.config().environment })), 50))
+`
+// (The worker requires the package by the child's working directory, which runNode sets to the package root.)
+
+test('in a plain container, an identity no one chose is warned of once per process, with its code, and ids are issued', wasiSkip('no host lease'), () => {
+  const r = runNode(WARNINGS, { container: 'podman' })
+  assert.equal(r.status, 0, r.stderr)
+  const out = JSON.parse(r.stdout)
+  assert.equal(out.warnings.length, 1, JSON.stringify(out.warnings))
+  const [w] = out.warnings
+  assert.equal(w.name, 'SnowidWarning')
+  assert.equal(w.code, 'SNOWID_IDENTITY_UNCHOSEN')
+  assert.ok(w.message.startsWith('no identity chosen in a container ('), w.message)
+  for (const way of ['SNOWID_WORKER_ID', 'snowid/redis', 'SNOWID_SINGLE_INSTANCE=true']) assert.ok(w.message.includes(way), `${way} not in ${w.message}`)
+  assert.equal(out.environment, 'container')
+  // Printed once, by Node, and nothing else.
+  assert.equal(r.stderr.split('SNOWID_IDENTITY_UNCHOSEN').length - 1, 1, r.stderr)
+  assert.equal(withoutUnchosenWarning(r.stderr), '')
+})
+
+test('a container known by its marker file warns the same way, naming the file', wasiSkip('the marker files are outside the sandbox'), (t) => {
+  const marker = ['/.dockerenv', '/run/.containerenv'].find((f) => fs.existsSync(f))
+  if (!marker) {
+    process.stderr.write('\n*** SKIPPED: neither /.dockerenv nor /run/.containerenv exists here: the marker-file warning cannot be checked ***\n\n')
+    t.skip('not in a Docker or Podman container')
+    return
+  }
+  const r = runNode(WARNINGS)
+  assert.equal(r.status, 0, r.stderr)
+  const out = JSON.parse(r.stdout)
+  assert.deepEqual(out.warnings.map((w) => w.code), ['SNOWID_IDENTITY_UNCHOSEN'])
+  assert.ok(out.warnings[0].message.startsWith(`no identity chosen in a container (${marker} exists): `), out.warnings[0].message)
+})
+
+test('a container with the identity chosen, or declared the only instance, gives no warning', wasiSkip('no host lease'), () => {
+  for (const env of [{ SNOWID_SINGLE_INSTANCE: 'true' }, { SNOWID_WORKER_ID: '4' }, { SNOWID_DATACENTER_ID: '1' }]) {
+    const r = runNode(WARNINGS, { container: 'docker', ...env })
+    assert.equal(r.status, 0, r.stderr)
+    const out = JSON.parse(r.stdout)
+    assert.deepEqual(out.warnings, [], JSON.stringify(env))
+    assert.equal(out.environment, 'container')
+    assert.equal(r.stderr, '')
+  }
+})
+
+test('outside any container or orchestrator, nothing is said and config() reports no environment', wasiSkip('no host lease'), (t) => {
+  if (['/.dockerenv', '/run/.containerenv'].some((f) => fs.existsSync(f))) {
+    t.skip('this machine is a container: its marker file is there for every process')
+    return
+  }
+  const r = runNode(WARNINGS)
+  assert.equal(r.status, 0, r.stderr)
+  const out = JSON.parse(r.stdout)
+  assert.deepEqual(out, { warnings: [], environment: null })
+  assert.equal(r.stderr, '')
+})

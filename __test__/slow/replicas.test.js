@@ -1,0 +1,163 @@
+'use strict'
+
+// Replicas that cannot see each other, made without Docker: each one a process in its own network and mount
+// namespaces (`unshare --net --mount --fork`) with tmpfs on /tmp, /var/tmp and /dev/shm, as a container has. With
+// KUBERNETES_SERVICE_HOST set and no identity chosen, every replica refuses its first id; with a SNOWID_WORKER_ID
+// each, they issue ids at full speed, written to files and counted by sorting, with no duplicate.
+//
+// Needs root and util-linux's unshare: without them it skips loudly, and fails when CI is set. Slow (several
+// processes at full speed for seconds), so not in npm test's glob.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { spawn, spawnSync } = require('node:child_process')
+
+const { ROOT, cleanEnv } = require('../helpers.js')
+
+const REPLICAS = 4
+const RUN_MS = 1500
+// The directories a container has of its own, and so each replica here.
+const PRIVATE_DIRS = ['/tmp', '/var/tmp', '/dev/shm']
+
+function missing() {
+  if (process.platform !== 'linux') return 'namespaces are Linux only'
+  if (process.getuid() !== 0) return 'unshare --net --mount needs root'
+  if (spawnSync('unshare', ['--version']).status !== 0) return 'unshare (util-linux) is not installed'
+  if (spawnSync('unshare', ['--net', '--mount', '--fork', 'true']).status !== 0) return 'unshare --net --mount fails here'
+  return null
+}
+
+const why = missing()
+if (why && process.env.CI) {
+  test('replicas can be made with unshare (required when CI is set)', () => {
+    throw new Error(why)
+  })
+} else if (why) {
+  process.stderr.write(`\n*** SKIPPED: ${why}: the replica tests cannot run ***\n\n`)
+}
+
+// The package, as a replica reaches it: a checkout under one of the private directories is bound to /mnt first.
+const HIDDEN = PRIVATE_DIRS.some((d) => ROOT === d || ROOT.startsWith(d + '/'))
+const PACKAGE = HIDDEN ? '/mnt' : ROOT
+
+// One replica: its first id, or the error that refused it, on stdout; then, for RUN_MS, ids at full speed, written
+// to fd 3 (a file its parent opened) as 64-bit integers.
+const REPLICA = `
+const fs = require('node:fs')
+const s = require(process.argv[1])
+let first
+try {
+  first = s.nextId()
+} catch (e) {
+  console.log(JSON.stringify({ code: e.code, message: e.message }))
+  process.exit(0)
+}
+const chunks = [BigInt64Array.of(first)]
+const end = Date.now() + Number(process.argv[2])
+while (Date.now() < end) chunks.push(s.nextIds(4096))
+const ids = new BigInt64Array(chunks.reduce((n, c) => n + c.length, 0))
+let at = 0
+for (const c of chunks) {
+  ids.set(c, at)
+  at += c.length
+}
+const bytes = Buffer.from(ids.buffer)
+for (let off = 0; off < bytes.length; ) off += fs.writeSync(3, bytes, off)
+const c = s.config()
+console.log(JSON.stringify({ ids: ids.length, datacenterId: c.datacenterId, workerId: c.workerId, sources: c.sources }))
+`
+
+// Mounts the private directories, then runs the replica; $1 is the package root to bind, when it would be hidden.
+const SHELL = `set -e
+if [ -n "$1" ]; then mount --bind "$1" /mnt; fi
+for d in ${PRIVATE_DIRS.join(' ')}; do if [ -d "$d" ]; then mount -t tmpfs tmpfs "$d"; fi; done
+exec "$2" -e "$3" "$4" "$5"`
+
+/** Runs REPLICAS replicas at once, the i-th with `envOf(i)`; resolves to each one's report and ids. */
+async function replicas(dir, envOf) {
+  const runs = []
+  for (let i = 0; i < REPLICAS; i++) {
+    const file = path.join(dir, `ids-${i}`)
+    const fd = fs.openSync(file, 'w')
+    // The default lease directory: each replica's own, as in a container.
+    const env = cleanEnv({ SNOWID_LEASE_DIR: undefined, ...envOf(i) })
+    const child = spawn(
+      'unshare',
+      ['--net', '--mount', '--fork', 'sh', '-c', SHELL, 'replica', HIDDEN ? ROOT : '', process.execPath, REPLICA, PACKAGE, String(RUN_MS)],
+      { env, stdio: ['ignore', 'pipe', 'pipe', fd] },
+    )
+    fs.closeSync(fd)
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => (err += d))
+    runs.push(
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+        child.on('error', reject)
+        child.on('close', (code, signal) => {
+          clearTimeout(timer)
+          if (code !== 0) return reject(new Error(`replica ${i} exited ${code ?? signal}: ${err}`))
+          try {
+            const bytes = fs.readFileSync(file)
+            const ids = new BigInt64Array(bytes.buffer, bytes.byteOffset, bytes.length / 8)
+            resolve({ report: JSON.parse(out), ids, stderr: err })
+          } catch (e) {
+            reject(new Error(`replica ${i}: ${e.message}; stdout ${out}; stderr ${err}`))
+          }
+        })
+      }),
+    )
+  }
+  return Promise.all(runs)
+}
+
+/** How many ids of `parts` repeat one before them, once all are sorted. */
+function duplicates(parts) {
+  const all = new BigInt64Array(parts.reduce((n, p) => n + p.length, 0))
+  let at = 0
+  for (const p of parts) {
+    all.set(p, at)
+    at += p.length
+  }
+  all.sort()
+  let dup = 0
+  for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) dup++
+  return { dup, total: all.length }
+}
+
+let dir
+test.before(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-replicas-'))
+})
+test.after(() => {
+  if (dir) fs.rmSync(dir, { recursive: true, force: true })
+})
+
+test('replicas in Kubernetes with no identity chosen all refuse their first id', { skip: why ?? false, timeout: 120_000 }, async () => {
+  const runs = await replicas(dir, () => ({ KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' }))
+  const issued = runs.filter((r) => r.ids.length > 0)
+  // Were they issued, as before this refusal, the replicas would all have taken workerId 0 of their own leases.
+  const { dup, total } = duplicates(runs.map((r) => r.ids))
+  assert.equal(issued.length, 0, `${issued.length} of ${REPLICAS} replicas issued ids (${dup} duplicates in ${total}): ${JSON.stringify(issued.map((r) => ({ ids: r.report.ids, workerId: r.report.workerId, from: r.report.sources.workerId })))}`)
+  for (const { report } of runs) {
+    assert.equal(report.code, 'ERR_SNOWID_IDENTITY_REQUIRED', JSON.stringify(report))
+    assert.match(report.message, /in Kubernetes \(KUBERNETES_SERVICE_HOST is set\)/)
+    assert.match(report.message, /SNOWID_WORKER_ID_FROM=statefulset/)
+  }
+})
+
+test('replicas with a SNOWID_WORKER_ID each issue ids at full speed with no duplicate', { skip: why ?? false, timeout: 120_000 }, async (t) => {
+  const runs = await replicas(dir, (i) => ({ KUBERNETES_SERVICE_HOST: '10.96.0.1', SNOWID_WORKER_ID: String(i) }))
+  runs.forEach(({ report, ids }, i) => {
+    assert.equal(report.workerId, i, JSON.stringify(report))
+    assert.equal(report.sources.workerId, 'env')
+    assert.ok(ids.length > 1000, `replica ${i} issued ${ids.length} ids`)
+  })
+  const { dup, total } = duplicates(runs.map((r) => r.ids))
+  assert.equal(dup, 0, `${dup} duplicates in ${total} ids`)
+  t.diagnostic(`${REPLICAS} replicas, ${RUN_MS} ms: ${total} ids, ${dup} duplicates`)
+})
