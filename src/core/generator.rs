@@ -152,6 +152,8 @@ pub struct State {
     /// Unix ms from which no id may be issued: the deadline of a lease held elsewhere (Redis), renewed from
     /// outside. `u64::MAX` when there is none.
     deadline: u64,
+    /// Why the state was stopped for good (see [`Shared::stop`]): the error every call returns from then on.
+    lost: Option<Error>,
     stats: Stats,
 }
 
@@ -170,6 +172,7 @@ impl State {
             reserved_until: u64::MAX,
             store: None,
             deadline: u64::MAX,
+            lost: None,
             stats: Stats::default(),
         }
     }
@@ -384,10 +387,11 @@ struct Line<T>(T);
 /// 3. **Time order.** The clock is read after the word is loaded: a caller that loads a word another caller put in
 ///    reads the clock after that caller did, so it does not see that caller's timestamp as a step back. A clock that
 ///    did step back reads behind the word, which is the mutex's case.
-/// 4. **Fences.** `set_deadline` (and so a release or a lost lease) closes the word under the mutex and does not
-///    open it; no swap can succeed from then on (by 1), and the calls that follow take the mutex, which refuses them
-///    past the deadline. Only a section that issues an id, under a deadline that allows it, opens the word again. So
-///    once `set_deadline(0)` returns, no id is issued, and `highest_ms` (read under the mutex) covers every id.
+/// 4. **Fences.** `set_deadline` (and so a release or a lost lease) and `stop` (a host lease found taken) close the
+///    word under the mutex and do not open it; no swap can succeed from then on (by 1), and the calls that follow
+///    take the mutex, which refuses them past the deadline. Only a section that issues an id, under a deadline that
+///    allows it, opens the word again. So once `set_deadline(0)` or `stop` returns, no id is issued, and
+///    `highest_ms` (read under the mutex) covers every id.
 /// 5. **Marks.** The fast path never issues past `bound`, which is at most the mark the store confirmed
 ///    (`reserved_until`): a mark is written under the mutex, before the word that lets ids up to it be issued is
 ///    opened.
@@ -418,6 +422,31 @@ impl Shared {
     /// The clockBack the state was configured with, which never changes.
     pub fn configured_clock_back(&self) -> u32 {
         self.state.lock().configured_clock_back()
+    }
+
+    /// Takes the mutex and closes the fast path, bringing the ids it issued into the state (see above): `shift` and
+    /// `max_sequence` are the layout's timestamp shift and largest sequence value.
+    #[inline]
+    fn close(&self, shift: u32, max_sequence: u64) -> parking_lot::MutexGuard<'_, State> {
+        let mut st = self.state.lock();
+        let word = self.word.swap(CLOSED, Ordering::AcqRel);
+        // After the swap: a caller that reads the new generation loads the word after it, so it claims a run only
+        // from a word this section (or a later one) opens, and no run claimed before this section is kept under it.
+        self.generation.0.store(GENERATIONS.fetch_add(2, Ordering::Relaxed), Ordering::Release);
+        if word != CLOSED {
+            st.last = word >> shift;
+            st.next_seq = (word & max_sequence) + 1;
+        }
+        st
+    }
+
+    /// Stops every generator of the state for good, from outside them (the host lease's repair thread, when it
+    /// finds its slot taken): a fence, as `set_deadline(0)` is (point 4 above), so once it returns no thread issues
+    /// another id, and every call from then on returns `why`. `layout` is the state's.
+    pub fn stop(&self, layout: &Layout, why: Error) {
+        let mut st = self.close(layout.timestamp_shift(), max_value(layout.widths().sequence));
+        st.deadline = 0;
+        st.lost = Some(why);
     }
 }
 
@@ -668,17 +697,9 @@ impl<C: Clock> Generator<C> {
     }
 
     /// Takes the mutex and closes the fast path, bringing the ids it issued into the state (see [`Shared`]).
+    #[inline]
     fn close(&self) -> parking_lot::MutexGuard<'_, State> {
-        let mut st = self.state.state.lock();
-        let word = self.state.word.swap(CLOSED, Ordering::AcqRel);
-        // After the swap: a caller that reads the new generation loads the word after it, so it claims a run only
-        // from a word this section (or a later one) opens, and no run claimed before this section is kept under it.
-        self.state.generation.0.store(GENERATIONS.fetch_add(2, Ordering::Relaxed), Ordering::Release);
-        if word != CLOSED {
-            st.last = word >> self.timestamp_shift;
-            st.next_seq = (word & self.max_sequence) + 1;
-        }
-        st
+        self.state.close(self.timestamp_shift, self.max_sequence)
     }
 
     /// Opens the fast path after the section holding `st` issued an id (the last one, at `st.last`), so the word is
@@ -869,6 +890,9 @@ impl<C: Clock> Generator<C> {
 
     #[cold]
     fn lease_lost(&self, st: &State, now: u64) -> Error {
+        if let Some(why) = &st.lost {
+            return why.clone();
+        }
         let d = st.deadline;
         let found = if d == 0 {
             "a lease that was released or lost".to_string()
@@ -886,10 +910,13 @@ impl<C: Clock> Generator<C> {
     }
 
     /// Sets the lease deadline: no id is issued once the clock reads `deadline` (Unix ms) or later. `0` stops the
-    /// generator at once.
+    /// generator at once. A state [`Shared::stop`] stopped stays stopped.
     pub fn set_deadline(&self, deadline: u64) {
         // Closed and left closed: the next id takes the mutex, which checks the new deadline (see `Shared`).
-        self.close().deadline = deadline;
+        let mut st = self.close();
+        if st.lost.is_none() {
+            st.deadline = deadline;
+        }
     }
 
     /// The Unix ms of the latest id issued under any clockBack value (or of the last mark taken in): no id of this

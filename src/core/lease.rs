@@ -37,13 +37,15 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, FileExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::io::{AsRawFd, FromRawFd};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::Mutex;
 
 use super::claim::{self, Claim};
-use super::generator::{Clock, SystemClock};
+use super::generator::{Clock, Shared, SharedState, SystemClock};
 use super::error::{quote_path, Class, Code, Error, Result};
+use super::layout::Layout;
+use super::time::format_iso;
 
 pub const RECORD_SIZE: usize = 1024;
 const MAGIC: &str = "snowid-lease v1 ";
@@ -223,7 +225,22 @@ struct Held {
     earlier: Vec<File>,
     /// The claims that make the slot this process's while it lives (see [`super::claim`]). Never released.
     claims: Vec<Claim>,
+    /// The (device, inode) of every directory whose claim is among `claims`.
+    claimed: Vec<(u64, u64)>,
     record: Record,
+    loss: Loss,
+}
+
+/// What a holder knows of losing its slot, and whom it stops when it does.
+#[derive(Debug, Default)]
+struct Loss {
+    /// The `ERR_SNOWID_LEASE_LOST` the holder met, once it met one: it is for good, and every mark write returns it.
+    error: Option<Error>,
+    /// Unix ms of the last check that found the configured path leading to this holder's own file.
+    confirmed: u64,
+    /// The states of the generators that write marks here, to stop when the slot is lost (see
+    /// [`Lease::stop_on_loss`]). Emptied once they are stopped.
+    stops: Vec<(Weak<Shared>, Layout)>,
 }
 
 /// A slot this process holds, with its record.
@@ -235,7 +252,12 @@ struct Held {
 /// - no file, or an unlocked file with no mark ahead of the clock (the file or directory deleted, moved, replaced,
 ///   mounted over, or reached through a switched link): it takes that file, writes its record there, and goes on;
 /// - anything else (a file another process locked, another user's file, marks ahead of the clock, a path it cannot
-///   use): it stops with `ERR_SNOWID_LEASE_LOST`, because it cannot be sure whose ids those are.
+///   use): it stops with `ERR_SNOWID_LEASE_LOST`, because it cannot be sure whose ids those are. The loss is for good.
+///
+/// While its marks reach past the clock, the repair thread does the same every [`REPAIR_EVERY_MS`], off the id path
+/// (see [`Lease::repair`]); when it finds the slot lost, it stops every generator writing marks here at once, so
+/// that a process in another network namespace, which the claims do not reach, that took the slot in a directory
+/// put in place of this one shares at most that long of ids with it.
 #[derive(Debug)]
 pub struct Lease {
     /// The lease directory as configured.
@@ -304,11 +326,19 @@ impl Lease {
     }
 
     fn advance_held(&self, held: &mut Held, now: u64, edit: impl FnOnce(&mut Record) -> Result<()>) -> Result<()> {
+        if let Some(e) = &held.loss.error {
+            return Err(e.clone());
+        }
         let mut next = held.record.clone();
         next.seq += 1;
         next.pid = std::process::id();
         edit(&mut next)?;
-        self.locate(held, now)?;
+        if let Err(e) = self.locate(held, now) {
+            if e.code() == Code::LeaseLost {
+                held.loss.error = Some(e.clone());
+            }
+            return Err(e);
+        }
         self.write(&held.file, &next)?;
         // Best effort: a file of a directory moved away is no longer where this slot is found.
         for file in &held.earlier {
@@ -318,27 +348,62 @@ impl Lease {
         Ok(())
     }
 
-    /// Off the id path: while the record's marks reach past the clock (the only time they constrain anyone), puts
-    /// them back where newcomers look when the configured path no longer leads to this holder's file, so that a
-    /// file or directory deleted or moved under an idle holder does not take them away should it exit next. An error
-    /// is left for the next mark write to report.
+    /// Off the id path: while the record's marks reach past the clock (the only time they constrain anyone, and
+    /// the only time ids may be being issued), puts them back where newcomers look when the configured path no
+    /// longer leads to this holder's file, so that a file or directory deleted or moved under an idle holder does
+    /// not take them away should it exit next. When that finds the slot lost (`ERR_SNOWID_LEASE_LOST`), or a mark
+    /// write has, it stops every generator writing marks here at once. Any other error is left for the next mark
+    /// write to report.
     fn repair(&self, now: u64) {
-        let mut held = self.held.lock();
-        if !held.record.marks.iter().any(|(_, m)| *m >= now) {
-            return;
+        let (why, stops) = {
+            let mut held = self.held.lock();
+            if held.loss.error.is_none() {
+                if !held.record.marks.iter().any(|(_, m)| *m >= now) {
+                    return;
+                }
+                let mine = held.file.metadata().ok().map(|m| identity(&m));
+                let there = std::fs::symlink_metadata(&self.path).ok().map(|m| identity(&m));
+                if mine.is_some() && mine == there {
+                    held.loss.confirmed = now;
+                    return;
+                }
+                let _ = self.advance_held(&mut held, now, |_| Ok(()));
+            }
+            match &held.loss.error {
+                Some(e) if !held.loss.stops.is_empty() => (e.clone(), std::mem::take(&mut held.loss.stops)),
+                _ => return,
+            }
+        };
+        // With the lease's lock let go: a generator writing a mark holds its state's lock, then takes this one.
+        for (state, layout) in stops {
+            if let Some(state) = state.upgrade() {
+                state.stop(&layout, why.clone());
+            }
         }
-        let mine = held.file.metadata().ok().map(|m| identity(&m));
-        let there = std::fs::symlink_metadata(&self.path).ok().map(|m| identity(&m));
-        if mine.is_some() && mine == there {
-            return;
+    }
+
+    /// Has `state` (of `layout`), whose generators write their marks here, stopped as soon as the slot is found
+    /// lost (see [`Lease::repair`]); at once when it already is.
+    pub fn stop_on_loss(&self, state: &SharedState, layout: &Layout) {
+        let lost = {
+            let mut held = self.held.lock();
+            if !held.loss.stops.iter().any(|(s, _)| std::ptr::eq(s.as_ptr(), Arc::as_ptr(state))) {
+                held.loss.stops.push((Arc::downgrade(state), *layout));
+            }
+            held.loss.error.clone()
+        };
+        if let Some(why) = lost {
+            state.stop(layout, why);
         }
-        let _ = self.advance_held(&mut held, now, |_| Ok(()));
     }
 
     /// Makes `held.file` the slot file the configured path leads to now, taking it over when it is another file
     /// that no process holds and that reserves nothing ahead of the clock; the directory is made again when missing.
     fn locate(&self, held: &mut Held, now: u64) -> Result<()> {
-        let dir = LeaseDir::open(&self.dir_path, self.sharing).map_err(|e| self.lost(&format!("its directory cannot be used: {}", e.message())))?;
+        let since = held.loss.confirmed;
+        let lost = |holder: Option<u32>, why: &str| self.lost(holder, why, since, now);
+        let dir = LeaseDir::open(&self.dir_path, self.sharing)
+            .map_err(|e| lost(None, &format!("its directory cannot be used: {}", e.message())))?;
         let there = match identity_at(&dir.dir, &self.name) {
             Ok(id) => Some(id),
             Err(e) if e.kind() == ErrorKind::NotFound => None,
@@ -346,6 +411,7 @@ impl Lease {
         };
         let mine = held.file.metadata().map_err(|e| self.file_error("checking", &e))?;
         if there == Some(identity(&mine)) {
+            held.loss.confirmed = now;
             return Ok(());
         }
         // The directory moved back: one of this holder's own earlier files is there again.
@@ -353,32 +419,44 @@ impl Lease {
             let file = held.earlier.swap_remove(i);
             held.earlier.push(std::mem::replace(&mut held.file, file));
             held.dir = dir.dir;
+            held.loss.confirmed = now;
             return Ok(());
         }
-        if dir.id != dir_identity(&held.dir) {
+        // Another directory: its claim is bound here, and kept only once its file is this holder's, so that a file
+        // it then cannot take leaves no claim of its own behind to be taken for another process's.
+        let mut claim = None;
+        if !held.claimed.contains(&dir.id) {
             let name = claim::inode_name(dir.id.0, dir.id.1, self.datacenter_id, self.worker_id);
             match Claim::take(&name) {
-                Ok(Some(c)) => held.claims.push(c),
-                Ok(None) => return Err(self.lost("another process holds the slot in the directory now at that path")),
+                Ok(Some(c)) => claim = Some(c),
+                Ok(None) => {
+                    let why = "another process in this network namespace holds the slot in the directory now at that path";
+                    return Err(lost(holder_in(&dir.dir, &self.name, &self.path), why));
+                }
                 Err(e) => return Err(self.file_error("claiming", &e)),
             }
         }
-        let file = open_at(&dir.dir, &self.name, libc::O_RDWR | libc::O_CREAT)
-            .map_err(|e| self.lost(&format!("another file is there that it cannot open ({e})")))?;
+        let file = open_at(&dir.dir, &self.name, libc::O_RDWR | libc::O_CREAT).map_err(|e| {
+            lost(holder_in(&dir.dir, &self.name, &self.path), &format!("another file is there that it cannot open ({e})"))
+        })?;
         let m = file.metadata().map_err(|e| self.file_error("checking", &e))?;
-        check_slot_file(&m, &self.path).map_err(|_| self.lost("another file is there that is not a lease file"))?;
+        check_slot_file(&m, &self.path).map_err(|_| lost(None, "another file is there that is not a lease file"))?;
         // SAFETY: geteuid has no preconditions.
         if m.uid() != unsafe { libc::geteuid() } {
-            return Err(self.lost("another user's file is there"));
+            return Err(lost(record_pid(&file, &self.path), "another user's file is there"));
         }
-        file.try_lock().map_err(|_| self.lost("another file is there, locked by another process"))?;
+        file.try_lock().map_err(|_| lost(record_pid(&file, &self.path), "another file is there, locked by another process"))?;
         let bytes = read_records(&file).map_err(|e| self.file_error("reading", &e))?;
         match read_file(&bytes, &self.path) {
             Ok(Some(r)) if r.marks.iter().any(|(_, m)| *m >= now) => {
-                return Err(self.lost("another file is there, with marks ahead of the clock"));
+                return Err(lost(Some(r.pid), "another file is there, with marks ahead of the clock"));
             }
             Ok(_) => {}
-            Err(_) => return Err(self.lost("another file is there that is not a lease record")),
+            Err(_) => return Err(lost(None, "another file is there that is not a lease record")),
+        }
+        if let Some(c) = claim {
+            held.claims.push(c);
+            held.claimed.push(dir.id);
         }
         let old = std::mem::replace(&mut held.file, file);
         // A deleted file is found by no one: only a file still in some directory is worth writing to.
@@ -386,18 +464,30 @@ impl Lease {
             held.earlier.push(old);
         }
         held.dir = dir.dir;
+        held.loss.confirmed = now;
         Ok(())
     }
 
-    fn lost(&self, why: &str) -> Error {
+    /// `ERR_SNOWID_LEASE_LOST`, found at `now`: the path leads to what `why` says, whose record names `holder` (when
+    /// one can be read). The last check that found this holder's own file there was at `since`: ids issued after it
+    /// may also have been issued by the process that took the slot.
+    fn lost(&self, holder: Option<u32>, why: &str, since: u64, now: u64) -> Error {
+        let holder = match holder {
+            Some(pid) if pid == std::process::id() => format!("the record there names this process (pid {pid}): a copy of its own file"),
+            Some(pid) => format!("the record there names pid {pid} as its holder"),
+            None => "no lease record there can be read, so its holder cannot be named".to_string(),
+        };
         Error::new(
             Code::LeaseLost,
             Class::Error,
             format!(
-                "lease file {}: expected the file this process locked, found that {why}; it issues no more ids on workerId \
-                 {} (restart it to take a slot again)",
+                "lease file {}: expected the file this process locked, found that {why}; {holder}. It issues no more ids \
+                 on workerId {} (restart it to take a slot again); ids it issued after its last check that found its own \
+                 file there, at {} ({} ms before), may collide with that holder's",
                 quote_path(&self.path),
-                self.worker_id
+                self.worker_id,
+                format_iso(since),
+                now.saturating_sub(since)
             ),
         )
     }
@@ -419,11 +509,6 @@ impl Lease {
     }
 }
 
-/// The (device, inode) of an open directory, or (0, 0) when it cannot be read (then it matches no other).
-fn dir_identity(dir: &File) -> (u64, u64) {
-    dir.metadata().map(|m| identity(&m)).unwrap_or((0, 0))
-}
-
 /// The (device, inode) of `name` in `dir`, by `fstatat` without following a link (so, of the link itself).
 fn identity_at(dir: &File, name: &CStr) -> std::io::Result<(u64, u64)> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
@@ -437,6 +522,18 @@ fn identity_at(dir: &File, name: &CStr) -> std::io::Result<(u64, u64)> {
     // The same widening as `MetadataExt::dev` and `ino`, so the two compare.
     #[allow(clippy::unnecessary_cast)]
     Ok((st.st_dev as u64, st.st_ino as u64))
+}
+
+/// The pid the record in `file` names, when it holds a valid one.
+fn record_pid(file: &File, path: &Path) -> Option<u32> {
+    read_records(file).ok().and_then(|b| read_file(&b, path).ok().flatten()).map(|r| r.pid)
+}
+
+/// The pid the record of the slot file `name` in `dir` names, when it is a regular file with a valid one.
+fn holder_in(dir: &File, name: &CStr, path: &Path) -> Option<u32> {
+    let file = open_at(dir, name, libc::O_RDONLY).ok()?;
+    check_slot_file(&file.metadata().ok()?, path).ok()?;
+    record_pid(&file, path)
 }
 
 /// `openat` of `name` in `dir` with `flags`, never following a link, never blocking, closed on exec; a file made
@@ -664,7 +761,9 @@ impl LeaseDir {
                 file,
                 earlier: Vec::new(),
                 claims: vec![by_path, by_inode],
+                claimed: vec![self.id],
                 record: previous.clone(),
+                loss: Loss::default(),
             }),
             previous,
         };
@@ -1206,7 +1305,12 @@ mod tests {
         let ahead = Record { seq: 3, pid: 1, marks: vec![(1, 9_000)] }.encode().unwrap();
         std::fs::write(t.join("ahead"), ahead).unwrap();
         std::fs::rename(t.join("ahead"), lease.path()).unwrap();
-        assert_eq!(lease.reserve(0, 6_000, 1_000).unwrap_err().code(), Code::LeaseLost);
+        let e = lease.reserve(0, 6_000, 1_000).unwrap_err();
+        assert_eq!(e.code(), Code::LeaseLost);
+        assert!(e.message().contains("with marks ahead of the clock; the record there names pid 1 as its holder"), "{e}");
+        // For good: the file gone again, the holder still cannot be sure which ids the other one issued.
+        std::fs::remove_file(lease.path()).unwrap();
+        assert_eq!(lease.reserve(0, 6_000, 1_000).unwrap_err(), e);
         // Locked by another open file (as a process in another network namespace would hold it).
         let lease = dir.acquire(7, 3, "workerId").unwrap();
         std::fs::write(t.join("locked"), b"").unwrap();
@@ -1215,7 +1319,66 @@ mod tests {
         std::fs::rename(t.join("locked"), lease.path()).unwrap();
         let e = lease.reserve(0, 6_000, 1_000).unwrap_err();
         assert_eq!(e.code(), Code::LeaseLost);
-        assert!(e.message().contains("locked by another process") && e.message().len() <= 400, "{e}");
+        assert!(e.message().contains("locked by another process; no lease record there can be read") && e.message().len() <= 600, "{e}");
+    }
+
+    /// Swaps two paths at once (`renameat2` with `RENAME_EXCHANGE`): no moment in which the first is missing.
+    #[cfg(target_os = "linux")]
+    fn exchange(a: &Path, b: &Path) {
+        let (a, b) = (CString::new(a.as_os_str().as_bytes()).unwrap(), CString::new(b.as_os_str().as_bytes()).unwrap());
+        // SAFETY: two NUL-terminated paths, relative to nothing (both absolute).
+        let rc = unsafe { libc::renameat2(libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), libc::RENAME_EXCHANGE) };
+        assert_eq!(rc, 0, "renameat2: {}", std::io::Error::last_os_error());
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_directory_replaced_under_a_holder_stops_its_generator_within_a_repair_period() {
+        use crate::core::generator::tests::settings;
+        use crate::core::generator::{ClockBackPolicy, Generator, State};
+        use crate::core::layout::Widths;
+        let t = TempDir::new("replaced");
+        std::fs::create_dir_all(&t.0).unwrap();
+        let path = t.join("lease");
+        let dir = LeaseDir::open(&path, Sharing::Private).unwrap();
+        let s = settings(Widths::default(), ClockBackPolicy::Bits);
+        let lease = dir.acquire(s.datacenter_id, s.worker_id, "workerId").unwrap();
+        let state = Shared::new(State::resume(&s, 0, Vec::new(), lease.clone(), &SystemClock).unwrap());
+        lease.stop_on_loss(&state, &s.layout);
+        let g = Generator::new(s, state, SystemClock).unwrap();
+        g.next_id().unwrap();
+        // Another directory, whose slot file a process in another network namespace (which the claims do not reach)
+        // holds: locked by another open file, with its record. It takes the configured path's place at once.
+        let other = t.join("other");
+        std::fs::create_dir(&other).unwrap();
+        std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let theirs = other.join("dc1-worker3.lease");
+        std::fs::write(&theirs, Record { seq: 1, pid: 4242, marks: vec![] }.encode().unwrap()).unwrap();
+        let locked = File::open(&theirs).unwrap();
+        locked.try_lock().unwrap();
+        let new_dir = std::fs::metadata(&other).unwrap();
+        exchange(&path, &other);
+        let changed = std::time::Instant::now();
+        // No id is asked for: the repair thread alone finds the slot lost.
+        while lease.held.lock().loss.error.is_none() && changed.elapsed().as_secs() < 2 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let found = changed.elapsed().as_millis() as u64;
+        assert!(found < crate::core::generator::MARK_WINDOW_MS, "found lost after {found} ms, no sooner than a mark write would have");
+        // The mark the first id wrote still covers the clock, yet the next id is refused.
+        let e = g.next_id().unwrap_err();
+        assert_eq!(g.snapshot().stats.mark_writes, 1, "no mark was written after the first");
+        assert_eq!(e.code(), Code::LeaseLost);
+        let m = e.message();
+        assert!(m.contains("found that another file is there, locked by another process"), "{m}");
+        assert!(m.contains("the record there names pid 4242 as its holder"), "{m}");
+        assert!(m.contains("ids it issued after its last check that found its own file there, at ") && m.contains("may collide"), "{m}");
+        assert_eq!(g.next_id().unwrap_err(), e, "for good");
+        assert_eq!(lease.reserve(0, u64::MAX, 0).unwrap_err(), e, "and at every mark write");
+        // The new directory's claim was not kept: had it been, the holder's own claim would later have been blamed
+        // on "another process".
+        let name = claim::inode_name(new_dir.dev(), new_dir.ino(), 1, 3);
+        assert!(Claim::take(&name).unwrap().is_some(), "the holder left the new directory's claim free");
     }
 
     #[test]

@@ -6,6 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::error::{Class, Code, Error, Result};
+use super::generator::SharedState;
+use super::layout::Layout;
 
 /// The platform, as the error names it.
 #[cfg(target_os = "wasi")]
@@ -42,6 +44,10 @@ impl Lease {
     }
 
     pub fn reserve(&self, _clock_back: u32, _until: u64, _now: u64) -> Result<()> {
+        match *self {}
+    }
+
+    pub fn stop_on_loss(&self, _state: &SharedState, _layout: &Layout) {
         match *self {}
     }
 }

@@ -65,16 +65,22 @@ pub fn bind_worker(config: &mut Config) -> Result<Option<Arc<Lease>>> {
 /// No fixed wait: no other live process can hold the slot (its claims are this process's, see
 /// [`super::claim`]), so only the marks earlier holders left can hold the first id back, and only while the clock is
 /// behind them (within `maxWaitMs`).
+///
+/// The lease stops the state at once should it find its slot taken (see `Lease::stop_on_loss`).
 pub fn open(config: &Config, lease: Option<Arc<Lease>>, clock: &dyn Clock) -> Result<SharedState> {
     let s = config.settings();
     let clock_back = config.clock_back.value;
-    shared_state(&s.layout, s.datacenter_id, s.worker_id, clock_back, || match lease {
+    let state = shared_state(&s.layout, s.datacenter_id, s.worker_id, clock_back, || match &lease {
         Some(lease) => {
             let earlier = lease.previous().marks.clone();
-            State::resume(&s, clock_back, earlier, lease, clock)
+            State::resume(&s, clock_back, earlier, Arc::clone(lease) as _, clock)
         }
         None => Ok(State::new(clock_back)),
-    })
+    })?;
+    if let Some(lease) = lease {
+        lease.stop_on_loss(&state, &s.layout);
+    }
+    Ok(state)
 }
 
 // The tests lock slot files as other processes would: the host lease is Unix's (lease.rs).
