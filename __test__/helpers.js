@@ -100,4 +100,4 @@ function expectError(fn, { name, code, message }) {
   })
 }
 
-module.exports = { ROOT, WASI, wasiSkip, wasiTodo, cleanEnv, freshLeaseDir, runNode, runCli, probeFirstId, expectError }
+module.exports = { ROOT, WASI, wasiSkip, wasiTodo, cleanEnv, freshLeaseDir, spawnNode, runNode, runCli, probeFirstId, expectError }
