@@ -10,7 +10,7 @@ const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { spawnNode, wasiSkip } = require('./helpers.js')
+const { spawnNode, runNode, wasiSkip } = require('./helpers.js')
 
 const ROOT = path.resolve(__dirname, '..')
 const FIXTURE = path.join(__dirname, 'fixtures', 'reload-copies.js')
@@ -127,4 +127,25 @@ test('two installed copies of the package whose binaries are one file (hard link
   check(r)
   // One binary, opened once: one default generator, whatever copy asks it.
   assert.equal(r.configs[0].workerId, r.configs[1].workerId)
+})
+
+// The WASI build's claims (lib/wasi-threads.js): each load of its binding instantiates the wasm module afresh, with
+// generators of its own, so a second load in one thread is refused a worker id the first load holds, as another
+// thread would be. The claims are plain JS over the binding object, so this runs on any build.
+test('a second load of the package in one thread is refused a WASI claim the first load holds', () => {
+  const r = runNode(`
+    const file = ${JSON.stringify(path.join(ROOT, 'lib', 'wasi-threads.js'))}
+    const config = { epoch: 1580486400000, timestampBits: 41, datacenterBits: 3, workerBits: 5, clockBackBits: 2, sequenceBits: 12, datacenterId: 0, workerId: 3 }
+    const attempt = (threads, c) => { try { threads.claim(c); return 'ok' } catch (e) { return e.code + ': ' + e.message } }
+    const first = require(file)
+    const out = [attempt(first, config), attempt(first, config)]
+    Object.keys(require.cache).forEach((k) => delete require.cache[k])
+    const second = require(file)
+    out.push(attempt(second, config), attempt(second, { ...config, workerId: 4 }), attempt(first, config))
+    console.log(JSON.stringify(out))
+  `)
+  assert.equal(r.status, 0, r.stderr)
+  const [first, again, second, other, firstAgain] = JSON.parse(r.stdout)
+  assert.deepEqual([first, again, other, firstAgain], ['ok', 'ok', 'ok', 'ok'])
+  assert.match(second, /^ERR_SNOWID_WORKER_ID_IN_USE: workerId 3 \(datacenterId 0\) in the main thread: .*another copy loaded in this thread/)
 })
