@@ -141,6 +141,7 @@ module.exports = {
   wasiTodo,
   cleanEnv,
   freshLeaseDir,
+  spawnNode,
   runNode,
   runCli,
   probeFirstId,

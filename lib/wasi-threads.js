@@ -6,6 +6,10 @@
 // makes ids with (layout, epoch, datacenterId, workerId) in a registry all the process's threads share, and a thread
 // whose identity another thread holds gets ERR_SNOWID_WORKER_ID_IN_USE. A claim lasts as long as the process, as the
 // native generators' states do: a thread started later with the same worker id could reuse a millisecond and sequence.
+// A thread can also load the WASI binding more than once (the package required again after a purge of require.cache,
+// in another vm realm, or installed twice), and each load instantiates the module afresh, with generators of its own:
+// so a claim's holder is a thread and the load that made the claim, and a second load in one thread is refused an
+// identity the first holds, as another thread would be.
 //
 // The registry is a SharedArrayBuffer that reaches threads through worker_threads' environment data, which a Worker
 // copies from its parent when it starts (a SharedArrayBuffer stays shared). The main thread makes it when it loads
@@ -13,9 +17,15 @@
 // siblings, and gets ERR_SNOWID_WASI_THREAD instead of ids.
 
 const { isMainThread, threadId, getEnvironmentData, setEnvironmentData } = require('node:worker_threads')
+const { randomUUID } = require('node:crypto')
+const binding = require('./native.js')
+
+// The load of the binding this copy of snowid makes ids with, named on the binding itself: copies that share a load
+// share its generators.
+const LOAD = binding.__wasiLoad ?? (binding.__wasiLoad = randomUUID())
 
 const KEY = 'snowid:wasi-thread-claims'
-// Int32 0: a lock; Int32 1: the length of the claims' JSON (identity -> threadId), which follows from byte 8.
+// Int32 0: a lock; Int32 1: the length of the claims' JSON (identity -> { thread, load }), which follows from byte 8.
 const SIZE = 64 * 1024
 const HEADER = 8
 
@@ -42,6 +52,11 @@ function thread(id) {
   return id === 0 ? 'the main thread' : `worker_thread ${id}`
 }
 
+const COPIES =
+  'Each load of the WASI build in a thread (the package required again after a purge of require.cache, in another ' +
+  'vm realm such as a Jest test file, or a second installed copy) has generators of its own: load snowid once per ' +
+  'thread, or give each copy its own worker id'
+
 // Runs `fn` with the claims, under the registry's lock; what `fn` returns is written back when it is not undefined.
 function withClaims(sab, fn) {
   const lock = new Int32Array(sab, 0, 2)
@@ -65,9 +80,9 @@ function withClaims(sab, fn) {
 }
 
 /**
- * Claims for this thread the identity of the generator whose `config()` is `config`: nothing on the main thread or a
- * worker_thread the first time, or when this thread holds it already; throws a coded error when another thread holds
- * it, or when this worker_thread cannot see the registry.
+ * Claims for this thread and this load of the binding the identity of the generator whose `config()` is `config`:
+ * nothing on the main thread or a worker_thread the first time, or when they hold it already; throws a coded error
+ * when another thread, or another load in this thread, holds it, or when this worker_thread cannot see the registry.
  */
 function claim(config) {
   const { epoch, datacenterBits, workerBits, clockBackBits, sequenceBits, timestampBits, datacenterId, workerId } = config
@@ -81,16 +96,22 @@ function claim(config) {
     )
   }
   withClaims(sab, (claims) => {
-    const holder = claims[identity]
-    if (holder === threadId) return undefined
-    if (holder !== undefined) {
+    // A copy of an earlier snowid in this process names its claims' threads alone.
+    const holder = typeof claims[identity] === 'number' ? { thread: claims[identity], load: null } : claims[identity]
+    if (holder === undefined) return { ...claims, [identity]: { thread: threadId, load: LOAD } }
+    if (holder.thread === threadId && holder.load === LOAD) return undefined
+    if (holder.thread === threadId) {
       throw coded(
         'ERR_SNOWID_WORKER_ID_IN_USE',
-        `workerId ${workerId} (datacenterId ${datacenterId}) in ${thread(threadId)}: expected one no other thread makes ` +
-          `ids with, found it in use by ${thread(holder)}. ${RULE}`,
+        `workerId ${workerId} (datacenterId ${datacenterId}) in ${thread(threadId)}: expected one no other copy of ` +
+          `snowid makes ids with, found it in use by another copy loaded in this thread. ${COPIES}. ${RULE}`,
       )
     }
-    return { ...claims, [identity]: threadId }
+    throw coded(
+      'ERR_SNOWID_WORKER_ID_IN_USE',
+      `workerId ${workerId} (datacenterId ${datacenterId}) in ${thread(threadId)}: expected one no other thread makes ` +
+        `ids with, found it in use by ${thread(holder.thread)}. ${RULE}`,
+    )
   })
 }
 

@@ -271,13 +271,25 @@ unsafe extern "C" fn module_next_ids(env: sys::napi_env, info: sys::napi_callbac
 }
 
 unsafe extern "C" fn module_scratch_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| scratch_ids_impl(env, || default_generator(env), arg));
+    // SAFETY: the data is the scratch `install_fast_paths` gave this function (see `scratch_of`).
+    let out = unsafe { call_info(env, info) }
+        .and_then(|(arg, data)| scratch_ids_impl(env, || default_generator(env), unsafe { scratch_of(data.cast()) }, arg));
     unsafe { finish(env, out.map(Raw)) }
 }
 
+/// The data of an instance's `scratchIds`: its generator, and the scratch of the module instance it was made in.
+struct ScratchBatch {
+    generator: Arc<Lazy>,
+    scratch: *const Scratch,
+}
+
 unsafe extern "C" fn instance_scratch_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let out = unsafe { call_info(env, info) }
-        .and_then(|(arg, data)| scratch_ids_impl(env, || unsafe { instance_generator(data) }.get(env), arg));
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, data)| {
+        // SAFETY: the data is the `ScratchBatch` `install_instance` gave this function, freed only once it is
+        // collected; its scratch is this env's (see `scratch_of`).
+        let batch = unsafe { &*(data as *const ScratchBatch) };
+        scratch_ids_impl(env, || batch.generator.get(env), unsafe { scratch_of(batch.scratch) }, arg)
+    });
     unsafe { finish(env, out.map(Raw)) }
 }
 
@@ -353,24 +365,38 @@ pub const DECODE_FIELDS: usize = 12;
 /// `BigInt64Array` that N-API makes, or whose memory it is given, costs V8 far more than the ids.
 pub const SCRATCH_IDS: usize = 64;
 
-/// This thread's scratch: the data of one ArrayBuffer that [`install_fast_paths`] made for the module on this thread
-/// (the [`DECODE_FIELDS`] numbers of a decode, then [`SCRATCH_IDS`] ids), the two views `index.js` reads it
-/// through, and references that keep them alive for as long as the module is loaded. JS runs each module instance
-/// (one per thread: the main thread and each `worker_thread`) on one thread, so a thread's scratch is its module's.
-#[derive(Clone, Copy)]
+/// A module instance's scratch: the data of one ArrayBuffer that [`install_fast_paths`] made for it (the
+/// [`DECODE_FIELDS`] numbers of a decode, then [`SCRATCH_IDS`] ids), the two views its `index.js` reads it through,
+/// and references that keep them alive for as long as its env lives.
 struct Scratch {
     data: *mut u8,
     fields: sys::napi_ref,
     ids: sys::napi_ref,
 }
 
-thread_local! {
-    static SCRATCH: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
+/// What a module instance keeps for its functions, as its env's instance data.
+///
+/// A thread can run several module instances of this addon, each with its env and its `index.js`: the package
+/// loaded again after a purge of `require.cache`, loaded in another `vm` realm, or installed twice. So nothing a
+/// module instance's JS reads, or that its functions must match, is kept per thread: the scratch, and the
+/// `Snowflake` class whose instances its methods take, are the env's. Each raw callback that writes the scratch is
+/// given it as callback data when it is made in that env, so that a call writes exactly the buffer its own
+/// `index.js` reads, with no look-up.
+struct Instance {
+    /// None on WASI, where `index.js` reads no scratch.
+    scratch: Option<Scratch>,
+    /// This module instance's `Snowflake` class (napi-rs keeps one per thread: the last instance loaded).
+    snowflake: sys::napi_ref,
 }
 
-/// Makes this thread's scratch, and returns its two views: a Float64Array of the decode fields, a BigInt64Array of
-/// the ids.
-fn make_scratch(env: sys::napi_env) -> Result<(sys::napi_value, sys::napi_value)> {
+unsafe extern "C" fn drop_instance(_env: sys::napi_env, data: *mut std::ffi::c_void, _hint: *mut std::ffi::c_void) {
+    // SAFETY: `data` came from `Box::into_raw` in `make_instance`, and the env runs this finalizer once, as it ends.
+    drop(unsafe { Box::from_raw(data as *mut Instance) });
+}
+
+/// Makes a scratch, and returns it and its two views: a Float64Array of the decode fields, a BigInt64Array of the
+/// ids.
+fn make_scratch(env: sys::napi_env) -> Result<(Scratch, sys::napi_value, sys::napi_value)> {
     let (mut data, mut buffer) = (ptr::null_mut(), ptr::null_mut());
     let (mut fields, mut ids, mut fields_ref, mut ids_ref) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
     // SAFETY: plain N-API calls on values of this call; the buffer is 8-byte aligned, and has room for both views,
@@ -383,15 +409,70 @@ fn make_scratch(env: sys::napi_env) -> Result<(sys::napi_value, sys::napi_value)
     // References that are never released: the buffer lives as long as the env, so `data` stays valid.
     check(unsafe { sys::napi_create_reference(env, fields, 1, &mut fields_ref) })?;
     check(unsafe { sys::napi_create_reference(env, ids, 1, &mut ids_ref) })?;
-    SCRATCH.with(|s| s.set(Some(Scratch { data: data.cast(), fields: fields_ref, ids: ids_ref })));
-    Ok((fields, ids))
+    Ok((Scratch { data: data.cast(), fields: fields_ref, ids: ids_ref }, fields, ids))
 }
 
-/// This thread's scratch, or an error if the module made none on this thread.
-fn scratch() -> Result<Scratch> {
-    SCRATCH
-        .with(|s| s.get())
-        .ok_or_else(|| napi::Error::new(Status::GenericFailure, "snowid: this thread has no scratch: the module was not loaded on it"))
+/// Makes the state of the module instance whose exports are `exports`, as its env's instance data: its `Snowflake`
+/// class, and `scratch`.
+fn make_instance(env: sys::napi_env, exports: sys::napi_value, scratch: Option<Scratch>) -> Result<()> {
+    let (mut class, mut snowflake) = (ptr::null_mut(), ptr::null_mut());
+    // SAFETY: plain N-API calls on values of this call; the reference is never released, so the class lives as long
+    // as the env.
+    check(unsafe { sys::napi_get_named_property(env, exports, c"Snowflake".as_ptr(), &mut class) })?;
+    check(unsafe { sys::napi_create_reference(env, class, 1, &mut snowflake) })?;
+    let instance = Box::into_raw(Box::new(Instance { scratch, snowflake }));
+    // SAFETY: the env owns `instance` from here, and frees it with `drop_instance` when it ends.
+    let set = check(unsafe { sys::napi_set_instance_data(env, instance.cast(), Some(drop_instance), ptr::null_mut()) });
+    if let Err(e) = set {
+        // SAFETY: the env did not take `instance`, so nothing else owns it.
+        unsafe { drop_instance(env, instance.cast(), ptr::null_mut()) };
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// The state of the module instance `env` belongs to, or `None` before `install_fast_paths` has made it.
+///
+/// # Safety
+/// The reference lives until the env ends, after the last call of any of its functions: it is used only in a call
+/// in `env`, or kept by a function made in `env`.
+unsafe fn env_instance<'a>(env: sys::napi_env) -> Option<&'a Instance> {
+    let mut data = ptr::null_mut();
+    // SAFETY: a plain N-API call; only `make_instance` sets this env's instance data.
+    if unsafe { sys::napi_get_instance_data(env, &mut data) } != sys::Status::napi_ok {
+        return None;
+    }
+    // SAFETY: see above.
+    unsafe { (data as *const Instance).as_ref() }
+}
+
+/// The scratch of the module instance `env` belongs to, or null where it made none (WASI), for a function made in
+/// `env` to keep as its data. Asked for only when a function that writes it is made, never by a call.
+fn env_scratch(env: sys::napi_env) -> *const Scratch {
+    // SAFETY: the pointer is kept only by functions made in `env` (see `scratch_of`).
+    match unsafe { env_instance(env) }.and_then(|i| i.scratch.as_ref()) {
+        Some(s) => s,
+        None => ptr::null(),
+    }
+}
+
+/// The `Snowflake` class of the module instance `env` belongs to, for `snowflake_core` to make a new core of.
+pub(crate) fn snowflake_class(env: sys::napi_env) -> Result<sys::napi_ref> {
+    // SAFETY: the reference is used in this call, in `env`.
+    unsafe { env_instance(env) }
+        .map(|i| i.snowflake)
+        .ok_or_else(|| napi::Error::new(Status::GenericFailure, "snowid: this module instance has no Snowflake class yet"))
+}
+
+/// The scratch a function was given when it was made, or an error where its module instance made none.
+///
+/// # Safety
+/// `scratch` is null or its env's (`env_scratch`), and the call runs in that env: the env frees its instance data
+/// only as it ends, after the last call of any of its functions.
+unsafe fn scratch_of<'a>(scratch: *const Scratch) -> Result<&'a Scratch> {
+    // SAFETY: see above.
+    unsafe { scratch.as_ref() }
+        .ok_or_else(|| napi::Error::new(Status::GenericFailure, "snowid: this module instance has no scratch (the WASI build makes none)"))
 }
 
 /// On WASI (emnapi) the scratch's data is a copy in wasm memory: copies it into the JS view `view`.
@@ -410,9 +491,10 @@ fn sync_scratch(_env: sys::napi_env, _view: sys::napi_ref) -> Result<()> {
 
 /// The fast half of a small `nextIds(count)`: the next `count` ids written to the scratch's ids, for `index.js` to
 /// copy out. `count` is a number from 1 to [`SCRATCH_IDS`]: `index.js` sends anything else to `next_ids_impl`.
-pub(crate) fn scratch_ids_impl<'g>(
+fn scratch_ids_impl<'g>(
     env: sys::napi_env,
     generator: impl FnOnce() -> CoreResult<&'g Generator<SystemClock>>,
+    scratch: Result<&Scratch>,
     arg: sys::napi_value,
 ) -> Result<sys::napi_value> {
     let mut n = 0f64;
@@ -422,7 +504,7 @@ pub(crate) fn scratch_ids_impl<'g>(
         return Err(napi::Error::new(Status::InvalidArg, format!("snowid: a scratch batch of 1 to {SCRATCH_IDS} ids, found {n}")));
     }
     let generator = generator().map_err(|e| raise(env, &e))?;
-    let scratch = scratch()?;
+    let scratch = scratch?;
     // SAFETY: the ids start DECODE_FIELDS * 8 bytes into a buffer of DECODE_FIELDS + SCRATCH_IDS 8-byte elements
     // that its reference keeps alive, 8-byte aligned; `n` is at most SCRATCH_IDS.
     let ids = unsafe { std::slice::from_raw_parts_mut(scratch.data.add(DECODE_FIELDS * 8).cast::<u64>(), n as usize) };
@@ -433,9 +515,14 @@ pub(crate) fn scratch_ids_impl<'g>(
     Ok(undefined)
 }
 
-/// The native half of a decode: `arg` read as an id and split by `layout`; its number fields written to this
-/// thread's scratch, its decimal form returned.
-pub(crate) fn decode_fields(env: sys::napi_env, layout: CoreResult<(u64, Layout)>, arg: sys::napi_value) -> Result<sys::napi_value> {
+/// The native half of a decode: `arg` read as an id and split by `layout`; its number fields written to `scratch`,
+/// its decimal form returned.
+fn decode_fields(
+    env: sys::napi_env,
+    layout: CoreResult<(u64, Layout)>,
+    scratch: Result<&Scratch>,
+    arg: sys::napi_value,
+) -> Result<sys::napi_value> {
     let id = read_id(env, arg, "id")?;
     let (count, layout) = layout.map_err(|e| raise(env, &e))?;
     let f = layout.unpack(id);
@@ -456,7 +543,7 @@ pub(crate) fn decode_fields(env: sys::napi_env, layout: CoreResult<(u64, Layout)
         f64::from(count as u32),
         f64::from((count >> 32) as u32),
     ];
-    let scratch = scratch()?;
+    let scratch = scratch?;
     // SAFETY: the buffer starts with DECODE_FIELDS f64s, 8-byte aligned, and its reference keeps it alive.
     unsafe { ptr::copy_nonoverlapping(fields.as_ptr(), scratch.data.cast::<f64>(), DECODE_FIELDS) };
     sync_scratch(env, scratch.fields)?;
@@ -465,33 +552,50 @@ pub(crate) fn decode_fields(env: sys::napi_env, layout: CoreResult<(u64, Layout)
 }
 
 unsafe extern "C" fn module_decode_fields(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| decode_fields(env, counted_default_layout(env), arg));
+    // SAFETY: the data is the scratch `install_fast_paths` gave this function (see `scratch_of`).
+    let out = unsafe { call_info(env, info) }
+        .and_then(|(arg, data)| decode_fields(env, counted_default_layout(env), unsafe { scratch_of(data.cast()) }, arg));
     unsafe { finish(env, out.map(Raw)) }
+}
+
+/// The data of an instance's `decodeFields`: its layout, and the scratch of the module instance it was made in.
+struct LayoutDecoder {
+    layout: Layout,
+    scratch: *const Scratch,
 }
 
 unsafe extern "C" fn layout_decode_fields(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    // SAFETY: the data is the `Layout` `layout_decoder` gave this function, freed only once it is collected.
-    let out = unsafe { call_info(env, info) }.and_then(|(arg, data)| decode_fields(env, Ok((0, unsafe { *(data as *const Layout) })), arg));
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, data)| {
+        // SAFETY: the data is the `LayoutDecoder` `layout_decoder` gave this function, freed only once it is
+        // collected; its scratch is this env's (see `scratch_of`).
+        let decoder = unsafe { &*(data as *const LayoutDecoder) };
+        decode_fields(env, Ok((0, decoder.layout)), unsafe { scratch_of(decoder.scratch) }, arg)
+    });
     unsafe { finish(env, out.map(Raw)) }
-}
-
-unsafe extern "C" fn drop_layout(_env: sys::napi_env, data: *mut std::ffi::c_void, _hint: *mut std::ffi::c_void) {
-    // SAFETY: `data` came from `Box::into_raw` in `layout_decoder`, and this finalizer runs once.
-    drop(unsafe { Box::from_raw(data as *mut Layout) });
 }
 
 /// The native half of an instance's `decode`: a function of one id that decodes it with `layout`.
 pub(crate) fn layout_decoder(env: sys::napi_env, layout: Layout) -> Result<sys::napi_value> {
-    let data = Box::into_raw(Box::new(layout)) as *mut std::ffi::c_void;
-    match make_function(env, c"decodeFields", layout_decode_fields, data) {
+    owning_function(env, c"decodeFields", layout_decode_fields, Box::new(LayoutDecoder { layout, scratch: env_scratch(env) }))
+}
+
+unsafe extern "C" fn drop_box<T>(_env: sys::napi_env, data: *mut std::ffi::c_void, _hint: *mut std::ffi::c_void) {
+    // SAFETY: `data` came from `Box::into_raw` of a `Box<T>` in `owning_function`, and this finalizer runs once.
+    drop(unsafe { Box::from_raw(data as *mut T) });
+}
+
+/// A function named `name` that runs `cb` with `data`, which it owns until it is collected.
+fn owning_function<T>(env: sys::napi_env, name: &std::ffi::CStr, cb: Callback, data: Box<T>) -> Result<sys::napi_value> {
+    let data = Box::into_raw(data) as *mut std::ffi::c_void;
+    match make_function(env, name, cb, data) {
         // SAFETY: `f` is the function just made; the finalizer frees `data` when it is collected.
         Ok(f) => {
-            check(unsafe { sys::napi_add_finalizer(env, f, data, Some(drop_layout), ptr::null_mut(), ptr::null_mut()) })?;
+            check(unsafe { sys::napi_add_finalizer(env, f, data, Some(drop_box::<T>), ptr::null_mut(), ptr::null_mut()) })?;
             Ok(f)
         }
         Err(e) => {
             // SAFETY: the function was not made, so nothing else owns `data`.
-            unsafe { drop_layout(env, data, ptr::null_mut()) };
+            unsafe { drop_box::<T>(env, data, ptr::null_mut()) };
             Err(e)
         }
     }
@@ -516,9 +620,10 @@ pub(crate) const INSTANCE_METHODS: [(&std::ffi::CStr, Callback); 3] =
     [(c"nextId", instance_next_id), (c"nextIdString", instance_next_id_string), (c"timestampOf", instance_timestamp_of)];
 
 /// The batch halves `index.js` wraps into an instance's `nextIds` and `nextIdStrings`: a fill of a `BigInt64Array`
-/// (or a count), a small batch into the scratch, and the joined decimal forms.
-pub(crate) const INSTANCE_BATCHES: [(&std::ffi::CStr, Callback); 3] =
-    [(c"nextIds", instance_next_ids), (c"scratchIds", instance_scratch_ids), (c"joinedIds", instance_joined_ids)];
+/// (or a count), a small batch into the scratch, and the joined decimal forms. The small batch's data is a
+/// `ScratchBatch`, made in `install_instance`; the others', the generator.
+pub(crate) const INSTANCE_BATCHES: [(&std::ffi::CStr, Option<Callback>); 3] =
+    [(c"nextIds", Some(instance_next_ids)), (c"scratchIds", None), (c"joinedIds", Some(instance_joined_ids))];
 
 /// A function named `name` running `cb` with a reference to `generator`, which it holds until it is collected.
 fn generator_function(env: sys::napi_env, name: &std::ffi::CStr, cb: Callback, generator: &Arc<Lazy>) -> Result<sys::napi_value> {
@@ -542,8 +647,16 @@ pub(crate) fn install_instance(env: sys::napi_env, generator: &Arc<Lazy>) -> Res
     let mut array = ptr::null_mut();
     // SAFETY: plain N-API calls on values of this call.
     check(unsafe { sys::napi_create_array_with_length(env, INSTANCE_METHODS.len() + INSTANCE_BATCHES.len(), &mut array) })?;
-    for (i, (name, cb)) in INSTANCE_METHODS.into_iter().chain(INSTANCE_BATCHES).enumerate() {
-        let f = generator_function(env, name, cb, generator)?;
+    let methods = INSTANCE_METHODS.into_iter().map(|(name, cb)| (name, Some(cb)));
+    for (i, (name, cb)) in methods.chain(INSTANCE_BATCHES).enumerate() {
+        let f = match cb {
+            Some(cb) => generator_function(env, name, cb, generator)?,
+            // The scratch is the one of the module instance whose `index.js` reads it: this call's env's.
+            None => {
+                let batch = ScratchBatch { generator: Arc::clone(generator), scratch: env_scratch(env) };
+                owning_function(env, name, instance_scratch_ids, Box::new(batch))?
+            }
+        };
         check(unsafe { sys::napi_set_element(env, array, i as u32, f) })?;
     }
     Ok(array)
@@ -571,13 +684,17 @@ pub fn install_fast_paths(env: Env, exports: Object) -> Result<()> {
     // On WASI (emnapi) each read of the scratch would need a copy out of wasm memory that costs more than building
     // the object natively: there `index.js` finds no scratch and uses the napi-rs `decode` and `nextIds`.
     if cfg!(target_os = "wasi") {
+        make_instance(env, value, None)?;
         return Ok(());
     }
-    let f = make_function(env, c"decodeFields", module_decode_fields, ptr::null_mut())?;
+    // This module instance's scratch, which its functions that write it are given as their data.
+    let (scratch, fields, ids) = make_scratch(env)?;
+    make_instance(env, value, Some(scratch))?;
+    let data = env_scratch(env).cast_mut().cast();
+    let f = make_function(env, c"decodeFields", module_decode_fields, data)?;
     check(unsafe { sys::napi_set_named_property(env, value, c"__decodeFields".as_ptr(), f) })?;
-    let f = make_function(env, c"scratchIds", module_scratch_ids, ptr::null_mut())?;
+    let f = make_function(env, c"scratchIds", module_scratch_ids, data)?;
     check(unsafe { sys::napi_set_named_property(env, value, c"__scratchIds".as_ptr(), f) })?;
-    let (fields, ids) = make_scratch(env)?;
     check(unsafe { sys::napi_set_named_property(env, value, c"__decodeScratch".as_ptr(), fields) })?;
     check(unsafe { sys::napi_set_named_property(env, value, c"__idScratch".as_ptr(), ids) })?;
     if let Some(view) = configured_view(env) {

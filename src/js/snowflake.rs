@@ -4,7 +4,7 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
-use napi::bindgen_prelude::{ClassInstance, FromNapiValue, JavaScriptClassExt};
+use napi::bindgen_prelude::{new_instance, ClassInstance, FromNapiValue};
 use napi::sys;
 use napi::{Env, JsValue, Result, Unknown};
 use napi_derive::napi;
@@ -17,7 +17,7 @@ use crate::core::generator::{Generator, Snapshot, SystemClock};
 
 use super::default::{build, resolve, warn_once};
 use super::errors::{check, raise};
-use super::fast::{install_instance, layout_decoder, next_id_strings_impl, next_ids_impl};
+use super::fast::{install_instance, layout_decoder, next_id_strings_impl, next_ids_impl, snowflake_class};
 use super::options::read_options;
 use super::report::{DecodedId, SnowidConfig, SnowidStats, decode_with, report, stats_of};
 use super::values::{IdBigInt, IdString, Raw, read_id, read_time};
@@ -219,7 +219,12 @@ pub fn snowflake_core(env: Env, options: Option<Unknown>, cache: Unknown) -> Res
             return Ok(Raw(v));
         }
     }
-    let core = Snowflake { lazy: Arc::new(Lazy::new(config)) }.into_instance(&env)?.raw();
+    // Made with this module instance's own class: napi-rs's `into_instance` would take the class of the module
+    // instance loaded last on this thread, whose methods refuse it here ("Illegal invocation").
+    let class = snowflake_class(raw)?;
+    let wrapped = Box::into_raw(Box::new(Snowflake { lazy: Arc::new(Lazy::new(config)) }));
+    // SAFETY: `wrapped` is a new `Snowflake`, which `new_instance` wraps in an instance of `class` (or frees).
+    let core = unsafe { new_instance::<Snowflake>(raw, wrapped.cast(), class) }?;
     // Most recent first: the others move down one, and the last falls out once the cache is full.
     for i in (1..=len.min(CORE_CACHE - 1)).rev() {
         let v = element(i - 1)?;
