@@ -6,7 +6,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 
 const ROOT = path.resolve(__dirname, '..')
-const { tempLeaseDir } = require('../scripts/lease-dir.js')
+const { tempLeaseDir, leaseNamespace, leaseEnv } = require('../scripts/lease-dir.js')
 
 /** The suite runs on the WASI build (npm run test:wasi sets NAPI_RS_FORCE_WASI=error): no native binary loads. */
 const WASI = process.env.NAPI_RS_FORCE_WASI === 'error'
@@ -27,8 +27,20 @@ function freshLeaseDir() {
 }
 
 /**
- * The test process's environment without any variable snowid reads, plus a lease directory of its own (so tests
- * never meet each other's leases), plus `extra`.
+ * Gives this test process a lease directory and namespace of its own (SNOWID_LEASE_DIR, SNOWID_LEASE_NAMESPACE), so
+ * its generators never meet another test's slots or the host's; returns the directory.
+ */
+function isolateLeases() {
+  const dir = freshLeaseDir()
+  Object.assign(process.env, leaseEnv(dir))
+  return dir
+}
+
+/**
+ * The test process's environment without any variable snowid reads, plus a lease directory of its own and the
+ * namespace that goes with it (so tests never meet each other's leases, nor the host's), plus `extra`. A lease
+ * directory given in `extra` comes with its own namespace unless `extra` names one (`SNOWID_LEASE_NAMESPACE:
+ * undefined`: the host's slots), so processes a test points at one directory share their slots.
  */
 function cleanEnv(extra = {}) {
   const env = { ...process.env }
@@ -40,6 +52,9 @@ function cleanEnv(extra = {}) {
   // WASI has no host lease: there a child runs with leases off unless the test says otherwise.
   if (WASI) env.SNOWID_LEASE = 'off'
   const out = 'SNOWID_LEASE_DIR' in extra ? { ...env, ...extra } : { ...env, SNOWID_LEASE_DIR: freshLeaseDir(), ...extra }
+  if (!('SNOWID_LEASE_NAMESPACE' in extra) && out.SNOWID_LEASE_DIR !== undefined) {
+    out.SNOWID_LEASE_NAMESPACE = leaseNamespace(out.SNOWID_LEASE_DIR)
+  }
   // A variable given as undefined is left out (SNOWID_LEASE_DIR: undefined: the default lease directory).
   for (const key of Object.keys(out)) if (out[key] === undefined) delete out[key]
   return out
@@ -100,4 +115,17 @@ function expectError(fn, { name, code, message }) {
   })
 }
 
-module.exports = { ROOT, WASI, wasiSkip, wasiTodo, cleanEnv, freshLeaseDir, runNode, runCli, probeFirstId, expectError }
+module.exports = {
+  ROOT,
+  WASI,
+  wasiSkip,
+  wasiTodo,
+  cleanEnv,
+  freshLeaseDir,
+  isolateLeases,
+  leaseNamespace,
+  runNode,
+  runCli,
+  probeFirstId,
+  expectError,
+}

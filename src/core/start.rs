@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::claim::Space;
 use super::config::{Config, IfTaken, Source, Sourced};
 use super::error::Code;
 use super::error::Result;
@@ -12,10 +13,12 @@ use super::lease::{Lease, LeaseDir, Sharing};
 use super::registry::shared_state;
 
 /// The lease directory `config` names: the default one is shared by every user of the host, one set by
-/// `SNOWID_LEASE_DIR` or `leaseDir` is the user's own.
+/// `SNOWID_LEASE_DIR` or `leaseDir` is the user's own. Its slots are claimed in the id space of `config`'s layout
+/// and lease namespace, whatever the directory (see [`super::claim`]).
 pub fn lease_dir(config: &Config) -> Result<LeaseDir> {
     let sharing = if config.lease_dir.source == Source::Default { Sharing::Shared } else { Sharing::Private };
-    LeaseDir::open(&config.lease_dir.value, sharing)
+    let space = Space::new(&config.layout, config.lease_namespace.value.as_deref());
+    LeaseDir::open(&config.lease_dir.value, sharing, space)
 }
 
 /// Takes the slot's lease when leases are on: this process's automatic slot when the worker id comes from the
