@@ -373,7 +373,7 @@ export interface SnowflakeOptions {
   lease?: boolean
   /**
    * The lease directory. Env `SNOWID_LEASE_DIR`.
-   * @default a `snowid` folder in the OS temp dir
+   * @default `/dev/shm/snowid` on Linux (`/tmp/snowid` without `/dev/shm`), `/tmp/snowid` on macOS
    */
   leaseDir?: string
   /**

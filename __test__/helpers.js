@@ -60,11 +60,27 @@ function cleanEnv(extra = {}) {
   return out
 }
 
-/** Runs Node with `argv` in the package root, in a clean environment plus `extraEnv`, and waits for it. */
-function spawnNode(argv, extraEnv = {}) {
+/**
+ * `[command, args]` that run `argv` with `/dev/shm` replaced by `dir` (a bind mount, in a mount namespace of its own),
+ * as `user` when given: there the default lease directory, `/dev/shm/snowid` on Linux, is `dir`/snowid, as shared
+ * as the host's. Needs root.
+ */
+function withShm(dir, argv, user) {
+  // setpriv replaces itself with `argv` (runuser would stay its parent), so a signal reaches the process itself.
+  const gid = user && Number(spawnSync('id', ['-g', user], { encoding: 'utf8' }).stdout)
+  const run = user ? ['setpriv', `--reuid=${user}`, `--regid=${gid}`, '--init-groups', '--', ...argv] : argv
+  return ['unshare', ['--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount --bind "$0" /dev/shm && exec "$@"', dir, ...run]]
+}
+
+/**
+ * Runs Node with `argv` in the package root, in a clean environment plus `extraEnv`, and waits for it; with `shm`,
+ * in a `/dev/shm` of its own (see `withShm`).
+ */
+function spawnNode(argv, extraEnv = {}, { shm } = {}) {
   const env = cleanEnv(extraEnv)
   try {
-    const result = spawnSync(process.execPath, argv, { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 })
+    const [cmd, args] = shm ? withShm(shm, [process.execPath, ...argv]) : [process.execPath, argv]
+    const result = spawnSync(cmd, args, { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 })
     return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr }
   } finally {
     // The lease directory made for this one process goes with it; one the caller passed is the caller's.
@@ -73,8 +89,8 @@ function spawnNode(argv, extraEnv = {}) {
 }
 
 /** Runs `code` in a new Node process with `require('snowid')` resolving to this package. */
-function runNode(code, extraEnv = {}, args = []) {
-  return spawnNode(['-e', code, ...args], extraEnv)
+function runNode(code, extraEnv = {}, args = [], opts = {}) {
+  return spawnNode(['-e', code, ...args], extraEnv, opts)
 }
 
 /** Runs the CLI with `args`. */
@@ -97,9 +113,12 @@ try {
 }
 `
 
-/** A new process's first id from the default generator under `env`: `{ id, ms, decoded, config, stats }` or `{ ms, error }`. */
-function probeFirstId(env) {
-  const r = runNode(PROBE, env)
+/**
+ * A new process's first id from the default generator under `env` (in a `/dev/shm` of its own with `shm`):
+ * `{ id, ms, decoded, config, stats }` or `{ ms, error }`.
+ */
+function probeFirstId(env, opts = {}) {
+  const r = runNode(PROBE, env, [], opts)
   assert.equal(r.signal, null, r.stderr)
   assert.equal(r.status, 0, r.stderr)
   return JSON.parse(r.stdout)
@@ -124,6 +143,7 @@ module.exports = {
   freshLeaseDir,
   isolateLeases,
   leaseNamespace,
+  withShm,
   runNode,
   runCli,
   probeFirstId,

@@ -21,14 +21,27 @@ pub const MAX_MAX_WAIT_MS: u64 = 60_000;
 /// `maxLeadMs` lets timestamps run ahead of the clock; a minute is the most it may.
 pub const MAX_MAX_LEAD_MS: u64 = 60_000;
 
-/// The default lease directory: a `snowid` folder in the OS temp dir.
-#[cfg(not(target_os = "wasi"))]
+/// The default lease directory: one path for every process of the host, whatever its `TMPDIR` (which differs
+/// between users, services and `sudo`). On Linux `/dev/shm/snowid`, since `/dev/shm` is a writable tmpfs even under
+/// a read-only root, and systemd's `PrivateTmp` does not make it private; `/tmp/snowid` where there is no `/dev/shm`.
+/// Read once per process, so every generator of the process agrees.
+#[cfg(target_os = "linux")]
+pub fn default_lease_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let shm = || std::path::Path::new("/dev/shm").is_dir();
+    DIR.get_or_init(|| PathBuf::from(if shm() { "/dev/shm/snowid" } else { "/tmp/snowid" })).clone()
+}
+
+/// On Android, whose `/tmp` is not there and whose apps each have their own temp dir, a `snowid` folder in the OS
+/// temp dir; on Windows, only a name for messages: no lease directory opens there (lease_none.rs).
+#[cfg(any(target_os = "android", windows))]
 pub fn default_lease_dir() -> PathBuf {
     std::env::temp_dir().join("snowid")
 }
 
-/// On WASI, whose `temp_dir` panics, only a name for messages: no lease directory opens there (lease_none.rs).
-#[cfg(target_os = "wasi")]
+/// On macOS (whose `TMPDIR` is per user) and other Unix systems, `/tmp/snowid`. On WASI, whose `temp_dir` panics,
+/// only a name for messages: no lease directory opens there (lease_none.rs).
+#[cfg(not(any(target_os = "linux", target_os = "android", windows)))]
 pub fn default_lease_dir() -> PathBuf {
     PathBuf::from("/tmp/snowid")
 }
@@ -948,7 +961,12 @@ mod tests {
         assert_eq!((c.datacenter_id, c.clock_back), (d, d));
         assert_eq!(c.worker_id.source, Source::Lease, "with no worker id configured, the lease picks one");
         assert_eq!(c.lease, Sourced { value: true, source: Source::Default });
-        assert_eq!(c.lease_dir.value, std::env::temp_dir().join("snowid"));
+        // One directory for the whole host, whatever TMPDIR says.
+        #[cfg(target_os = "linux")]
+        let host = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm/snowid" } else { "/tmp/snowid" };
+        #[cfg(not(target_os = "linux"))]
+        let host = default_lease_dir();
+        assert_eq!(c.lease_dir, Sourced { value: PathBuf::from(host), source: Source::Default });
         assert_eq!(c.lease_namespace, Sourced { value: None, source: Source::Default });
         assert_eq!(c.max_lead_ms, Sourced { value: 0, source: Source::Default });
         let off = resolve_env(&[("SNOWID_LEASE", "off")]).unwrap();
