@@ -4,7 +4,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 
 // This process's leases go to a directory of its own; the default generator reads it on first use.
-process.env.SNOWID_LEASE_DIR = require('./helpers.js').freshLeaseDir()
+require('./helpers.js').isolateLeases()
 
 const snowid = require('..')
 const { Snowflake } = snowid
@@ -243,6 +243,7 @@ test('config reports the effective values, their sources, maxIdsPerMs and expire
       maxLeadMs: 0,
       lease: true,
       leaseDir: process.env.SNOWID_LEASE_DIR,
+      leaseNamespace: process.env.SNOWID_LEASE_NAMESPACE,
       workerIdIfTaken: 'fail',
       workerIdFrom: null,
       singleInstance: false,
@@ -253,12 +254,13 @@ test('config reports the effective values, their sources, maxIdsPerMs and expire
       sources: undefined,
     },
   )
-  const { datacenterId, workerId, leaseDir, ...rest } = c.sources
+  const { datacenterId, workerId, leaseDir, leaseNamespace, ...rest } = c.sources
   assert.equal(workerId, 'lease', 'nothing configured: the first free slot of this fresh lease directory')
   assert.equal(datacenterId, 'lease', 'and with no datacenter id configured either, the lease chose it too')
   assert.equal(leaseDir, 'env')
+  assert.equal(leaseNamespace, 'env')
   assert.ok(Object.values(rest).every((s) => s === 'default'), JSON.stringify(rest))
-  assert.equal(Object.keys(c.sources).length, 16)
+  assert.equal(Object.keys(c.sources).length, 17)
 })
 
 test('a Snowflake takes its options, reports them, and stamps its ids with them', () => {
@@ -375,6 +377,8 @@ test('bad options are refused with a coded error naming the option, the value an
     [{ workerIdIfTaken: true }, 'TypeError', /^options\.workerIdIfTaken: expected 'fail' or 'next', found the boolean true$/],
     [{ workerIdFrom: 'hostname' }, 'RangeError', /^options\.workerIdFrom: expected "statefulset" .*found "hostname"$/],
     [{ workerIdFrom: 1 }, 'TypeError', /^options\.workerIdFrom: expected "statefulset" .*found 1$/],
+    [{ leaseNamespace: 'a/b' }, 'RangeError', /^options\.leaseNamespace: expected 1 to 64 characters of A-Z, a-z, 0-9, '\.', '_' and '-', found "a\/b"$/],
+    [{ leaseNamespace: true }, 'TypeError', /^options\.leaseNamespace: expected 1 to 64 characters .*found the boolean true$/],
   ]
   for (const [options, name, message] of cases) {
     expectError(() => new Snowflake(options), { name, code: 'ERR_SNOWID_INVALID_CONFIG', message })

@@ -10,6 +10,8 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
 
+const { leaseEnv } = require('../scripts/lease-dir.js')
+
 const ROOT = path.join(__dirname, '..')
 const ESBUILD = path.join(ROOT, 'node_modules', '.bin', 'esbuild')
 const ROLLUP = path.join(ROOT, 'node_modules', 'rollup', 'dist', 'bin', 'rollup')
@@ -52,7 +54,7 @@ function runsAndMakesIds(dir, bundle) {
   }
   const r = spawnSync(process.execPath, [path.join(dir, 'dist', 'app.js')], {
     encoding: 'utf8',
-    env: { PATH: process.env.PATH, SNOWID_WORKER_ID: '7', SNOWID_LEASE_DIR: path.join(dir, 'leases') },
+    env: { PATH: process.env.PATH, SNOWID_WORKER_ID: '7', ...leaseEnv(path.join(dir, 'leases')) },
     timeout: 60_000,
   })
   assert.equal(r.status, 0, r.stderr)

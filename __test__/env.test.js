@@ -43,6 +43,7 @@ test('the default generator reads every SNOWID_ variable', wasiSkip('no host lea
   assert.equal(c.workerIdIfTaken, 'fail')
   assert.equal(c.workerIdFrom, 'statefulset')
   assert.equal(c.singleInstance, false)
+  assert.match(c.leaseNamespace, /^test-[0-9a-f]{16}$/, 'the namespace the test helpers give')
   assert.ok(Object.values(c.sources).every((s) => s === 'env'), JSON.stringify(c.sources))
   assert.ok(Math.abs(out.decoded.timestamp - Date.now()) < 5000)
 })
@@ -82,6 +83,9 @@ test('every bad environment value fails the first id with a coded error, without
     ['SNOWID_CLOCK_BACK_BITS', '1e1', 'TypeError', /^SNOWID_CLOCK_BACK_BITS: /],
     ['SNOWID_ON_CLOCK_BACK', 'ignore', 'RangeError', /^SNOWID_ON_CLOCK_BACK: expected one of 'bits', 'wait' or 'throw', found "ignore"$/],
     ['SNOWID_MAX_WAIT_MS', '60001', 'RangeError', /^SNOWID_MAX_WAIT_MS: expected an integer from 0 to 60000/],
+    ['SNOWID_LEASE_NAMESPACE', 'my tests', 'RangeError', /^SNOWID_LEASE_NAMESPACE: expected 1 to 64 characters of A-Z, a-z, 0-9, '\.', '_' and '-', found "my tests"$/],
+    ['SNOWID_LEASE_NAMESPACE', '', 'RangeError', /^SNOWID_LEASE_NAMESPACE: expected 1 to 64 characters .*, found ""$/],
+    ['SNOWID_LEASE_NAMESPACE', 'n'.repeat(65), 'RangeError', /^SNOWID_LEASE_NAMESPACE: expected 1 to 64 characters/],
   ]
   for (const [name, value, className, message] of cases) {
     const out = probe({ [name]: value })
@@ -215,6 +219,7 @@ test('every SNOWID_ variable snowid reads is accepted together', () => {
     const out = probe({
       SNOWID_LEASE: 'off',
       SNOWID_LEASE_DIR: dir,
+      SNOWID_LEASE_NAMESPACE: 'known-vars',
       SNOWID_WORKER_ID_IF_TAKEN: 'next',
       SNOWID_MAX_WAIT_MS: '5',
       SNOWID_MAX_LEAD_MS: '5',

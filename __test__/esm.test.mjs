@@ -5,7 +5,7 @@ import { createRequire } from 'node:module'
 import snowidDefault, { nextId, nextIdString, decode, config, configure, Snowflake } from 'snowid'
 import helpers from './helpers.js'
 
-process.env.SNOWID_LEASE_DIR = helpers.freshLeaseDir()
+helpers.isolateLeases()
 
 test('ESM named and default imports resolve through the exports map to the same binding', () => {
   const require = createRequire(import.meta.url)

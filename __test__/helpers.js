@@ -6,7 +6,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 
 const ROOT = path.resolve(__dirname, '..')
-const { tempLeaseDir } = require('../scripts/lease-dir.js')
+const { tempLeaseDir, leaseNamespace, leaseEnv } = require('../scripts/lease-dir.js')
 
 /** The suite runs on the WASI build (npm run test:wasi sets NAPI_RS_FORCE_WASI=error): no native binary loads. */
 const WASI = process.env.NAPI_RS_FORCE_WASI === 'error'
@@ -60,8 +60,20 @@ function freshLeaseDir() {
 }
 
 /**
- * The test process's environment without any variable snowid reads, plus a lease directory of its own (so tests
- * never meet each other's leases), plus `extra`.
+ * Gives this test process a lease directory and namespace of its own (SNOWID_LEASE_DIR, SNOWID_LEASE_NAMESPACE), so
+ * its generators never meet another test's slots or the host's; returns the directory.
+ */
+function isolateLeases() {
+  const dir = freshLeaseDir()
+  Object.assign(process.env, leaseEnv(dir))
+  return dir
+}
+
+/**
+ * The test process's environment without any variable snowid reads, plus a lease directory of its own and the
+ * namespace that goes with it (so tests never meet each other's leases, nor the host's), plus `extra`. A lease
+ * directory given in `extra` comes with its own namespace unless `extra` names one (`SNOWID_LEASE_NAMESPACE:
+ * undefined`: the host's slots), so processes a test points at one directory share their slots.
  */
 function cleanEnv(extra = {}) {
   const env = { ...process.env }
@@ -73,16 +85,35 @@ function cleanEnv(extra = {}) {
   // WASI has no host lease: there a child runs with leases off unless the test says otherwise.
   if (WASI) env.SNOWID_LEASE = 'off'
   const out = 'SNOWID_LEASE_DIR' in extra ? { ...env, ...extra } : { ...env, SNOWID_LEASE_DIR: freshLeaseDir(), ...extra }
+  if (!('SNOWID_LEASE_NAMESPACE' in extra) && out.SNOWID_LEASE_DIR !== undefined) {
+    out.SNOWID_LEASE_NAMESPACE = leaseNamespace(out.SNOWID_LEASE_DIR)
+  }
   // A variable given as undefined is left out (SNOWID_LEASE_DIR: undefined: the default lease directory).
   for (const key of Object.keys(out)) if (out[key] === undefined) delete out[key]
   return out
 }
 
-/** Runs Node with `argv` in the package root, in a clean environment plus `extraEnv`, and waits for it. */
-function spawnNode(argv, extraEnv = {}) {
+/**
+ * `[command, args]` that run `argv` with `/dev/shm` replaced by `dir` (a bind mount, in a mount namespace of its own),
+ * as `user` when given: there the default lease directory, `/dev/shm/snowid` on Linux, is `dir`/snowid, as shared
+ * as the host's. Needs root.
+ */
+function withShm(dir, argv, user) {
+  // setpriv replaces itself with `argv` (runuser would stay its parent), so a signal reaches the process itself.
+  const gid = user && Number(spawnSync('id', ['-g', user], { encoding: 'utf8' }).stdout)
+  const run = user ? ['setpriv', `--reuid=${user}`, `--regid=${gid}`, '--init-groups', '--', ...argv] : argv
+  return ['unshare', ['--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount --bind "$0" /dev/shm && exec "$@"', dir, ...run]]
+}
+
+/**
+ * Runs Node with `argv` in the package root, in a clean environment plus `extraEnv`, and waits for it; with `shm`,
+ * in a `/dev/shm` of its own (see `withShm`).
+ */
+function spawnNode(argv, extraEnv = {}, { shm } = {}) {
   const env = cleanEnv(extraEnv)
   try {
-    const result = spawnSync(process.execPath, argv, { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 })
+    const [cmd, args] = shm ? withShm(shm, [process.execPath, ...argv]) : [process.execPath, argv]
+    const result = spawnSync(cmd, args, { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 })
     return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr }
   } finally {
     // The lease directory made for this one process goes with it; one the caller passed is the caller's.
@@ -91,8 +122,8 @@ function spawnNode(argv, extraEnv = {}) {
 }
 
 /** Runs `code` in a new Node process with `require('snowid')` resolving to this package. */
-function runNode(code, extraEnv = {}, args = []) {
-  return spawnNode(['-e', code, ...args], extraEnv)
+function runNode(code, extraEnv = {}, args = [], opts = {}) {
+  return spawnNode(['-e', code, ...args], extraEnv, opts)
 }
 
 /** Runs the CLI with `args`. */
@@ -115,9 +146,12 @@ try {
 }
 `
 
-/** A new process's first id from the default generator under `env`: `{ id, ms, decoded, config, stats }` or `{ ms, error }`. */
-function probeFirstId(env) {
-  const r = runNode(PROBE, env)
+/**
+ * A new process's first id from the default generator under `env` (in a `/dev/shm` of its own with `shm`):
+ * `{ id, ms, decoded, config, stats }` or `{ ms, error }`.
+ */
+function probeFirstId(env, opts = {}) {
+  const r = runNode(PROBE, env, [], opts)
   assert.equal(r.signal, null, r.stderr)
   assert.equal(r.status, 0, r.stderr)
   return JSON.parse(r.stdout)
@@ -142,6 +176,9 @@ module.exports = {
   cleanEnv,
   freshLeaseDir,
   spawnNode,
+  isolateLeases,
+  leaseNamespace,
+  withShm,
   runNode,
   runCli,
   probeFirstId,

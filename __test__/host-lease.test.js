@@ -12,7 +12,7 @@ const os = require('node:os')
 const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { ROOT, cleanEnv, freshLeaseDir, probeFirstId: probe, wasiSkip } = require('./helpers.js')
+const { ROOT, cleanEnv, freshLeaseDir, leaseNamespace, probeFirstId: probe, wasiSkip, withShm } = require('./helpers.js')
 
 // Every test here is about the host lease, which WASI cannot hold (no flock).
 const HOST_LEASE = wasiSkip('no flock, so no host lease')
@@ -20,9 +20,10 @@ const HOST_LEASE = wasiSkip('no flock, so no host lease')
 const STREAMER = path.join(__dirname, 'fixtures', 'lease-streamer.js')
 const isRoot = process.getuid && process.getuid() === 0
 
-/** A process issuing ids until stopped; `user` runs it as that user (needs root). */
-function streamer(env, { user, cwd = ROOT } = {}) {
-  const argv = user ? ['runuser', ['-u', user, '--', process.execPath, STREAMER]] : [process.execPath, [STREAMER]]
+/** A process issuing ids until stopped; `user` runs it as that user, `shm` in a /dev/shm of its own (need root). */
+function streamer(env, { user, cwd = ROOT, shm } = {}) {
+  const run = [process.execPath, STREAMER]
+  const argv = shm ? withShm(shm, run, user) : user ? ['runuser', ['-u', user, '--', ...run]] : [run[0], run.slice(1)]
   const child = spawn(argv[0], argv[1], { cwd, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
@@ -193,7 +194,7 @@ test('a lease directory that is a link, or that others may write to without the 
   assert.equal(out.error, undefined, 'sticky: each file belongs to its creator')
 })
 
-test('a lease directory of another user is refused unless it is sticky', HOST_LEASE, { skip: !isRoot && 'needs root to chown' }, () => {
+test('a lease directory of another user is refused unless it is sticky', { skip: HOST_LEASE.skip || (!isRoot && 'needs root to chown') }, () => {
   const dir = path.join(freshLeaseDir(), 'theirs')
   fs.mkdirSync(dir)
   fs.chownSync(dir, 65534, 65534)
@@ -275,14 +276,15 @@ test('an age-based tmp cleaner (systemd-tmpfiles) leaves a live process\'s lease
     assert.ok(!process.env.CI, `${cleaner.join(' and ')} must be installed when CI is set`)
     return t.skip(`${cleaner.join(' and ')} not installed`)
   }
-  // The OS temp dir of the test, and a tmpfiles.d rule that removes anything in it older than 10 days; the cleaner
-  // runs 400 days in the future (faketime), so every file is that old.
+  // A tmp dir of the test with the lease directory in it (as /tmp/snowid is in /tmp), and a tmpfiles.d rule that
+  // removes anything in it older than 10 days; the cleaner runs 400 days in the future (faketime), so every file is
+  // that old.
   const tmp = freshLeaseDir()
   const rule = path.join(freshLeaseDir(), 'snowid-test.conf')
   fs.writeFileSync(rule, `e ${tmp} - - - 10d\n`)
   const clean = () => spawnSync('faketime', ['-f', '+400d', 'systemd-tmpfiles', '--clean', rule], { encoding: 'utf8' })
   const file = path.join(tmp, 'snowid', 'dc0-worker0.lease')
-  const holder = streamer({ TMPDIR: tmp, SNOWID_LEASE_DIR: undefined })
+  const holder = streamer({ SNOWID_LEASE_DIR: path.join(tmp, 'snowid') })
   assert.equal((await holder.ready()).error, null)
   clean()
   const whileHeld = fs.existsSync(file)
@@ -302,19 +304,20 @@ test('forged far-future marks: the automatic lease moves on; a configured slot s
   assert.equal(configured.error?.code, 'ERR_SNOWID_CLOCK_BACKWARDS')
 })
 
-test('two users on the default configuration share its directory: both issue ids, 0 duplicates', HOST_LEASE, { skip: !isRoot && 'needs root to add a user' }, async () => {
+test('two users on the default configuration share its directory: both issue ids, 0 duplicates', { skip: HOST_LEASE.skip || (!isRoot && 'needs root to add a user') }, async () => {
   const user = 'snowidtest'
   if (spawnSync('id', [user]).status !== 0) {
     const made = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', user], { encoding: 'utf8' })
     assert.equal(made.status, 0, made.stderr)
   }
-  // TMPDIR stands for the OS temp dir: the default lease directory is snowid/ inside it.
+  // `tmp` stands for /dev/shm: the default lease directory is snowid/ inside it. The processes share a namespace of
+  // their own, so that the host's other processes do not count.
   const tmp = freshLeaseDir()
   fs.chmodSync(tmp, 0o755)
-  const env = { TMPDIR: tmp, SNOWID_LEASE_DIR: undefined }
-  const mine = streamer(env)
+  const env = { SNOWID_LEASE_DIR: undefined, SNOWID_LEASE_NAMESPACE: leaseNamespace(tmp) }
+  const mine = streamer(env, { shm: tmp })
   assert.equal((await mine.ready()).error, null)
-  const theirs = streamer(env, { user })
+  const theirs = streamer(env, { user, shm: tmp })
   const ready = await theirs.ready()
   assert.equal(ready.error, null)
   await sleep(300)
@@ -330,7 +333,7 @@ test('two users on the default configuration share its directory: both issue ids
   const target = path.join(tmp, 'root-only')
   fs.writeFileSync(target, 'secret', { mode: 0o600 })
   spawnSync('runuser', ['-u', user, '--', 'ln', '-s', target, path.join(shared, 'dc0-worker9.lease')])
-  const out = probe({ ...env, SNOWID_WORKER_ID: '9' })
+  const out = probe({ ...env, SNOWID_WORKER_ID: '9' }, { shm: tmp })
   assert.equal(out.error?.code, 'ERR_SNOWID_LEASE_CORRUPT')
   assert.doesNotMatch(out.error.message, /secret/)
   assert.equal(fs.readFileSync(target, 'utf8'), 'secret')

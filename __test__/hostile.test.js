@@ -7,15 +7,14 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 
-const { freshLeaseDir, wasiTodo } = require('./helpers.js')
+const { isolateLeases, wasiTodo } = require('./helpers.js')
 
 // Under emnapi (the WASI build), reading a Proxy whose getPrototypeOf trap throws lets that throw through uncoded
 // (seen from minIdAt and maxIdAt): a known difference, run as a todo there.
 const PROXY_TRAP = wasiTodo("a Proxy's throwing getPrototypeOf trap comes through uncoded")
 
 // This process's generators take no lease, and its default generator is configured from here.
-const leaseDir = freshLeaseDir()
-process.env.SNOWID_LEASE_DIR = leaseDir
+const leaseDir = isolateLeases()
 process.env.SNOWID_LEASE = 'off'
 test.after(() => fs.rmSync(leaseDir, { recursive: true, force: true }))
 
@@ -43,6 +42,7 @@ function hostileValues() {
     new BigInt64Array(0), new BigInt64Array(2), new Uint8Array(8), new ArrayBuffer(8), Promise.resolve(),
     throwingGetter, throwingProxy, quietProxy, toPrimitiveThrows, Object.create(null), new (class Foo {})(),
     { workerId: 'x'.repeat(1 << 20) }, { ['k'.repeat(1 << 20)]: 1 }, { lease: false, leaseDir: 'x'.repeat(1 << 20) },
+    { leaseNamespace: 'n'.repeat(1 << 20) }, { leaseNamespace: '\u0000' }, { leaseNamespace: 7 },
     { epoch: Symbol('e') }, { epoch: 2n }, { epoch: new Date(NaN) }, { onClockBack: {} }, { lease: 'yes' },
     { datacenterBits: 2 ** 64 }, { sequenceBits: -1 }, { maxWaitMs: 1e9 }, { datacenterId: 1.5 },
   ]
@@ -154,6 +154,7 @@ test('the environment, hostile through process.env: coded errors with bounded me
       ['SNOWID_WORKER_ID', 'w'.repeat(1 << 20)],
       ['SNOWID_EPOCH', '1'.repeat(1 << 20)],
       ['SNOWID_LEASE_DIR', 'x'.repeat(1 << 20)],
+      ['SNOWID_LEASE_NAMESPACE', 'n'.repeat(1 << 20)],
       ['SNOWID_ON_CLOCK_BACK', '\\u0007'.repeat(100)],
       ['SNOWID_SEQUENCE_BITS', '99999999999999999999999999'],
     ]

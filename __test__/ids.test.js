@@ -5,7 +5,7 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 
-process.env.SNOWID_LEASE_DIR = require('./helpers.js').freshLeaseDir()
+require('./helpers.js').isolateLeases()
 
 const snowid = require('..')
 const { Snowflake } = snowid

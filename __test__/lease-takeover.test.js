@@ -12,7 +12,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { cleanEnv, freshLeaseDir, wasiSkip } = require('./helpers.js')
+const { cleanEnv, freshLeaseDir, leaseNamespace, wasiSkip, withShm } = require('./helpers.js')
 
 const WRITER = path.join(__dirname, 'fixtures', 'lease-writer.js')
 const WASI = wasiSkip('no flock, so no host lease').skip
@@ -25,12 +25,16 @@ const LAYOUT = { SNOWID_SEQUENCE_BITS: '4' }
 const outputs = freshLeaseDir()
 let made = 0
 
-/** A process issuing ids until stopped, writing them to a file; `user` runs it as that user (needs root). */
-function writer(env, { user } = {}) {
+/**
+ * A process issuing ids until stopped, writing them to a file; `user` runs it as that user, `shm` in a /dev/shm of
+ * its own (see withShm; both need root).
+ */
+function writer(env, { user, shm } = {}) {
   const file = path.join(outputs, `ids-${made++}`)
-  const as = user ? { uid: uidOf(user), gid: uidOf(user, '-g') } : {}
+  const as = user && !shm ? { uid: uidOf(user), gid: uidOf(user, '-g') } : {}
   if (user) fs.chmodSync(outputs, 0o777)
-  const child = spawn(process.execPath, [WRITER, file], { ...as, env: cleanEnv({ ...LAYOUT, ...env }), stdio: ['ignore', 'pipe', 'pipe'] })
+  const [cmd, args] = shm ? withShm(shm, [process.execPath, WRITER, file], user) : [process.execPath, [WRITER, file]]
+  const child = spawn(cmd, args, { ...as, env: cleanEnv({ ...LAYOUT, ...env }), stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
   child.stdout.setEncoding('utf8')
@@ -101,13 +105,13 @@ function sh(cmd, args, opts = {}) {
  * it, then newcomers on the same path: one configured for workerId 0 (refused) and one automatic (another slot). All
  * issue ids for a while; 0 duplicates, the holder never stops, and it writes its marks where newcomers now look.
  */
-async function directoryChanged({ env, change, user }) {
-  const holder = writer({ ...env, SNOWID_WORKER_ID: '0' })
+async function directoryChanged({ env, change, user, shm }) {
+  const holder = writer({ ...env, SNOWID_WORKER_ID: '0' }, { shm })
   assert.deepEqual(await holder.ready(), { workerId: 0, error: null })
   await sleep(300)
   change()
-  const configured = writer({ ...env, SNOWID_WORKER_ID: '0' }, { user })
-  const auto = writer(env, { user })
+  const configured = writer({ ...env, SNOWID_WORKER_ID: '0' }, { user, shm })
+  const auto = writer(env, { user, shm })
   const [c, a] = [await configured.ready(), await auto.ready()]
   await sleep(600)
   const [h, rc, ra] = [await holder.stop(), await configured.stop(), await auto.stop()]
@@ -174,8 +178,8 @@ test('another user renames the shared default directory and makes a fresh one: 0
   if (spawnSync('id', [user]).status !== 0) {
     sh('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', user])
   }
-  // TMPDIR stands for the OS temp dir (sticky, writable by all): the default lease directory is snowid/ in it, and
-  // the other user made it.
+  // `tmp` stands for /dev/shm (sticky, writable by all): the default lease directory is snowid/ in it, and the other
+  // user made it. The processes share a namespace of their own, so that the host's other processes do not count.
   const tmp = freshLeaseDir()
   fs.chmodSync(tmp, 0o1777)
   const shared = path.join(tmp, 'snowid')
@@ -183,8 +187,9 @@ test('another user renames the shared default directory and makes a fresh one: 0
   asUser('mkdir', '-m', '1777', shared)
   asUser('chmod', '1777', shared)
   await directoryChanged({
-    env: { TMPDIR: tmp, SNOWID_LEASE_DIR: undefined },
+    env: { SNOWID_LEASE_DIR: undefined, SNOWID_LEASE_NAMESPACE: leaseNamespace(tmp) },
     user,
+    shm: tmp,
     // In one shell, so the fresh directory follows the rename at once (the holder may still make it first).
     change: () => asUser('sh', '-c', `mv "$0" "$0.old" && mkdir -p -m 1777 "$0"; chmod 1777 "$0" 2>/dev/null; true`, shared),
   })

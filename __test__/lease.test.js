@@ -9,7 +9,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { spawn, spawnSync } = require('node:child_process')
 
-const { ROOT, cleanEnv, freshLeaseDir, probeFirstId: probe, runNode, wasiSkip } = require('./helpers.js')
+const { ROOT, cleanEnv, freshLeaseDir, leaseNamespace, probeFirstId: probe, runNode, wasiSkip } = require('./helpers.js')
 
 // WASI has no flock, so no host lease: the tests of the host lease itself skip there.
 const HOST_LEASE = wasiSkip('no flock, so no host lease')
@@ -267,11 +267,20 @@ test('a new lease directory is private to its owner; slot files are readable by 
   assert.equal(out.error, undefined)
   assert.equal(fs.statSync(dir).mode & 0o7777, 0o700)
   assert.equal(fs.statSync(path.join(dir, 'dc0-worker0.lease')).mode & 0o777, 0o644)
-  // The default directory is shared by every user of the host: sticky and writable by all.
+})
+
+test('the default directory, /dev/shm/snowid on Linux, is shared by every user of the host: sticky and writable by all', HOST_LEASE, (t) => {
+  // It is made in a /dev/shm of the test's own (a bind mount in a mount namespace), which needs root.
+  const cannot = process.platform !== 'linux' ? 'Linux only' : process.getuid() !== 0 ? 'needs root to mount /dev/shm' : ''
+  if (cannot) {
+    t.diagnostic(`*** SKIPPED: ${cannot} ***`)
+    assert.ok(!process.env.CI || process.platform !== 'linux', `${cannot}: CI must run this test`)
+    return t.skip(cannot)
+  }
   const tmp = freshLeaseDir()
-  const shared = probe({ TMPDIR: tmp, SNOWID_LEASE_DIR: undefined })
+  const shared = probe({ SNOWID_LEASE_DIR: undefined, SNOWID_LEASE_NAMESPACE: leaseNamespace(tmp) }, { shm: tmp })
   assert.equal(shared.error, undefined)
-  assert.equal(shared.config.leaseDir, path.join(tmp, 'snowid'))
+  assert.deepEqual([shared.config.leaseDir, shared.config.sources.leaseDir], ['/dev/shm/snowid', 'default'])
   assert.equal(fs.statSync(path.join(tmp, 'snowid')).mode & 0o7777, 0o1777)
 })
 

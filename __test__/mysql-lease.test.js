@@ -6,7 +6,7 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 
-process.env.SNOWID_LEASE_DIR = require('./helpers.js').freshLeaseDir()
+require('./helpers.js').isolateLeases()
 
 const { reportMissing, startMariadb, freePort } = require('./servers.js')
 const { releaseAfterAStepBack, endedClientExits, manyAtOnce, moreContendersThanSlots, stalledHolder } = require('./holders.js')

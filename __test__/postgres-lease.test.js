@@ -8,7 +8,7 @@ const assert = require('node:assert/strict')
 const { once } = require('node:events')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-process.env.SNOWID_LEASE_DIR = require('./helpers.js').freshLeaseDir()
+require('./helpers.js').isolateLeases()
 
 const { reportMissing, startPostgres, freePort } = require('./servers.js')
 const { holder, assertNoDuplicates, releaseAfterAStepBack, endedClientExits, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage } = require('./holders.js')

@@ -8,7 +8,7 @@ const { spawn } = require('node:child_process')
 const { once } = require('node:events')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-process.env.SNOWID_LEASE_DIR = require('./helpers.js').freshLeaseDir()
+require('./helpers.js').isolateLeases()
 
 const { ROOT, cleanEnv } = require('./helpers.js')
 const { holder, until, releaseAfterAStepBack, endedClientExits, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage } = require('./holders.js')

@@ -7,7 +7,7 @@ const { Worker } = require('node:worker_threads')
 const { runNode } = require('./helpers.js')
 
 // This process's leases go to a directory of its own; the default generator reads it on first use.
-process.env.SNOWID_LEASE_DIR = require('./helpers.js').freshLeaseDir()
+require('./helpers.js').isolateLeases()
 
 // Each worker_thread instantiates the WASI build's wasm module afresh: threads do not share the generator there.
 const SHARED = require('./helpers.js').wasiSkip("each worker_thread instantiates the wasm module afresh, so threads cannot share the process's generator (a second thread with its worker id gets ERR_SNOWID_WORKER_ID_IN_USE, tested below)")

@@ -28,6 +28,7 @@ const options: SnowflakeOptions = {
   maxLeadMs: 10,
   lease: true,
   leaseDir: '/tmp/snowid',
+  leaseNamespace: 'test-1',
   workerIdIfTaken: 'next',
   workerIdFrom: 'statefulset',
   singleInstance: false,
@@ -55,6 +56,8 @@ const policy: OnClockBack = gen.config().onClockBack
 const numbers: number[] = [c.epoch, c.expiresAt, c.maxIdsPerMs, c.timestampBits, c.maxWaitMs, c.maxLeadMs]
 const leased: boolean = c.lease
 const dir: string = c.leaseDir
+const namespace: string | null = c.leaseNamespace
+const namespaceSource: ConfigSource = c.sources.leaseNamespace
 const ifTaken: 'fail' | 'next' = c.workerIdIfTaken
 const from: 'statefulset' | null = c.workerIdFrom
 const fromSources: ConfigSource[] = [c.sources.workerIdIfTaken, c.sources.workerIdFrom, c.sources.singleInstance]

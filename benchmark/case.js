@@ -13,9 +13,10 @@
 
 const { Worker, isMainThread, parentPort, workerData } = require('node:worker_threads')
 
-// Each run leases worker ids in a directory of its own.
+// Each run leases worker ids in a directory and namespace of its own.
 if (isMainThread && !process.env.SNOWID_LEASE_DIR) {
-  process.env.SNOWID_LEASE_DIR = require('../scripts/lease-dir.js').tempLeaseDir('snowid-bench-')
+  const { tempLeaseDir, leaseEnv } = require('../scripts/lease-dir.js')
+  Object.assign(process.env, leaseEnv(tempLeaseDir('snowid-bench-')))
 }
 
 const { cases, WIDE } = require('./cases.js')

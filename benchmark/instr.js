@@ -12,6 +12,7 @@ const { execFileSync, spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+const { leaseEnv } = require('../scripts/lease-dir.js')
 
 const N = 500_000
 // What is reached today, with a margin for the spread between runs of one tree (up to about 20 instructions): a
@@ -38,7 +39,7 @@ function countIn(out, leaseDir, name, n) {
   execFileSync(
     'valgrind',
     ['--tool=callgrind', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', path.join(__dirname, 'instr-case.js'), name, String(n)],
-    { stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 64 << 20, env: { ...process.env, SNOWID_LEASE_DIR: leaseDir } },
+    { stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 64 << 20, env: { ...process.env, ...leaseEnv(leaseDir) } },
   )
   const totals = fs.readFileSync(out, 'utf8').match(/^(?:summary|totals): (\d+)/m)
   if (!totals) throw new Error(`no totals in ${out}`)

@@ -10,6 +10,8 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 
+const { leaseEnv } = require('../scripts/lease-dir.js')
+
 const ROOT = path.resolve(__dirname, '..')
 
 const FIRST_ID = `const t0 = process.hrtime.bigint()
@@ -20,7 +22,7 @@ const t2 = process.hrtime.bigint()
 process.stdout.write(id + ' ' + Number(t1 - t0) / 1e6 + ' ' + Number(t2 - t1) / 1e6)`
 
 function commands(leaseDir) {
-  const lease = { SNOWID_LEASE_DIR: leaseDir }
+  const lease = leaseEnv(leaseDir)
   return [
     { name: 'node -e 0', argv: ['-e', '0'], env: {} },
     { name: 'first nextId(), host lease (default)', argv: ['-e', FIRST_ID], env: lease },

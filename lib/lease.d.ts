@@ -15,8 +15,9 @@ export interface LeaseOptions {
   /** The generator stops this long before the lease's confirmed expiry; more than the generator's `maxLeadMs`.
    * @default max(ttlMs / 5, 50) + maxLeadMs */
   marginMs?: number
-  /** Options of the generator, except `datacenterId`, `workerId`, `lease` and `leaseDir`, which the lease decides. */
-  snowflake?: Omit<SnowflakeOptions, 'datacenterId' | 'workerId' | 'lease' | 'leaseDir'>
+  /** Options of the generator, except `datacenterId`, `workerId`, `lease`, `leaseDir` and `leaseNamespace`, which the
+   * lease decides. */
+  snowflake?: Omit<SnowflakeOptions, 'datacenterId' | 'workerId' | 'lease' | 'leaseDir' | 'leaseNamespace'>
   /** Whether a lost lease takes a slot again in the background (emitting `reacquired`).
    * @default true */
   reacquire?: boolean

@@ -112,7 +112,7 @@ function readOptionsOf(options, storeOptions) {
   }
   // Read once: the slot count and every generator of the lease come from this copy.
   const snowflake = { ...given }
-  for (const key of ['datacenterId', 'workerId', 'lease', 'leaseDir']) {
+  for (const key of ['datacenterId', 'workerId', 'lease', 'leaseDir', 'leaseNamespace']) {
     if (key in snowflake) {
       throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', `snowflake.${key}: expected it left out, since the lease decides it`)
     }

@@ -1,12 +1,15 @@
 'use strict'
 
 // Temporary lease directories for a process that takes leases in them itself (the test files, the benchmark's
-// cases), removed when it exits, so a run leaves the OS temp dir as it was.
+// cases), removed when it exits, so a run leaves the OS temp dir as it was, and the lease namespace that goes with
+// each: slots are claimed host-wide, whatever the directory (src/core/claim.rs), so a directory of its own keeps a
+// run apart from the host's other processes only with a namespace of its own.
 //
 // A lease the process still holds keeps its marks where newcomers look while they reach past the clock: removed
 // sooner, its directory would be made again by the holder's repair thread (src/core/lease.rs) in the moments before
 // the process ends. So each directory goes once its latest mark has passed and the repair thread has looked again.
 
+const crypto = require('node:crypto')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
@@ -66,4 +69,15 @@ function tempLeaseDir(prefix) {
   return dir
 }
 
-module.exports = { tempLeaseDir }
+/** The lease namespace (SNOWID_LEASE_NAMESPACE) of the processes that use lease directory `dir`, as written: one
+ * per directory, so processes pointed at one directory share their slots, and no others. */
+function leaseNamespace(dir) {
+  return `test-${crypto.createHash('sha256').update(String(dir)).digest('hex').slice(0, 16)}`
+}
+
+/** `SNOWID_LEASE_DIR` and `SNOWID_LEASE_NAMESPACE` for `dir`. */
+function leaseEnv(dir) {
+  return { SNOWID_LEASE_DIR: dir, SNOWID_LEASE_NAMESPACE: leaseNamespace(dir) }
+}
+
+module.exports = { tempLeaseDir, leaseNamespace, leaseEnv }

@@ -15,6 +15,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { CACHE, NODE_VERSIONS, run, killAll, cachedPackage, cachedNode } = require('./tools.js')
+const { leaseEnv } = require('./lease-dir.js')
 
 const ROOT = path.resolve(__dirname, '..')
 const PKG = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
@@ -383,7 +384,7 @@ async function runProject(project, registry, sysbin, repeat) {
     NO_UPDATE_NOTIFIER: '1',
     DENO_NO_UPDATE_CHECK: '1',
     DO_NOT_TRACK: '1',
-    SNOWID_LEASE_DIR: path.join(tmp, 'lease', project.name),
+    ...leaseEnv(path.join(tmp, 'lease', project.name)),
     SMOKE_EXPECT_BINARY: project.wasi ? 'wasm32-wasi' : path.join(`${PKG.napi.binaryName}-${HOST_TARGET}`, HOST_BINARY),
     // On WASI there is no host lease: an explicit worker id with leases off (what the lease error asks for).
     ...(project.wasi ? { SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '5', NODE_OPTIONS: '--disable-warning=ExperimentalWarning' } : {}),

@@ -131,6 +131,7 @@ export interface ConfigSources {
   maxLeadMs: ConfigSource
   lease: ConfigSource
   leaseDir: ConfigSource
+  leaseNamespace: ConfigSource
   workerIdIfTaken: ConfigSource
   workerIdFrom: ConfigSource
 }
@@ -367,9 +368,15 @@ export interface SnowflakeOptions {
   lease?: boolean
   /**
    * The lease directory. Env `SNOWID_LEASE_DIR`.
-   * @default a `snowid` folder in the OS temp dir
+   * @default `/dev/shm/snowid` on Linux (`/tmp/snowid` without `/dev/shm`), `/tmp/snowid` on macOS
    */
   leaseDir?: string
+  /**
+   * A separate set of this host's slots, 1 to 64 characters of `A-Z a-z 0-9 . _ -`: processes of another
+   * namespace, or of none, never see these slots taken. For tests. Env `SNOWID_LEASE_NAMESPACE`.
+   * @default unset (the host's slots)
+   */
+  leaseNamespace?: string
   /**
    * What a worker id given as a number does when another live process on this host holds its slot: `'fail'`
    * throws `ERR_SNOWID_WORKER_ID_IN_USE`; `'next'` gives way to the automatic lease, from that slot on. Env
@@ -406,6 +413,8 @@ export interface SnowidConfig {
   /** Whether the (datacenterId, workerId) slot is leased on this host. */
   lease: boolean
   leaseDir: string
+  /** The lease namespace (`SNOWID_LEASE_NAMESPACE`), or `null` for the host's slots. */
+  leaseNamespace: string | null
   /**
    * What a worker id given as a number does when another process on this host holds its slot: `'fail'`
    * (`ERR_SNOWID_WORKER_ID_IN_USE`) or `'next'` (the automatic lease from that slot on).

@@ -5,19 +5,28 @@
 //! close, which snowid never does) frees it, and the kernel does that even on `SIGKILL`. Binding a name that is bound
 //! fails with `EADDRINUSE`, atomically, so of two processes racing for a name exactly one wins.
 //!
-//! A process takes a slot only after it has bound both claims of the slot (see [`slot_names`]):
+//! A process takes a slot only after it has bound all three claims of the slot:
+//! - one named after the slot's id space ([`space_name`]): the layout's four widths, its epoch and the lease
+//!   namespace (`SNOWID_LEASE_NAMESPACE`, none by default), so two processes that would make the same ids never hold
+//!   the same slot at once, whatever lease directory each uses (another `TMPDIR`, `SNOWID_LEASE_DIR`, a private
+//!   `/tmp`). A namespace is a separate set of slots: for tests that must not meet the host's processes.
 //! - one named after the lease directory's configured path, as written (normalized only lexically), so a directory
 //!   moved, replaced, mounted over or reached through a switched parent symlink is still the same slot;
 //! - one named after the directory's device and inode, so two spellings of one directory are the same slot too.
+//!
+//! A process binds an id-space name once: a second lease of the same slot in another directory, in the same process,
+//! shares it, as the process's generators of one identity share one state (see [`super::registry`]).
 //!
 //! The abstract namespace belongs to the network namespace: processes in separate network namespaces (containers
 //! that share a lease volume but not a network) do not see each other's claims. Between them, only the lease file's
 //! lock keeps a slot to one process, and that holds while the lease files and directory are left alone.
 //!
 //! Any process in the network namespace may bind any name, so another user can squat a slot's name: that costs the
-//! slot (the process moves on, or fails loudly), never uniqueness.
+//! slot (the process moves on, or fails loudly), never uniqueness. So does a 64-bit hash shared by two id spaces.
 
 use std::path::Path;
+
+use super::layout::Layout;
 
 /// A bound claim, held for as long as the value lives (for a lease, the process's life).
 #[derive(Debug)]
@@ -79,8 +88,37 @@ impl Claim {
     }
 }
 
-fn fnv1a(bytes: &[u8]) -> u64 {
+/// The FNV-1a 64-bit hash, for claim names and lease records' sums.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// The id space of a host's slots: its layout (the four widths and the epoch) and its lease namespace, hashed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Space(u64);
+
+impl Space {
+    pub fn new(layout: &Layout, namespace: Option<&str>) -> Space {
+        let w = layout.widths();
+        let mut text = format!(
+            "bits={}/{}/{}/{} epoch={}",
+            w.datacenter,
+            w.worker,
+            w.clock_back,
+            w.sequence,
+            layout.epoch()
+        );
+        if let Some(ns) = namespace {
+            text.push_str(" namespace=");
+            text.push_str(ns);
+        }
+        Space(fnv1a(text.as_bytes()))
+    }
+}
+
+/// The claim of a slot by its id space: the same for every process that would make the slot's ids.
+pub fn space_name(space: Space, datacenter_id: u32, worker_id: u32) -> String {
+    format!("snowid-lease/v1/space/{:016x}/dc{datacenter_id}/worker{worker_id}", space.0)
 }
 
 /// The claim of a slot by the lease directory's configured path. The path is normalized lexically only (repeated
@@ -99,6 +137,7 @@ pub fn inode_name(dev: u64, ino: u64, datacenter_id: u32, worker_id: u32) -> Str
 #[cfg(all(test, any(target_os = "linux", target_os = "android")))]
 mod tests {
     use super::*;
+    use crate::core::layout::{Widths, DEFAULT_EPOCH};
 
     #[test]
     fn a_name_is_held_once_and_freed_with_its_holder() {
@@ -111,6 +150,30 @@ mod tests {
     }
 
     #[test]
+    fn an_id_space_is_its_widths_epoch_and_namespace() {
+        let at = |w: Widths, epoch: u64| Layout::new(w, epoch, DEFAULT_EPOCH + 1).unwrap();
+        let base = Space::new(&at(Widths::default(), DEFAULT_EPOCH), None);
+        assert_eq!(base, Space::new(&at(Widths::default(), DEFAULT_EPOCH), None));
+        let others = [
+            Space::new(&at(Widths { datacenter: 2, ..Widths::default() }, DEFAULT_EPOCH), None),
+            Space::new(&at(Widths { worker: 6, ..Widths::default() }, DEFAULT_EPOCH), None),
+            Space::new(&at(Widths { clock_back: 1, ..Widths::default() }, DEFAULT_EPOCH), None),
+            Space::new(&at(Widths { sequence: 11, ..Widths::default() }, DEFAULT_EPOCH), None),
+            Space::new(&at(Widths::default(), DEFAULT_EPOCH - 1), None),
+            Space::new(&at(Widths::default(), DEFAULT_EPOCH), Some("test-a")),
+            Space::new(&at(Widths::default(), DEFAULT_EPOCH), Some("test-b")),
+        ];
+        for (i, s) in others.iter().enumerate() {
+            assert_ne!(*s, base, "{i}");
+            assert!(others.iter().skip(i + 1).all(|o| o != s), "{i}");
+        }
+        let name = space_name(base, 1, 2);
+        assert_ne!(name, space_name(base, 1, 3));
+        assert_ne!(name, space_name(base, 0, 2));
+        assert!(name.starts_with("snowid-lease/v1/space/") && name.ends_with("/dc1/worker2"), "{name}");
+    }
+
+    #[test]
     fn names_fit_and_ignore_spelling_but_not_links() {
         let a = path_name(Path::new("/var/lib/snowid/"), 7, 31);
         assert_eq!(a, path_name(Path::new("/var//lib/./snowid"), 7, 31));
@@ -119,6 +182,8 @@ mod tests {
         assert_ne!(a, path_name(Path::new("/var/lib/snowid"), 6, 31));
         let longest = inode_name(u64::MAX, u64::MAX, u32::MAX, u32::MAX);
         assert!(longest.len() <= MAX_NAME && a.len() <= MAX_NAME, "{longest}");
+        let space = Space::new(&Layout::new(Widths::default(), DEFAULT_EPOCH, DEFAULT_EPOCH + 1).unwrap(), Some(&"n".repeat(64)));
+        assert!(space_name(space, u32::MAX, u32::MAX).len() <= MAX_NAME);
         assert!(Claim::take(&"x".repeat(MAX_NAME + 1)).is_err());
     }
 }

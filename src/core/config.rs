@@ -22,14 +22,27 @@ pub const MAX_MAX_WAIT_MS: u64 = 60_000;
 /// `maxLeadMs` lets timestamps run ahead of the clock; a minute is the most it may.
 pub const MAX_MAX_LEAD_MS: u64 = 60_000;
 
-/// The default lease directory: a `snowid` folder in the OS temp dir.
-#[cfg(not(target_os = "wasi"))]
+/// The default lease directory: one path for every process of the host, whatever its `TMPDIR` (which differs
+/// between users, services and `sudo`). On Linux `/dev/shm/snowid`, since `/dev/shm` is a writable tmpfs even under
+/// a read-only root, and systemd's `PrivateTmp` does not make it private; `/tmp/snowid` where there is no `/dev/shm`.
+/// Read once per process, so every generator of the process agrees.
+#[cfg(target_os = "linux")]
+pub fn default_lease_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let shm = || std::path::Path::new("/dev/shm").is_dir();
+    DIR.get_or_init(|| PathBuf::from(if shm() { "/dev/shm/snowid" } else { "/tmp/snowid" })).clone()
+}
+
+/// On Android, whose `/tmp` is not there and whose apps each have their own temp dir, a `snowid` folder in the OS
+/// temp dir; on Windows, only a name for messages: no lease directory opens there (lease_none.rs).
+#[cfg(any(target_os = "android", windows))]
 pub fn default_lease_dir() -> PathBuf {
     std::env::temp_dir().join("snowid")
 }
 
-/// On WASI, whose `temp_dir` panics, only a name for messages: no lease directory opens there (lease_none.rs).
-#[cfg(target_os = "wasi")]
+/// On macOS (whose `TMPDIR` is per user) and other Unix systems, `/tmp/snowid`. On WASI, whose `temp_dir` panics,
+/// only a name for messages: no lease directory opens there (lease_none.rs).
+#[cfg(not(any(target_os = "linux", target_os = "android", windows)))]
 pub fn default_lease_dir() -> PathBuf {
     PathBuf::from("/tmp/snowid")
 }
@@ -133,13 +146,14 @@ pub struct Options {
     pub max_lead_ms: Option<OptionValue>,
     pub lease: Option<OptionValue>,
     pub lease_dir: Option<OptionValue>,
+    pub lease_namespace: Option<OptionValue>,
     pub worker_id_if_taken: Option<OptionValue>,
     pub worker_id_from: Option<OptionValue>,
     pub single_instance: Option<OptionValue>,
 }
 
 /// The option names, in camelCase as JS spells them.
-pub const OPTION_NAMES: [&str; 16] = [
+pub const OPTION_NAMES: [&str; 17] = [
     "datacenterId",
     "workerId",
     "clockBack",
@@ -153,6 +167,7 @@ pub const OPTION_NAMES: [&str; 16] = [
     "maxLeadMs",
     "lease",
     "leaseDir",
+    "leaseNamespace",
     "workerIdIfTaken",
     "workerIdFrom",
     "singleInstance",
@@ -175,6 +190,7 @@ impl Options {
             "maxLeadMs" => &mut self.max_lead_ms,
             "lease" => &mut self.lease,
             "leaseDir" => &mut self.lease_dir,
+            "leaseNamespace" => &mut self.lease_namespace,
             "workerIdIfTaken" => &mut self.worker_id_if_taken,
             "workerIdFrom" => &mut self.worker_id_from,
             "singleInstance" => &mut self.single_instance,
@@ -309,6 +325,7 @@ pub const KNOWN_VARS: &[&str] = &[
     "SNOWID_LEASE",
     "SNOWID_LEASE_DIR",
     "SNOWID_SINGLE_INSTANCE",
+    "SNOWID_LEASE_NAMESPACE",
 ];
 
 /// Refuses a `SNOWID_*` variable that snowid does not read, naming the known one nearest to it.
@@ -365,6 +382,8 @@ pub struct Config {
     /// Whether (datacenterId, workerId) slots are leased on this host.
     pub lease: Sourced<bool>,
     pub lease_dir: Sourced<PathBuf>,
+    /// `SNOWID_LEASE_NAMESPACE` or `leaseNamespace`: a separate set of the host's slots (none: the host's own).
+    pub lease_namespace: Sourced<Option<String>>,
     /// What a worker id given as a number does when another process on this host holds its slot (see
     /// [`IfTaken`]). `snowid/cluster` sets `SNOWID_WORKER_ID_IF_TAKEN=next`, so that a worker two primaries both
     /// chose still starts.
@@ -602,7 +621,28 @@ impl Resolver<'_> {
         }
         Ok(Sourced { value: path, source })
     }
+
+    /// `SNOWID_LEASE_NAMESPACE` or `leaseNamespace`: 1 to [`MAX_NAMESPACE_CHARS`] letters, digits, `.`, `_` or `-`.
+    fn lease_namespace(&self) -> Result<Sourced<Option<String>>> {
+        let expected = format!("1 to {MAX_NAMESPACE_CHARS} characters of A-Z, a-z, 0-9, '.', '_' and '-'");
+        let (text, source, name) = match self.find(&self.opts.lease_namespace, "leaseNamespace", &["SNOWID_LEASE_NAMESPACE"])? {
+            None => return Ok(Sourced { value: None, source: Source::Default }),
+            Some(Raw::Opt(OptionValue::Text(t), js)) => (t.clone(), Source::Option, option_name(js)),
+            Some(Raw::Opt(other, js)) => {
+                return Err(Error::type_error(Code::InvalidConfig, &option_name(js), &expected, &describe(other)));
+            }
+            Some(Raw::Env(t, name)) => (t, Source::Env, name.to_string()),
+        };
+        let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+        if text.is_empty() || text.len() > MAX_NAMESPACE_CHARS || !text.chars().all(allowed) {
+            return Err(Error::range_error(Code::InvalidConfig, &name, &expected, &quote(&text)));
+        }
+        Ok(Sourced { value: Some(text), source })
+    }
 }
+
+/// The longest lease namespace, in characters.
+pub const MAX_NAMESPACE_CHARS: usize = 64;
 
 /// What a layout is for: generating ids needs a timestamp field that lasts 10 more years, reading them does not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -823,6 +863,7 @@ impl Config {
         let single_instance = r.single_instance()?;
         let unchosen = !single_instance.value && !replicas::chosen(worker_id.source, datacenter_id.source);
         let environment = if unchosen { replicas::detect(env, std::path::Path::new(replicas::ROOT)) } else { None };
+        let lease_namespace = r.lease_namespace()?;
         Ok(Config {
             datacenter_id,
             worker_id,
@@ -837,6 +878,7 @@ impl Config {
             max_lead_ms,
             lease,
             lease_dir,
+            lease_namespace,
             worker_id_if_taken: r.if_taken()?,
             worker_id_from_statefulset,
             single_instance,
@@ -954,7 +996,13 @@ mod tests {
         assert_eq!(c.worker_id.source, Source::Lease, "with no worker id configured, the lease picks one");
         assert_eq!(c.datacenter_id.source, Source::Lease, "and with no datacenter id either, the datacenter id too");
         assert_eq!(c.lease, Sourced { value: true, source: Source::Default });
-        assert_eq!(c.lease_dir.value, std::env::temp_dir().join("snowid"));
+        // One directory for the whole host, whatever TMPDIR says.
+        #[cfg(target_os = "linux")]
+        let host = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm/snowid" } else { "/tmp/snowid" };
+        #[cfg(not(target_os = "linux"))]
+        let host = default_lease_dir();
+        assert_eq!(c.lease_dir, Sourced { value: PathBuf::from(host), source: Source::Default });
+        assert_eq!(c.lease_namespace, Sourced { value: None, source: Source::Default });
         assert_eq!(c.max_lead_ms, Sourced { value: 0, source: Source::Default });
         let off = resolve_env(&[("SNOWID_LEASE", "off")]).unwrap();
         assert_eq!((off.datacenter_id, off.worker_id), (d, d));
@@ -1036,6 +1084,28 @@ mod tests {
         for source in [Source::Env, Source::Option, Source::Default] {
             assert!(!IfTaken::moves_on(s(IfTaken::Fail, source), Source::Env));
         }
+    }
+
+    #[test]
+    fn a_lease_namespace_is_a_short_plain_name() {
+        let c = resolve_env(&[("SNOWID_LEASE_NAMESPACE", "test-3.a_b")]).unwrap();
+        assert_eq!(c.lease_namespace, Sourced { value: Some("test-3.a_b".to_string()), source: Source::Env });
+        let longest = "n".repeat(MAX_NAMESPACE_CHARS);
+        assert_eq!(resolve_env(&[("SNOWID_LEASE_NAMESPACE", &longest)]).unwrap().lease_namespace.value, Some(longest.clone()));
+        let expected = "expected 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-'";
+        for bad in ["", "a b", "a/b", "ünï", "a\n", &format!("{longest}n")] {
+            let e = resolve_env(&[("SNOWID_LEASE_NAMESPACE", bad)]).unwrap_err();
+            assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::RangeError), "{e}");
+            assert_eq!(e.message(), format!("SNOWID_LEASE_NAMESPACE: {expected}, found {}", quote(bad)));
+        }
+        // The option wins over the variable, and is checked as the variable is.
+        let opts = |v| Options { lease_namespace: Some(v), ..Options::default() };
+        let c = Config::resolve(&opts(OptionValue::Text("mine".into())), &env(&[("SNOWID_LEASE_NAMESPACE", "theirs")]), NOW).unwrap();
+        assert_eq!(c.lease_namespace, Sourced { value: Some("mine".to_string()), source: Source::Option });
+        let e = Config::resolve(&opts(OptionValue::Text("x y".into())), &env(&[]), NOW).unwrap_err();
+        assert_eq!(e.message(), format!("options.leaseNamespace: {expected}, found \"x y\""));
+        let e = Config::resolve(&opts(OptionValue::Number(3.0)), &env(&[]), NOW).unwrap_err();
+        assert_eq!((e.class(), e.message()), (Class::TypeError, format!("options.leaseNamespace: {expected}, found 3").as_str()));
     }
 
     #[test]

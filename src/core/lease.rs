@@ -1,12 +1,13 @@
 //! Host-local leases of (datacenterId, workerId) slots, and the high-water marks stored with them.
 //!
 //! Each slot is a file `dc<D>-worker<W>.lease` in the lease directory. A process takes a slot when it has bound the
-//! slot's two claims ([`super::claim`]: abstract sockets named after the directory's configured path and after its
-//! inode) and an exclusive, non-blocking `flock` on the file, and holds all three for its whole life. The kernel
-//! frees them when the process exits or is killed. No file operation frees a claim, so while a process lives no
-//! other process in its network namespace can take its slot, whatever happens to the file or the directory; the
-//! file's lock also reaches processes in other network namespaces, for as long as the file is left alone. The file
-//! keeps the slot's marks, for the holders that come after. `worker_threads` share their process's leases.
+//! slot's three claims ([`super::claim`]: abstract sockets named after the slot's id space, after the directory's
+//! configured path and after its inode) and an exclusive, non-blocking `flock` on the file, and holds all four for
+//! its whole life. The kernel frees them when the process exits or is killed. No file operation frees a claim, so
+//! while a process lives no other process in its network namespace can take its slot, whatever happens to the file
+//! or the directory, and whatever directory the other uses; the file's lock also reaches processes in other network
+//! namespaces, for as long as the file is left alone. The file keeps the slot's marks, for the holders that come
+//! after. `worker_threads` share their process's leases.
 //!
 //! ## The file (version 1)
 //!
@@ -41,7 +42,7 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::Mutex;
 
-use super::claim::{self, Claim};
+use super::claim::{self, fnv1a, Claim, Space};
 use super::generator::{Clock, Shared, SharedState, SystemClock};
 use super::error::{quote_path, Class, Code, Error, Result};
 use super::layout::Layout;
@@ -59,10 +60,6 @@ pub struct Record {
     pub pid: u32,
     /// (clockBack, Unix ms) pairs, at most one per clockBack value.
     pub marks: Vec<(u32, u64)>,
-}
-
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
 impl Record {
@@ -227,6 +224,8 @@ struct Held {
     claims: Vec<Claim>,
     /// The (device, inode) of every directory whose claim is among `claims`.
     claimed: Vec<(u64, u64)>,
+    /// The slot's id-space claim, shared with any other lease of the slot in this process. Never released.
+    _space_claim: Arc<Claim>,
     record: Record,
     loss: Loss,
 }
@@ -263,6 +262,7 @@ pub struct Lease {
     /// The lease directory as configured.
     dir_path: PathBuf,
     sharing: Sharing,
+    space: Space,
     name: CString,
     path: PathBuf,
     datacenter_id: u32,
@@ -402,7 +402,7 @@ impl Lease {
     fn locate(&self, held: &mut Held, now: u64) -> Result<()> {
         let since = held.loss.confirmed;
         let lost = |holder: Option<u32>, why: &str| self.lost(holder, why, since, now);
-        let dir = LeaseDir::open(&self.dir_path, self.sharing)
+        let dir = LeaseDir::open(&self.dir_path, self.sharing, self.space)
             .map_err(|e| lost(None, &format!("its directory cannot be used: {}", e.message())))?;
         let there = match identity_at(&dir.dir, &self.name) {
             Ok(id) => Some(id),
@@ -553,6 +553,8 @@ fn open_at(dir: &File, name: &CStr, flags: libc::c_int) -> std::io::Result<File>
 pub struct LeaseDir {
     path: PathBuf,
     sharing: Sharing,
+    /// The id space its slots are claimed in.
+    space: Space,
     dir: Arc<File>,
     /// The directory's (device, inode).
     id: (u64, u64),
@@ -592,11 +594,25 @@ fn auto_slots() -> &'static Mutex<HashMap<(PathBuf, u32), u32>> {
     AUTO.get_or_init(Default::default)
 }
 
+/// The id-space claims this process holds, by name (see [`super::claim`]).
+fn space_claims() -> &'static Mutex<HashMap<String, Weak<Claim>>> {
+    static SPACE: OnceLock<Mutex<HashMap<String, Weak<Claim>>>> = OnceLock::new();
+    SPACE.get_or_init(Default::default)
+}
+
+/// Who holds a slot that could not be taken.
+enum Holder {
+    /// The process that locks its file here: the pid its record names, if readable.
+    Here(Option<u32>),
+    /// A process of the same id space, in this directory or another one.
+    InSpace,
+}
+
 /// How an attempt to take a slot ended.
 enum Attempt {
     Taken(Box<Lease>),
-    /// Another process holds it; the pid its record names, if readable.
-    Held(Option<u32>),
+    /// Another process holds it.
+    Held(Holder),
     /// Its file belongs to another user: its lock and marks are honoured, but it is not this process's to take.
     Foreign(u32),
 }
@@ -612,12 +628,12 @@ pub enum Sharing {
 }
 
 impl LeaseDir {
-    /// The lease directory at `path` (absolute), made when missing.
+    /// The lease directory at `path` (absolute), made when missing, whose slots are claimed in `space`.
     ///
     /// It must be a directory, not a link to one, and no other user may be able to replace this process's files
     /// in it: it belongs to this user and no one else may write to it, or it is sticky (mode 1777, as the OS temp
     /// dir is), where only a file's owner may remove or rename it.
-    pub fn open(path: &Path, sharing: Sharing) -> Result<LeaseDir> {
+    pub fn open(path: &Path, sharing: Sharing, space: Space) -> Result<LeaseDir> {
         if let Some(parent) = path.parent() {
             if let Err(e) = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent) {
                 return Err(dir_error(path, "making its parent", &e));
@@ -676,7 +692,7 @@ impl LeaseDir {
         // Best effort: should a cleaner hold its lock at this very moment, a deleted file is re-made (see `still_ours`).
         // SAFETY: `dir` is an open directory; flock has no other preconditions.
         unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
-        Ok(LeaseDir { path: path.to_path_buf(), sharing, dir: Arc::new(dir), id: identity(&m) })
+        Ok(LeaseDir { path: path.to_path_buf(), sharing, space, dir: Arc::new(dir), id: identity(&m) })
     }
 
     fn slot_name(datacenter_id: u32, worker_id: u32) -> String {
@@ -722,8 +738,26 @@ impl LeaseDir {
         Claim::take(name).map_err(|e| dir_error(&self.path, "claiming a slot", &e))
     }
 
-    /// Tries to take the slot: its two claims first (the rule that keeps it to one live process, whatever happens
-    /// to the files), then its file's lock (which also reaches processes in other network namespaces).
+    /// Binds the slot's id-space claim, or shares it when this process holds it already: `None` when another
+    /// process holds it.
+    fn space_claim(&self, datacenter_id: u32, worker_id: u32) -> Result<Option<Arc<Claim>>> {
+        let name = claim::space_name(self.space, datacenter_id, worker_id);
+        let mut held = space_claims().lock();
+        if let Some(mine) = held.get(&name).and_then(Weak::upgrade) {
+            return Ok(Some(mine));
+        }
+        let Some(taken) = self.claim(&name)? else {
+            return Ok(None);
+        };
+        let taken = Arc::new(taken);
+        held.retain(|_, c| c.strong_count() > 0);
+        held.insert(name, Arc::downgrade(&taken));
+        Ok(Some(taken))
+    }
+
+    /// Tries to take the slot: its three claims first (the rule that keeps it to one live process, whatever happens
+    /// to the files and whatever directory each process uses), then its file's lock (which also reaches processes
+    /// in other network namespaces).
     fn attempt(&self, datacenter_id: u32, worker_id: u32) -> Result<Attempt> {
         let path = self.slot_path(datacenter_id, worker_id);
         let name = CString::new(Self::slot_name(datacenter_id, worker_id)).map_err(|_| dir_problem(&self.path, "a slot name with a NUL"))?;
@@ -732,15 +766,18 @@ impl LeaseDir {
             read_records(&file).ok().and_then(|b| read_file(&b, &path).ok().flatten()).map(|r| r.pid)
         };
         let Some(by_path) = self.claim(&claim::path_name(&self.path, datacenter_id, worker_id))? else {
-            return Ok(Attempt::Held(held_by(None)));
+            return Ok(Attempt::Held(Holder::Here(held_by(None))));
         };
         let Some(by_inode) = self.claim(&claim::inode_name(self.id.0, self.id.1, datacenter_id, worker_id))? else {
-            return Ok(Attempt::Held(held_by(None)));
+            return Ok(Attempt::Held(Holder::Here(held_by(None))));
+        };
+        let Some(by_space) = self.space_claim(datacenter_id, worker_id)? else {
+            return Ok(Attempt::Held(Holder::InSpace));
         };
         let (file, ours) = self.open_slot(&name, &path)?;
         match file.try_lock() {
             Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Ok(Attempt::Held(held_by(Some(&file)))),
+            Err(TryLockError::WouldBlock) => return Ok(Attempt::Held(Holder::Here(held_by(Some(&file))))),
             Err(TryLockError::Error(e)) => return Err(dir_error(&self.path, &format!("locking {}", quote_path(&path)), &e)),
         }
         if !ours {
@@ -752,6 +789,7 @@ impl LeaseDir {
         let lease = Lease {
             dir_path: self.path.clone(),
             sharing: self.sharing,
+            space: self.space,
             name,
             path,
             datacenter_id,
@@ -762,6 +800,7 @@ impl LeaseDir {
                 earlier: Vec::new(),
                 claims: vec![by_path, by_inode],
                 claimed: vec![self.id],
+                _space_claim: by_space,
                 record: previous.clone(),
                 loss: Loss::default(),
             }),
@@ -804,7 +843,10 @@ impl LeaseDir {
                 start_repairs();
                 return Ok(Arc::clone(map.entry(key).or_insert(Arc::new(*lease))));
             }
-            Attempt::Held(pid) => pid.map_or("another process".to_string(), |p| format!("pid {p}")),
+            Attempt::Held(Holder::Here(pid)) => pid.map_or("another process".to_string(), |p| format!("pid {p}")),
+            Attempt::Held(Holder::InSpace) => "another process of the same id space on this host (layout, epoch and lease \
+                namespace; its lease directory may differ)"
+                .to_string(),
             Attempt::Foreign(uid) => format!("the user with uid {uid}, whose file it is"),
         };
         Err(Error::new(
@@ -1019,6 +1061,7 @@ fn read_proc_locks() -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::layout::{Layout, Widths, DEFAULT_EPOCH};
 
     /// A directory of the test's own under the OS temp dir, removed when dropped.
     struct TempDir(PathBuf);
@@ -1033,6 +1076,13 @@ mod tests {
         fn join(&self, name: &str) -> PathBuf {
             self.0.join(name)
         }
+
+        /// The test's own id space (a namespace named after its directory), so that tests running at once, and
+        /// other processes on the host, do not meet each other's slots.
+        fn space(&self) -> Space {
+            let name = self.0.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            Space::new(&default_layout(), Some(&name))
+        }
     }
 
     impl Drop for TempDir {
@@ -1041,8 +1091,12 @@ mod tests {
         }
     }
 
+    fn default_layout() -> Layout {
+        Layout::new(Widths::default(), DEFAULT_EPOCH, DEFAULT_EPOCH + 1).unwrap()
+    }
+
     fn private(t: &TempDir) -> LeaseDir {
-        LeaseDir::open(&t.0, Sharing::Private).unwrap()
+        LeaseDir::open(&t.0, Sharing::Private, t.space()).unwrap()
     }
 
     const ANY: &dyn Fn(&Record) -> bool = &|_| true;
@@ -1100,7 +1154,7 @@ mod tests {
         let again = dir.acquire(1, 2, "workerId").unwrap();
         assert!(Arc::ptr_eq(&a, &again), "one lease per slot per process");
         // Another open file description (as another process would have) cannot take it.
-        assert!(matches!(dir.attempt(1, 2).unwrap(), Attempt::Held(Some(pid)) if pid == std::process::id()));
+        assert!(matches!(dir.attempt(1, 2).unwrap(), Attempt::Held(Holder::Here(Some(pid))) if pid == std::process::id()));
         a.reserve(0, 5_000, 1_000).unwrap();
         a.reserve(1, 7_000, 1_000).unwrap();
         a.reserve(0, 6_000, 1_000).unwrap();
@@ -1199,10 +1253,10 @@ mod tests {
         std::fs::create_dir_all(&t.0).unwrap();
         let file = t.join("file");
         std::fs::write(&file, b"x").unwrap();
-        let e = LeaseDir::open(&file, Sharing::Private).map(|_| ()).unwrap_err();
+        let e = LeaseDir::open(&file, Sharing::Private, t.space()).map(|_| ()).unwrap_err();
         assert_eq!(e.code(), Code::LeaseDir);
         assert!(e.message().starts_with(&format!("lease directory {}", quote_path(&file))), "{e}");
-        let e = LeaseDir::open(&file.join("sub"), Sharing::Private).map(|_| ()).unwrap_err();
+        let e = LeaseDir::open(&file.join("sub"), Sharing::Private, t.space()).map(|_| ()).unwrap_err();
         assert_eq!(e.code(), Code::LeaseDir);
     }
 
@@ -1275,7 +1329,7 @@ mod tests {
         let t = TempDir::new("repair");
         std::fs::create_dir_all(&t.0).unwrap();
         let path = t.join("lease");
-        let dir = LeaseDir::open(&path, Sharing::Private).unwrap();
+        let dir = LeaseDir::open(&path, Sharing::Private, t.space()).unwrap();
         let lease = dir.acquire(4, 4, "workerId").unwrap();
         let now = SystemClock.now_ms();
         lease.reserve(0, now + 600, now).unwrap();
@@ -1340,7 +1394,7 @@ mod tests {
         let t = TempDir::new("replaced");
         std::fs::create_dir_all(&t.0).unwrap();
         let path = t.join("lease");
-        let dir = LeaseDir::open(&path, Sharing::Private).unwrap();
+        let dir = LeaseDir::open(&path, Sharing::Private, t.space()).unwrap();
         let s = settings(Widths::default(), ClockBackPolicy::Bits);
         let lease = dir.acquire(s.datacenter_id, s.worker_id, "workerId").unwrap();
         let state = Shared::new(State::resume(&s, 0, Vec::new(), lease.clone(), &SystemClock).unwrap());
@@ -1386,17 +1440,17 @@ mod tests {
         let t = TempDir::new("moved");
         std::fs::create_dir_all(&t.0).unwrap();
         let path = t.join("lease");
-        let dir = LeaseDir::open(&path, Sharing::Private).unwrap();
+        let dir = LeaseDir::open(&path, Sharing::Private, t.space()).unwrap();
         let lease = dir.acquire(3, 4, "workerId").unwrap();
         lease.reserve(0, 5_000, 1_000).unwrap();
         std::fs::rename(&path, t.join("lease.old")).unwrap();
         std::fs::create_dir(&path).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).unwrap();
         // A newcomer at the path finds a fresh directory, and still cannot take the slot.
-        let newcomer = LeaseDir::open(&path, Sharing::Private).unwrap();
+        let newcomer = LeaseDir::open(&path, Sharing::Private, t.space()).unwrap();
         assert!(matches!(newcomer.attempt(3, 4).unwrap(), Attempt::Held(_)));
         // Nor through the old directory's new name.
-        let old = LeaseDir::open(&t.join("lease.old"), Sharing::Private).unwrap();
+        let old = LeaseDir::open(&t.join("lease.old"), Sharing::Private, t.space()).unwrap();
         assert!(matches!(old.attempt(3, 4).unwrap(), Attempt::Held(_)));
         lease.reserve(0, 6_000, 1_000).unwrap();
         assert_eq!(marks_at(&path.join("dc3-worker4.lease")), vec![(0, 6_000)], "the holder writes where newcomers look");
@@ -1461,6 +1515,61 @@ mod tests {
             c.join().unwrap();
         }
         assert_eq!(missed, 0, "a held slot was left out of {missed} of 2000 listings");
+    }
+
+    /// The child half of [`one_id_space_is_one_set_of_slots_whatever_the_directory`]: with `LEASE_TEST_HOLDER` set
+    /// to `<dir>:<namespace>`, takes slot (1, 0) there and holds it until its stdin closes. Else nothing.
+    #[test]
+    fn holds_a_slot_for_another_test() {
+        let Some(spec) = std::env::var("LEASE_TEST_HOLDER").ok() else { return };
+        let (path, namespace) = spec.rsplit_once(':').unwrap();
+        let dir = LeaseDir::open(Path::new(path), Sharing::Private, Space::new(&default_layout(), Some(namespace))).unwrap();
+        dir.acquire(1, 0, "workerId").unwrap();
+        // On a line of its own: the test harness has written the test's name without ending its line.
+        println!("\nsnowid-test-held");
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new()).unwrap();
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[test]
+    fn one_id_space_is_one_set_of_slots_whatever_the_directory() {
+        use std::io::BufRead;
+        use std::process::{Command, Stdio};
+        let (mine, theirs) = (TempDir::new("space-mine"), TempDir::new("space-theirs"));
+        let namespace = format!("snowid-test-{}-space", std::process::id());
+        let space = Space::new(&default_layout(), Some(&namespace));
+        // Another process holds (1, 0) of this id space, in a directory of its own.
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "core::lease::tests::holds_a_slot_for_another_test", "--nocapture", "--test-threads=1"])
+            .env("LEASE_TEST_HOLDER", format!("{}:{namespace}", theirs.0.display()))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        assert!(out.by_ref().map_while(|l| l.ok()).any(|l| l == "snowid-test-held"), "the other process took the slot");
+        let dir = LeaseDir::open(&mine.0, Sharing::Private, space).unwrap();
+        assert!(matches!(dir.attempt(1, 0).unwrap(), Attempt::Held(Holder::InSpace)));
+        let e = dir.acquire(1, 0, "workerId").map(|_| ()).unwrap_err();
+        assert_eq!(e.code(), Code::WorkerIdInUse);
+        assert!(e.message().contains("held by another process of the same id space on this host"), "{e}");
+        assert_eq!(dir.acquire_auto(1..=1, 4, ANY).unwrap().worker_id(), 1, "the automatic lease moves on");
+        // Another namespace, or another layout, is another set of slots.
+        let other = |space| matches!(LeaseDir::open(&mine.0, Sharing::Private, space).unwrap().attempt(1, 0).unwrap(), Attempt::Taken(_));
+        assert!(other(Space::new(&default_layout(), Some(&format!("{namespace}-2")))));
+        let narrower = Layout::new(Widths { sequence: 11, ..Widths::default() }, DEFAULT_EPOCH, DEFAULT_EPOCH + 1).unwrap();
+        assert!(other(Space::new(&narrower, Some(&namespace))));
+        let later = Layout::new(Widths::default(), DEFAULT_EPOCH + 1, DEFAULT_EPOCH + 2).unwrap();
+        assert!(other(Space::new(&later, Some(&namespace))));
+        // A second lease of a slot this process holds, in another directory, shares its claim.
+        let third = TempDir::new("space-third");
+        let again = LeaseDir::open(&third.0, Sharing::Private, space).unwrap();
+        assert_eq!(again.acquire(1, 1, "workerId").unwrap().worker_id(), 1);
+        // Once the other process has exited, the slot is free.
+        drop(child.stdin.take());
+        out.for_each(drop);
+        assert!(child.wait().unwrap().success());
+        assert!(matches!(dir.attempt(1, 0).unwrap(), Attempt::Taken(_)));
     }
 
     #[test]

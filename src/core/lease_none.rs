@@ -56,7 +56,7 @@ impl Lease {
 pub enum LeaseDir {}
 
 impl LeaseDir {
-    pub fn open(path: &Path, _sharing: Sharing) -> Result<LeaseDir> {
+    pub fn open(path: &Path, _sharing: Sharing, _space: super::claim::Space) -> Result<LeaseDir> {
         Err(Error::new(
             Code::LeaseUnsupported,
             Class::Error,

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::claim::Space;
 use super::config::{Config, IfTaken, Source, Sourced};
 use super::error::Code;
 use super::error::Result;
@@ -12,10 +13,12 @@ use super::lease::{Lease, LeaseDir, Sharing};
 use super::registry::shared_state;
 
 /// The lease directory `config` names: the default one is shared by every user of the host, one set by
-/// `SNOWID_LEASE_DIR` or `leaseDir` is the user's own.
+/// `SNOWID_LEASE_DIR` or `leaseDir` is the user's own. Its slots are claimed in the id space of `config`'s layout
+/// and lease namespace, whatever the directory (see [`super::claim`]).
 pub fn lease_dir(config: &Config) -> Result<LeaseDir> {
     let sharing = if config.lease_dir.source == Source::Default { Sharing::Shared } else { Sharing::Private };
-    LeaseDir::open(&config.lease_dir.value, sharing)
+    let space = Space::new(&config.layout, config.lease_namespace.value.as_deref());
+    LeaseDir::open(&config.lease_dir.value, sharing, space)
 }
 
 /// Takes the slot's lease when leases are on: this process's automatic slot when the worker id comes from the
@@ -117,6 +120,9 @@ mod tests {
             ("SNOWID_DATACENTER_BITS".into(), "2".into()),
             ("SNOWID_WORKER_BITS".into(), "2".into()),
         ];
+        // A namespace of the test's own, so that tests running at once do not meet each other's slots.
+        let namespace = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        vars.push(("SNOWID_LEASE_NAMESPACE".into(), namespace));
         vars.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let env = move |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| OsString::from(v));
         Config::resolve(&Options::default(), &env, SystemClock.now_ms()).unwrap()
@@ -126,7 +132,8 @@ mod tests {
     /// holding those slots would, until the files returned are dropped.
     #[must_use]
     fn fill(dir: &Path, datacenter_id: u32) -> Vec<File> {
-        let leases = LeaseDir::open(dir, Sharing::Private).unwrap();
+        let space = crate::core::claim::Space::new(&config(dir, &[]).layout, None);
+        let leases = LeaseDir::open(dir, Sharing::Private, space).unwrap();
         (0..4)
             .map(|w| {
                 let file = File::create(leases.slot_path(datacenter_id, w)).unwrap();

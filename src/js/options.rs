@@ -97,8 +97,12 @@ pub struct SnowflakeOptions {
     /// @default true
     pub lease: Option<bool>,
     /// The lease directory. Env `SNOWID_LEASE_DIR`.
-    /// @default a `snowid` folder in the OS temp dir
+    /// @default `/dev/shm/snowid` on Linux (`/tmp/snowid` without `/dev/shm`), `/tmp/snowid` on macOS
     pub lease_dir: Option<String>,
+    /// A separate set of this host's slots, 1 to 64 characters of `A-Z a-z 0-9 . _ -`: processes of another
+    /// namespace, or of none, never see these slots taken. For tests. Env `SNOWID_LEASE_NAMESPACE`.
+    /// @default unset (the host's slots)
+    pub lease_namespace: Option<String>,
     /// What a worker id given as a number does when another live process on this host holds its slot: `'fail'`
     /// throws `ERR_SNOWID_WORKER_ID_IN_USE`; `'next'` gives way to the automatic lease, from that slot on. Env
     /// `SNOWID_WORKER_ID_IF_TAKEN`, which covers only a worker id from the environment; the option covers the

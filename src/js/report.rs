@@ -97,6 +97,7 @@ pub struct ConfigSources {
     pub max_lead_ms: ConfigSource,
     pub lease: ConfigSource,
     pub lease_dir: ConfigSource,
+    pub lease_namespace: ConfigSource,
     pub worker_id_if_taken: ConfigSource,
     pub worker_id_from: ConfigSource,
     pub single_instance: ConfigSource,
@@ -123,6 +124,8 @@ pub struct SnowidConfig {
     /// Whether the (datacenterId, workerId) slot is leased on this host.
     pub lease: bool,
     pub lease_dir: String,
+    /// The lease namespace (`SNOWID_LEASE_NAMESPACE`), or `null` for the host's slots.
+    pub lease_namespace: Option<String>,
     /// What a worker id given as a number does when another process on this host holds its slot: `'fail'`
     /// (`ERR_SNOWID_WORKER_ID_IN_USE`) or `'next'` (the automatic lease from that slot on).
     #[napi(ts_type = "'fail' | 'next'")]
@@ -164,6 +167,7 @@ pub(crate) fn report(c: &Config, environment: Option<Environment>) -> SnowidConf
         max_lead_ms: c.max_lead_ms.value as u32,
         lease: c.lease.value,
         lease_dir: c.lease_dir.value.to_string_lossy().into_owned(),
+        lease_namespace: c.lease_namespace.value.clone(),
         worker_id_if_taken: c.worker_id_if_taken.value.as_str().to_string(),
         worker_id_from: c.worker_id_from_statefulset.value.then(|| STATEFULSET.to_string()),
         single_instance: c.single_instance.value,
@@ -184,6 +188,7 @@ pub(crate) fn report(c: &Config, environment: Option<Environment>) -> SnowidConf
             max_lead_ms: c.max_lead_ms.source.into(),
             lease: c.lease.source.into(),
             lease_dir: c.lease_dir.source.into(),
+            lease_namespace: c.lease_namespace.source.into(),
             worker_id_if_taken: c.worker_id_if_taken.source.into(),
             worker_id_from: c.worker_id_from_statefulset.source.into(),
             single_instance: c.single_instance.source.into(),
