@@ -1,9 +1,10 @@
 'use strict'
 
 const assert = require('node:assert/strict')
-const { spawnSync } = require('node:child_process')
+const { spawn, spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const path = require('node:path')
+const { setTimeout: sleep } = require('node:timers/promises')
 
 const ROOT = path.resolve(__dirname, '..')
 const { tempLeaseDir, leaseNamespace, leaseEnv } = require('../scripts/lease-dir.js')
@@ -167,6 +168,82 @@ function expectError(fn, { name, code, message }) {
   })
 }
 
+/**
+ * Starts `cmd` with `args` (spawn options `opts`; stdout and stderr piped) and collects what it writes: `{ child, out,
+ * err, exited, lines() }`, where `out` and `err` grow as it writes, `exited` resolves to its exit code and `lines()`
+ * are the non-empty lines of `out` so far.
+ */
+function spawnChild(cmd, args, opts = {}) {
+  const child = spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] })
+  const run = {
+    child,
+    out: '',
+    err: '',
+    exited: new Promise((resolve) => child.on('exit', resolve)),
+    lines: () => run.out.split('\n').filter(Boolean),
+  }
+  child.stdout.setEncoding('utf8')
+  child.stdout.on('data', (d) => (run.out += d))
+  child.stderr.on('data', (d) => (run.err += d))
+  return run
+}
+
+/** Waits at most `ms` for the first line of a `spawnChild` run, `ready <json>`, and returns the JSON, parsed. */
+async function readyLine(run, ms) {
+  const end = Date.now() + ms
+  while (run.lines().length < 1) {
+    if (Date.now() > end) throw new Error(`no ready line in ${ms} ms: ${run.err}`)
+    await sleep(10)
+  }
+  return JSON.parse(run.lines()[0].slice('ready '.length))
+}
+
+/**
+ * A running fixtures/lease-writer.js (`cmd` with `args`, spawn options `opts`) that writes its ids to `file`:
+ * `ready(ms)` waits for its ready line; `stop()` stops it with SIGTERM, asserts it exited 0 having written as many ids
+ * as it says, removes `file` and returns its summary with its `ids`.
+ */
+function leaseWriter(cmd, args, opts, file) {
+  const run = spawnChild(cmd, args, opts)
+  return {
+    ready: (ms = 60_000) => readyLine(run, ms),
+    async stop() {
+      run.child.kill('SIGTERM')
+      const code = await run.exited
+      assert.equal(code, 0, `writer exited ${code}: ${run.err}`)
+      const summary = JSON.parse(run.lines().pop())
+      const ids = readIds(file)
+      fs.rmSync(file)
+      assert.equal(ids.length, summary.count)
+      return { ...summary, ids }
+    },
+  }
+}
+
+/** The ids in `file`, written as a BigInt64Array. */
+function readIds(file) {
+  const bytes = fs.readFileSync(file)
+  return new BigInt64Array(bytes.buffer, bytes.byteOffset, bytes.length / 8)
+}
+
+/**
+ * Duplicates among all the ids of `lists` (BigInt64Arrays, or arrays of what BigInt takes), counted by sorting one
+ * BigInt64Array of them all: `{ total, dups, repeated }`, `repeated` being the ids found more than once (one entry per
+ * extra copy), in order.
+ */
+function countDuplicates(lists) {
+  const all = new BigInt64Array(lists.reduce((n, l) => n + l.length, 0))
+  let at = 0
+  for (const l of lists) {
+    all.set(l instanceof BigInt64Array ? l : BigInt64Array.from(l, BigInt), at)
+    at += l.length
+  }
+  all.sort()
+  const repeated = []
+  for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) repeated.push(all[i])
+  return { total: all.length, dups: repeated.length, repeated }
+}
+
 module.exports = {
   ROOT,
   WASI,
@@ -184,4 +261,9 @@ module.exports = {
   probeFirstId,
   expectError,
   withoutUnchosenWarning,
+  spawnChild,
+  readyLine,
+  leaseWriter,
+  readIds,
+  countDuplicates,
 }

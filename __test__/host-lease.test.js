@@ -12,7 +12,7 @@ const os = require('node:os')
 const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { ROOT, cleanEnv, freshLeaseDir, leaseNamespace, probeFirstId: probe, wasiSkip, withShm } = require('./helpers.js')
+const { ROOT, cleanEnv, countDuplicates, freshLeaseDir, leaseNamespace, probeFirstId: probe, readyLine, spawnChild, wasiSkip, withShm } = require('./helpers.js')
 
 // Every test here is about the host lease, which WASI cannot hold (no flock).
 const HOST_LEASE = wasiSkip('no flock, so no host lease')
@@ -22,28 +22,15 @@ const isRoot = process.getuid && process.getuid() === 0
 
 /** A process issuing ids until stopped; `user` runs it as that user, `shm` in a /dev/shm of its own (need root). */
 function streamer(env, { user, cwd = ROOT, shm } = {}) {
-  const run = [process.execPath, STREAMER]
-  const argv = shm ? withShm(shm, run, user) : user ? ['runuser', ['-u', user, '--', ...run]] : [run[0], run.slice(1)]
-  const child = spawn(argv[0], argv[1], { cwd, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''
-  let err = ''
-  child.stdout.setEncoding('utf8')
-  child.stdout.on('data', (d) => (out += d))
-  child.stderr.on('data', (d) => (err += d))
-  const exited = new Promise((resolve) => child.on('exit', resolve))
+  const node = [process.execPath, STREAMER]
+  const argv = shm ? withShm(shm, node, user) : user ? ['runuser', ['-u', user, '--', ...node]] : [node[0], node.slice(1)]
+  const run = spawnChild(argv[0], argv[1], { cwd, env: cleanEnv(env) })
   return {
-    async ready(ms = 30_000) {
-      const end = Date.now() + ms
-      while (!out.includes('\n')) {
-        if (Date.now() > end) throw new Error(`no ready line in ${ms} ms: ${err}`)
-        await sleep(10)
-      }
-      return JSON.parse(out.slice('ready '.length, out.indexOf('\n')))
-    },
+    ready: (ms = 30_000) => readyLine(run, ms),
     async stop() {
-      child.kill('SIGTERM')
-      await exited
-      const last = out.trim().split('\n').pop()
+      run.child.kill('SIGTERM')
+      await run.exited
+      const last = run.out.trim().split('\n').pop()
       return JSON.parse(last)
     },
   }
@@ -51,10 +38,7 @@ function streamer(env, { user, cwd = ROOT, shm } = {}) {
 
 /** Duplicates among lists of decimal ids, counted by sorting them all. */
 function duplicates(...lists) {
-  const all = BigInt64Array.from(lists.flat(), BigInt).sort()
-  let dups = 0
-  for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) dups++
-  return dups
+  return countDuplicates(lists).dups
 }
 
 // A lease record as snowid writes it (version 1): a line padded to 1024 bytes, with an FNV-1a 64 sum.

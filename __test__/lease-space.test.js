@@ -10,12 +10,12 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { spawn, spawnSync } = require('node:child_process')
+const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { cleanEnv, freshLeaseDir, leaseNamespace, probeFirstId: probe, wasiSkip, withShm } = require('./helpers.js')
+const { cleanEnv, countDuplicates, freshLeaseDir, leaseNamespace, leaseWriter, probeFirstId: probe, wasiSkip, withShm } = require('./helpers.js')
 const { SnowflakeLayout } = require('..')
 
 const HOST_LEASE = wasiSkip('no flock, so no host lease')
@@ -48,35 +48,7 @@ function writer(env, { user, shm } = {}) {
   const file = path.join(outputs, `ids-${made++}`)
   const run = [process.execPath, WRITER, file]
   const [cmd, args] = shm ? withShm(shm, run, user) : [run[0], run.slice(1)]
-  const child = spawn(cmd, args, { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''
-  let err = ''
-  child.stdout.setEncoding('utf8')
-  child.stdout.on('data', (d) => (out += d))
-  child.stderr.on('data', (d) => (err += d))
-  const exited = new Promise((resolve) => child.on('exit', resolve))
-  const lines = () => out.split('\n').filter(Boolean)
-  return {
-    async ready(ms = 60_000) {
-      const end = Date.now() + ms
-      while (lines().length < 1) {
-        if (Date.now() > end) throw new Error(`no ready line in ${ms} ms: ${err}`)
-        await sleep(10)
-      }
-      return JSON.parse(lines()[0].slice('ready '.length))
-    },
-    async stop() {
-      child.kill('SIGTERM')
-      const code = await exited
-      assert.equal(code, 0, `writer exited ${code}: ${err}`)
-      const summary = JSON.parse(lines().pop())
-      const bytes = fs.readFileSync(file)
-      fs.rmSync(file)
-      const ids = new BigInt64Array(bytes.buffer, bytes.byteOffset, bytes.length / 8)
-      assert.equal(ids.length, summary.count)
-      return { ...summary, ids }
-    },
-  }
+  return leaseWriter(cmd, args, { env: cleanEnv(env) }, file)
 }
 
 /** The (datacenterId, workerId) of a writer's ids, read from its first id (default layout). */
@@ -87,16 +59,7 @@ function slotOf({ ids }) {
 
 /** Duplicates among all the ids of `results`, counted by sorting. */
 function duplicates(...results) {
-  const all = new BigInt64Array(results.reduce((n, r) => n + r.ids.length, 0))
-  let at = 0
-  for (const r of results) {
-    all.set(r.ids, at)
-    at += r.ids.length
-  }
-  all.sort()
-  let dups = 0
-  for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) dups++
-  return dups
+  return countDuplicates(results.map((r) => r.ids)).dups
 }
 
 /** Two writers started at once, issuing ids together for RUN_MS: their results, each with its slot. */

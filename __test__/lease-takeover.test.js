@@ -7,12 +7,12 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { spawn, spawnSync } = require('node:child_process')
+const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { cleanEnv, freshLeaseDir, leaseNamespace, wasiSkip, withShm } = require('./helpers.js')
+const { cleanEnv, countDuplicates, freshLeaseDir, leaseNamespace, leaseWriter, wasiSkip, withShm } = require('./helpers.js')
 
 const WRITER = path.join(__dirname, 'fixtures', 'lease-writer.js')
 const WASI = wasiSkip('no flock, so no host lease').skip
@@ -34,35 +34,7 @@ function writer(env, { user, shm } = {}) {
   const as = user && !shm ? { uid: uidOf(user), gid: uidOf(user, '-g') } : {}
   if (user) fs.chmodSync(outputs, 0o777)
   const [cmd, args] = shm ? withShm(shm, [process.execPath, WRITER, file], user) : [process.execPath, [WRITER, file]]
-  const child = spawn(cmd, args, { ...as, env: cleanEnv({ ...LAYOUT, ...env }), stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''
-  let err = ''
-  child.stdout.setEncoding('utf8')
-  child.stdout.on('data', (d) => (out += d))
-  child.stderr.on('data', (d) => (err += d))
-  const exited = new Promise((resolve) => child.on('exit', resolve))
-  const lines = () => out.split('\n').filter(Boolean)
-  return {
-    async ready(ms = 60_000) {
-      const end = Date.now() + ms
-      while (lines().length < 1) {
-        if (Date.now() > end) throw new Error(`no ready line in ${ms} ms: ${err}`)
-        await sleep(10)
-      }
-      return JSON.parse(lines()[0].slice('ready '.length))
-    },
-    async stop() {
-      child.kill('SIGTERM')
-      const code = await exited
-      assert.equal(code, 0, `writer exited ${code}: ${err}`)
-      const summary = JSON.parse(lines().pop())
-      const bytes = fs.readFileSync(file)
-      fs.rmSync(file)
-      const ids = new BigInt64Array(bytes.buffer, bytes.byteOffset, bytes.length / 8)
-      assert.equal(ids.length, summary.count)
-      return { ...summary, ids }
-    },
-  }
+  return leaseWriter(cmd, args, { ...as, env: cleanEnv({ ...LAYOUT, ...env }) }, file)
 }
 
 function uidOf(user, flag = '-u') {
@@ -71,15 +43,7 @@ function uidOf(user, flag = '-u') {
 
 /** Duplicates among all the ids of `results`, counted by sorting. */
 function duplicates(...results) {
-  const all = new BigInt64Array(results.reduce((n, r) => n + r.ids.length, 0))
-  let at = 0
-  for (const r of results) {
-    all.set(r.ids, at)
-    at += r.ids.length
-  }
-  all.sort()
-  let dups = 0
-  for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) dups++
+  const { dups } = countDuplicates(results.map((r) => r.ids))
   if (dups && process.env.SNOWID_TEST_DEBUG) {
     const { SnowflakeLayout } = require('..')
     const layout = new SnowflakeLayout({ sequenceBits: 4 })

@@ -1,11 +1,14 @@
 'use strict'
 
 // What the processes of __test__/fixtures/id-file-writer.js left in their output directory, and the checks the slow
-// tests make on it: every process's summary, every id, duplicates counted by sorting, and each id's slot.
+// tests make on it: every process's summary, every id, each id's slot, and duplicates counted by sorting.
 
+const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
+
+const { countDuplicates, readIds } = require('../helpers.js')
 
 const WRITER = path.join(__dirname, '..', 'fixtures', 'id-file-writer.js')
 
@@ -33,25 +36,35 @@ async function waitForSummaries(dir, count, ms, alive = () => {}) {
 /** Every id every process wrote, with the pid that wrote each file, as one BigInt64Array per pid. */
 function idsOf(dir, pids) {
   const out = new Map()
-  for (const pid of pids) {
-    const buf = fs.readFileSync(path.join(dir, `${pid}.ids`))
-    out.set(pid, new BigInt64Array(buf.buffer, buf.byteOffset, buf.length / 8))
-  }
+  for (const pid of pids) out.set(pid, readIds(path.join(dir, `${pid}.ids`)))
   return out
 }
 
-/** Duplicates among all the ids, counted by sorting one BigInt64Array of them all. */
-function duplicates(lists) {
-  const all = new BigInt64Array(lists.reduce((n, l) => n + l.length, 0))
-  let at = 0
-  for (const l of lists) {
-    all.set(l, at)
-    at += l.length
+/**
+ * Asserts that the lease chose both ids of every process whose summary is in `all` (`why` says so), and that they
+ * hold `count` distinct slots; returns the slots, as `datacenterId:workerId`.
+ */
+function leaseSlots(all, count, why) {
+  assert.deepEqual([...new Set(all.map((s) => `${s.sources.datacenterId}/${s.sources.workerId}`))], ['lease/lease'], why)
+  const slots = new Set(all.map((s) => `${s.datacenterId}:${s.workerId}`))
+  assert.equal(slots.size, count, 'distinct (datacenterId, workerId) slots')
+  return slots
+}
+
+/**
+ * The ids the processes of `found` (their summaries, by pid) wrote in `dir`: asserts that each wrote some, as many as
+ * it said, every one carrying its slot, and returns the duplicates among them all, `{ total, dups }`, counted by
+ * sorting.
+ */
+function checkIds(dir, found) {
+  const ids = idsOf(dir, found.keys())
+  for (const [pid, list] of ids) {
+    const s = found.get(pid)
+    assert.ok(list.length > 0 && list.length === s.count, `pid ${pid} wrote ${list.length} ids, said ${s.count}`)
+    assert.equal(offSlot(list, s.datacenterId, s.workerId), 0, `pid ${pid}: every id carries its slot`)
   }
-  all.sort()
-  let dups = 0
-  for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) dups++
-  return { total: all.length, dups }
+  const { total, dups } = countDuplicates([...ids.values()])
+  return { total, dups }
 }
 
 /** How many of `ids` do not carry the slot (datacenterId, workerId), under the default layout (3, 5, 2, 12 bits). */
@@ -62,4 +75,4 @@ function offSlot(ids, datacenterId, workerId) {
   return off
 }
 
-module.exports = { WRITER, summaries, waitForSummaries, idsOf, duplicates, offSlot }
+module.exports = { WRITER, summaries, waitForSummaries, idsOf, leaseSlots, checkIds, offSlot }

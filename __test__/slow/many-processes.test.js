@@ -14,7 +14,7 @@ const os = require('node:os')
 const path = require('node:path')
 
 const { ROOT, cleanEnv, freshLeaseDir, wasiSkip } = require('../helpers.js')
-const { WRITER, waitForSummaries, idsOf, duplicates, offSlot } = require('./id-files.js')
+const { WRITER, waitForSummaries, leaseSlots, checkIds } = require('./id-files.js')
 
 const PROCESSES = 64
 
@@ -55,24 +55,12 @@ test(`${PROCESSES} processes at once with the default configuration: every one g
   const failed = all.filter((s) => s.error)
   t.diagnostic(`${all.length - failed.length} of ${all.length} processes took a slot; errors: ${JSON.stringify([...new Set(failed.map((s) => s.error.code))])}`)
   assert.equal(failed.length, 0, `every process gets a slot; ${failed.length} failed, the first with ${JSON.stringify(failed[0]?.error)}`)
-  assert.deepEqual(
-    [...new Set(all.map((s) => `${s.sources.datacenterId}/${s.sources.workerId}`))],
-    ['lease/lease'],
-    'the lease chose both ids',
-  )
-  const slots = new Set(all.map((s) => `${s.datacenterId}:${s.workerId}`))
-  assert.equal(slots.size, PROCESSES, 'distinct (datacenterId, workerId) slots')
+  const slots = leaseSlots(all, PROCESSES, 'the lease chose both ids')
   // The slots are filled in order: datacenterId 0's 32 worker ids, then datacenterId 1's.
   const expected = Array.from({ length: PROCESSES }, (_, i) => `${i >> 5}:${i & 31}`)
   assert.deepEqual([...slots].sort(), expected.sort())
 
-  const ids = idsOf(out, found.keys())
-  for (const [pid, list] of ids) {
-    const s = found.get(pid)
-    assert.ok(list.length > 0 && list.length === s.count, `pid ${pid} wrote ${list.length} ids, said ${s.count}`)
-    assert.equal(offSlot(list, s.datacenterId, s.workerId), 0, `pid ${pid}: every id carries its slot`)
-  }
-  const { total, dups } = duplicates([...ids.values()])
+  const { total, dups } = checkIds(out, found)
   t.diagnostic(`${PROCESSES} processes, ${slots.size} slots, ${total} ids, ${dups} duplicates`)
   assert.equal(dups, 0)
   assert.ok(total >= PROCESSES * 512)

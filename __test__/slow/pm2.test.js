@@ -16,7 +16,7 @@ const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
 const { ROOT, cleanEnv, freshLeaseDir, wasiSkip } = require('../helpers.js')
-const { WRITER, waitForSummaries, idsOf, duplicates, offSlot } = require('./id-files.js')
+const { WRITER, waitForSummaries, leaseSlots, checkIds } = require('./id-files.js')
 
 const PM2 = path.join(ROOT, 'node_modules', 'pm2', 'bin', 'pm2')
 const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-pm2-'))
@@ -75,20 +75,8 @@ async function round(t, label, apps) {
       assert.equal(p.pm2_env.restart_time, 0, `${p.name}: no restart`)
     }
     assert.deepEqual(shown.map((p) => p.pid).sort(), [...found.keys()].sort(), 'the processes pm2 shows are the ones that wrote ids')
-    assert.deepEqual(
-      [...new Set(all.map((s) => `${s.sources.datacenterId}/${s.sources.workerId}`))],
-      ['lease/lease'],
-      'NODE_APP_INSTANCE is not a worker id: the lease chose both ids',
-    )
-    const slots = new Set(all.map((s) => `${s.datacenterId}:${s.workerId}`))
-    assert.equal(slots.size, processes, 'distinct (datacenterId, workerId) slots')
-    const ids = idsOf(out, found.keys())
-    for (const [pid, list] of ids) {
-      const s = found.get(pid)
-      assert.ok(list.length > 0 && list.length === s.count, `pid ${pid} wrote ${list.length} ids, said ${s.count}`)
-      assert.equal(offSlot(list, s.datacenterId, s.workerId), 0, `pid ${pid}: every id carries its slot`)
-    }
-    const { total, dups } = duplicates([...ids.values()])
+    const slots = leaseSlots(all, processes, 'NODE_APP_INSTANCE is not a worker id: the lease chose both ids')
+    const { total, dups } = checkIds(out, found)
     t.diagnostic(`${label}: ${processes} processes, ${slots.size} slots, ${total} ids, ${dups} duplicates`)
     assert.equal(dups, 0)
   } finally {

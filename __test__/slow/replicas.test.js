@@ -15,7 +15,7 @@ const os = require('node:os')
 const path = require('node:path')
 const { spawn, spawnSync } = require('node:child_process')
 
-const { ROOT, cleanEnv } = require('../helpers.js')
+const { ROOT, cleanEnv, countDuplicates, readIds } = require('../helpers.js')
 
 const REPLICAS = 4
 const RUN_MS = 1500
@@ -102,8 +102,7 @@ async function replicas(dir, envOf) {
           clearTimeout(timer)
           if (code !== 0) return reject(new Error(`replica ${i} exited ${code ?? signal}: ${err}`))
           try {
-            const bytes = fs.readFileSync(file)
-            const ids = new BigInt64Array(bytes.buffer, bytes.byteOffset, bytes.length / 8)
+            const ids = readIds(file)
             resolve({ report: JSON.parse(out), ids, stderr: err })
           } catch (e) {
             reject(new Error(`replica ${i}: ${e.message}; stdout ${out}; stderr ${err}`))
@@ -113,20 +112,6 @@ async function replicas(dir, envOf) {
     )
   }
   return Promise.all(runs)
-}
-
-/** How many ids of `parts` repeat one before them, once all are sorted. */
-function duplicates(parts) {
-  const all = new BigInt64Array(parts.reduce((n, p) => n + p.length, 0))
-  let at = 0
-  for (const p of parts) {
-    all.set(p, at)
-    at += p.length
-  }
-  all.sort()
-  let dup = 0
-  for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) dup++
-  return { dup, total: all.length }
 }
 
 let dir
@@ -141,7 +126,7 @@ test('replicas in Kubernetes with no identity chosen all refuse their first id',
   const runs = await replicas(dir, () => ({ KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' }))
   const issued = runs.filter((r) => r.ids.length > 0)
   // Were they issued, as before this refusal, the replicas would all have taken workerId 0 of their own leases.
-  const { dup, total } = duplicates(runs.map((r) => r.ids))
+  const { dups: dup, total } = countDuplicates(runs.map((r) => r.ids))
   assert.equal(issued.length, 0, `${issued.length} of ${REPLICAS} replicas issued ids (${dup} duplicates in ${total}): ${JSON.stringify(issued.map((r) => ({ ids: r.report.ids, workerId: r.report.workerId, from: r.report.sources.workerId })))}`)
   for (const { report } of runs) {
     assert.equal(report.code, 'ERR_SNOWID_IDENTITY_REQUIRED', JSON.stringify(report))
@@ -157,7 +142,7 @@ test('replicas with a SNOWID_WORKER_ID each issue ids at full speed with no dupl
     assert.equal(report.sources.workerId, 'env')
     assert.ok(ids.length > 1000, `replica ${i} issued ${ids.length} ids`)
   })
-  const { dup, total } = duplicates(runs.map((r) => r.ids))
+  const { dups: dup, total } = countDuplicates(runs.map((r) => r.ids))
   assert.equal(dup, 0, `${dup} duplicates in ${total} ids`)
   t.diagnostic(`${REPLICAS} replicas, ${RUN_MS} ms: ${total} ids, ${dup} duplicates`)
 })

@@ -9,13 +9,13 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { spawn, spawnSync } = require('node:child_process')
+const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { ROOT, cleanEnv, wasiSkip } = require('../helpers.js')
+const { ROOT, cleanEnv, countDuplicates, readIds, spawnChild, wasiSkip } = require('../helpers.js')
 const { decode } = require('../..')
 
 const HOLDER = path.join(__dirname, '..', 'fixtures', 'volume-holder.js')
@@ -43,51 +43,30 @@ const children = []
 function start(role, leaseDir, outFile, netns) {
   const argv = [process.execPath, HOLDER, role, leaseDir, outFile]
   const [cmd, ...args] = netns ? ['unshare', '--net', ...argv] : argv
-  const child = spawn(cmd, args, { cwd: ROOT, env: cleanEnv({ SNOWID_LEASE_DIR: leaseDir }), stdio: ['ignore', 'pipe', 'pipe'] })
+  const run = spawnChild(cmd, args, { cwd: ROOT, env: cleanEnv({ SNOWID_LEASE_DIR: leaseDir }) })
+  const { child } = run
   children.push(child)
-  let out = ''
-  let err = ''
-  child.stdout.setEncoding('utf8')
-  child.stdout.on('data', (d) => (out += d))
-  child.stderr.on('data', (d) => (err += d))
-  const exited = new Promise((resolve) => child.on('exit', resolve))
   return {
     child,
     async line(prefix, ms = 30_000) {
       const end = Date.now() + ms
       for (;;) {
-        const found = out.split('\n').find((l) => l.startsWith(prefix))
+        const found = run.out.split('\n').find((l) => l.startsWith(prefix))
         if (found) return found
-        if (Date.now() > end) throw new Error(`${role}: no '${prefix}' line in ${ms} ms: ${out} ${err}`)
+        if (Date.now() > end) throw new Error(`${role}: no '${prefix}' line in ${ms} ms: ${run.out} ${run.err}`)
         await sleep(5)
       }
     },
     async result(ms = 30_000) {
-      const code = await Promise.race([exited, sleep(ms, 'timeout', { ref: false })])
+      const code = await Promise.race([run.exited, sleep(ms, 'timeout', { ref: false })])
       if (code === 'timeout') child.kill('SIGKILL')
-      const last = out.trim().split('\n').pop()
-      assert.equal(code, 0, `${role} exited with ${code}: ${err}`)
+      const last = run.out.trim().split('\n').pop()
+      assert.equal(code, 0, `${role} exited with ${code}: ${run.err}`)
       const r = JSON.parse(last)
-      const bytes = fs.readFileSync(outFile)
-      r.ids = new BigInt64Array(bytes.buffer, bytes.byteOffset, bytes.length / 8)
+      r.ids = readIds(outFile)
       return r
     },
   }
-}
-
-/** The ids found more than once among the lists (one entry per extra copy), in order: by sorting them all in one
- * BigInt64Array. */
-function duplicated(...lists) {
-  const all = new BigInt64Array(lists.reduce((n, l) => n + l.length, 0))
-  let at = 0
-  for (const l of lists) {
-    all.set(l, at)
-    at += l.length
-  }
-  all.sort()
-  const dups = []
-  for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) dups.push(all[i])
-  return dups
 }
 
 const ms = (id) => decode(id).timestamp
@@ -118,7 +97,8 @@ async function trial(base, k) {
   const ra = await a.result()
   const aLast = ms(ra.ids[ra.ids.length - 1])
   const bFirst = rb.ids.length ? ms(rb.ids[0]) : null
-  const dups = duplicated(ra.ids, rb.ids)
+  // The ids found more than once (one entry per extra copy), in order.
+  const dups = countDuplicates([ra.ids, rb.ids]).repeated
   return {
     bTook: rb.took !== null,
     bPid: rb.pid,
