@@ -1,8 +1,8 @@
 'use strict'
 
 // What every store's lease must do, as scenarios with real processes (fixtures/lease-holder.js) that each store's
-// test file runs against its own server: redis.test.js and postgres-lease.test.js. `base` holds the store, the
-// client and the server of the holders.
+// tests run against their own server: redis-scenarios.js, postgres-lease.test.js and mysql-lease.test.js. `base`
+// holds the store, the client and the server of the holders.
 
 const assert = require('node:assert/strict')
 const { spawn } = require('node:child_process')
@@ -97,7 +97,10 @@ async function until(pred, ms, what) {
 }
 
 
-/** 40 processes across 2 datacenter ids acquire at once: 40 distinct slots, 200,000 ids, 0 duplicates. */
+/**
+ * 40 processes across 2 datacenter ids acquire at once: 40 distinct slots, 200,000 ids, 0 duplicates. CI's slow tier
+ * runs it for every store and client (slow/stores-at-scale.test.js).
+ */
 async function manyAtOnce(tt, base) {
   // ttlMs 10000: a holder stalled for seconds between its acquire and its burst (40 processes starting at once on 2
   // busy cores) is still before its deadline; waitMs 60000: a take that gets no answer within 10 s is tried again.

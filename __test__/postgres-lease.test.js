@@ -1,7 +1,8 @@
 'use strict'
 
 // snowid/postgres against a real PostgreSQL (started by the test on a free loopback port), with each client: pg (a
-// Pool, and a Client) and postgres.js. The scenarios every store must pass are __test__/holders.js's.
+// Pool, and a Client) and postgres.js. The scenarios every store must pass are __test__/holders.js's; the one with 40
+// processes at once runs in CI's slow tier (slow/stores-at-scale.test.js).
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
@@ -11,7 +12,7 @@ const { setTimeout: sleep } = require('node:timers/promises')
 process.env.SNOWID_LEASE_DIR = require('./helpers.js').freshLeaseDir()
 
 const { reportMissing, startPostgres, freePort } = require('./servers.js')
-const { holder, assertNoDuplicates, releaseAfterAStepBack, endedClientExits, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage } = require('./holders.js')
+const { holder, assertNoDuplicates, releaseAfterAStepBack, endedClientExits, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage } = require('./holders.js')
 const { acquireWorkerId, configureWorkerId, PostgresLease, tableSql } = require('../lib/postgres.js')
 const { runNode } = require('./helpers.js')
 
@@ -90,8 +91,6 @@ async function main() {
         assert.equal((await sql(`SELECT count(*)::int AS n FROM ids_${kind}.slots`))[0].n, 16, 'a row per slot of every datacenter (8 of 2 slots)')
         assert.match(tableSql(`ids_${kind}.slots`), new RegExp(`CREATE TABLE "ids_${kind}"\\."slots"`))
       })
-
-      await t.test('40 processes across 2 datacenter ids acquire at once: distinct slots, 0 duplicate ids', (tt) => manyAtOnce(tt, base))
 
       await t.test('more contenders than slots: the extras get ERR_SNOWID_NO_FREE_WORKER_ID after waitMs', (tt) => moreContendersThanSlots(tt, base))
 
