@@ -244,7 +244,8 @@ async function endedClientExits(tt, base) {
     a.child.kill('SIGUSR1')
     await a.waitFor((e) => e.event === 'ending')
     const endedAt = Date.now()
-    const code = await Promise.race([a.exited, sleep(30_000).then(() => 'still running after 30 s')])
+    // An unref'd timer: it keeps no test process alive for 30 s after A has exited.
+    const code = await Promise.race([a.exited, sleep(30_000, undefined, { ref: false }).then(() => 'still running after 30 s')])
     assert.equal(code, 0, `A's exit: ${code}; events ${JSON.stringify(a.events.map((e) => e.event)).slice(-300)}; stderr: ${a.stderr}`)
     tt.diagnostic(`A exited ${Date.now() - endedAt} ms after its client was ended, having tried to take a slot again ${a.events.filter((e) => e.event === 'renewFailed').length} times`)
   } finally {

@@ -268,7 +268,7 @@ async function withClient(t, kind) {
   await t.test('a renewal whose answer is late is one renewFailed, whose message names it once, in whole ms', async () => {
     const { client, raw, close } = await connect(kind, redis.port)
     const within = (promise, what) =>
-      Promise.race([promise, sleep(15_000).then(() => Promise.reject(new Error(`${what}: not within 15 s`)))])
+      Promise.race([promise, sleep(15_000, undefined, { ref: false }).then(() => Promise.reject(new Error(`${what}: not within 15 s`)))])
     try {
       await raw('HSET', '{slow}:5:0:marks', 'until', String(Date.now() - 1))
       // ttlMs 2000: each renewal is given 666 ms (a third of the TTL, in whole ms). One renewal's answer is held
