@@ -284,30 +284,6 @@ test('huge bigints are refused by their size, without reading them', () => {
 const NO_NATIVE = { NAPI_RS_NATIVE_LIBRARY_PATH: '/nonexistent/snowid.node' }
 const NOTHING = { ...NO_NATIVE, NAPI_RS_FORCE_WASI: undefined, NODE_OPTIONS: `--require ${path.join(__dirname, 'fixtures', 'no-wasm.js')}` }
 
-test('no native binary: the loader falls back to the snowid-wasm32-wasi package, which makes ids with an explicit worker id', () => {
-  const r = runNode(
-    `const s = require('.'); const id = s.nextId(); console.log(JSON.stringify({ target: require('./binding.js').__napiBindingTarget, workerId: s.decode(id).workerId, next: s.nextId() > id }))`,
-    { ...NO_NATIVE, SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '9' },
-  )
-  assert.equal(r.status, 0, r.stderr)
-  assert.deepEqual(JSON.parse(r.stdout), { target: 'wasm32-wasi', workerId: 9, next: true })
-})
-
-test('on WASI the host lease is unsupported: a coded error says what to configure', () => {
-  const r = runNode(`try { require('.').nextId(); console.log('made') } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })) }`, {
-    NAPI_RS_FORCE_WASI: 'error',
-    SNOWID_LEASE: undefined,
-  })
-  assert.equal(r.status, 0, r.stderr)
-  const e = JSON.parse(r.stdout)
-  assert.equal(e.code, 'ERR_SNOWID_LEASE_UNSUPPORTED')
-  assert.match(e.message, /expected a platform with flock, found WASI/)
-  for (const what of ['SNOWID_LEASE=off', 'SNOWID_WORKER_ID', 'SNOWID_WORKER_ID_FROM=statefulset', 'snowid/redis', 'snowid/postgres']) {
-    assert.ok(e.message.includes(what), what)
-  }
-  assert.ok(e.message.length <= 400, e.message)
-})
-
 test('no binary for this platform: a coded error that names the platform, lists the supported ones and says how to build', () => {
   const r = runNode(
     `try { require('.'); console.log('loaded') } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message, cause: String(e.cause) })) }`,

@@ -1,8 +1,8 @@
 'use strict'
 
 // What every store's lease must do, as scenarios with real processes (fixtures/lease-holder.js) that each store's
-// test file runs against its own server: redis.test.js and postgres-lease.test.js. `base` holds the store, the
-// client and the server of the holders.
+// tests run against their own server: redis-scenarios.js, postgres-lease.test.js and mysql-lease.test.js. `base`
+// holds the store, the client and the server of the holders.
 
 const assert = require('node:assert/strict')
 const { spawn } = require('node:child_process')
@@ -97,7 +97,10 @@ async function until(pred, ms, what) {
 }
 
 
-/** 40 processes across 2 datacenter ids acquire at once: 40 distinct slots, 200,000 ids, 0 duplicates. */
+/**
+ * 40 processes across 2 datacenter ids acquire at once: 40 distinct slots, 200,000 ids, 0 duplicates. CI's slow tier
+ * runs it for every store and client (slow/stores-at-scale.test.js).
+ */
 async function manyAtOnce(tt, base) {
   // ttlMs 10000: a holder stalled for seconds between its acquire and its burst (40 processes starting at once on 2
   // busy cores) is still before its deadline; waitMs 60000: a take that gets no answer within 10 s is tried again.
@@ -241,7 +244,8 @@ async function endedClientExits(tt, base) {
     a.child.kill('SIGUSR1')
     await a.waitFor((e) => e.event === 'ending')
     const endedAt = Date.now()
-    const code = await Promise.race([a.exited, sleep(30_000).then(() => 'still running after 30 s')])
+    // An unref'd timer: it keeps no test process alive for 30 s after A has exited.
+    const code = await Promise.race([a.exited, sleep(30_000, undefined, { ref: false }).then(() => 'still running after 30 s')])
     assert.equal(code, 0, `A's exit: ${code}; events ${JSON.stringify(a.events.map((e) => e.event)).slice(-300)}; stderr: ${a.stderr}`)
     tt.diagnostic(`A exited ${Date.now() - endedAt} ms after its client was ended, having tried to take a slot again ${a.events.filter((e) => e.event === 'renewFailed').length} times`)
   } finally {

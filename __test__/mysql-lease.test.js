@@ -1,7 +1,8 @@
 'use strict'
 
 // snowid/mysql against a real MariaDB (started by the test on a free loopback port), through mysql2: a Pool of the
-// callback API, and a Connection of the promise API. The scenarios every store must pass are __test__/holders.js's.
+// callback API, and a Connection of the promise API. The scenarios every store must pass are __test__/holders.js's;
+// the one with 40 processes at once runs in CI's slow tier (slow/stores-at-scale.test.js).
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
@@ -9,7 +10,7 @@ const assert = require('node:assert/strict')
 require('./helpers.js').isolateLeases()
 
 const { reportMissing, startMariadb, freePort } = require('./servers.js')
-const { releaseAfterAStepBack, endedClientExits, manyAtOnce, moreContendersThanSlots, stalledHolder } = require('./holders.js')
+const { releaseAfterAStepBack, endedClientExits, moreContendersThanSlots, stalledHolder } = require('./holders.js')
 const { acquireWorkerId, configureWorkerId, MysqlLease, tableSql } = require('../lib/mysql.js')
 const { runNode } = require('./helpers.js')
 
@@ -183,8 +184,6 @@ async function main() {
     assert.deepEqual(res.ids, res.slot)
     assert.equal(res.after, 'ERR_SNOWID_LEASE_LOST')
   })
-
-  test('40 processes across 2 datacenter ids acquire at once: distinct slots, 0 duplicate ids', (tt) => manyAtOnce(tt, base))
 
   test('more contenders than slots: the extras get ERR_SNOWID_NO_FREE_WORKER_ID after waitMs', (tt) => moreContendersThanSlots(tt, base))
 

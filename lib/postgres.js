@@ -192,8 +192,9 @@ END $snowid$`,
         [],
       )
     } catch (err) {
-      // Two processes making the table at once collide on the catalog (23505, 42P07); it is there either way.
-      if (!['23505', '42P07'].includes(err && err.code)) throw err
+      // Two processes making the table at once collide on the catalog (23505, 42P07, or 42710 for its row type); it
+      // is there either way.
+      if (!['23505', '42P07', '42710'].includes(err && err.code)) throw err
     }
     await verify()
     await query(

@@ -1696,6 +1696,7 @@ pub(crate) mod tests {
     }
 
     #[test]
+    #[ignore = "stress: run by npm run test:slow (cargo test -- --ignored)"]
     fn four_threads_take_ten_million_ids_each_without_a_duplicate() {
         let (clock, lists) = threads_take(Widths::default(), 4, 10_000_000, 1_000);
         for ids in &lists {
