@@ -55,7 +55,8 @@ export declare class Snowflake {
   /**
    * This generator's effective configuration and where each value came from. When the worker id comes from the
    * host lease (or may move on from a taken slot), it starts the generator (taking the slot) to report it.
-   * @throws {Error} as the first `nextId()` does, when it starts the generator.
+   * @throws {Error} `ERR_SNOWID_IDENTITY_REQUIRED` as the first `nextId()` does; and as it does, when it starts
+   * the generator.
    */
   config(): SnowidConfig
   /**
@@ -104,17 +105,18 @@ export declare class SnowflakeLayout {
  * The effective configuration of the default generator and where each value came from. It does not start the
  * generator; when the worker id comes from the lease, it takes this process's automatic slot to report it.
  * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the environment holds a bad value.
+ * @throws {Error} `ERR_SNOWID_IDENTITY_REQUIRED` as the first `nextId()` does.
  * @throws {Error} `ERR_SNOWID_LEASE_DIR`, `ERR_SNOWID_LEASE_CORRUPT` or `ERR_SNOWID_NO_FREE_WORKER_ID` when the
  * automatic lease cannot be taken.
  */
 export declare function config(): SnowidConfig
 
 /**
- * Where a configured value came from: an option, an environment variable, PM2's `NODE_APP_INSTANCE`, a StatefulSet
- * pod's host name (`SNOWID_WORKER_ID_FROM=statefulset`) or an automatic lease on this host (worker id only), or the
- * default.
+ * Where a configured value came from: an option, an environment variable, a StatefulSet pod's host name
+ * (`SNOWID_WORKER_ID_FROM=statefulset`; worker id only), an automatic lease on this host (the worker id, and the
+ * datacenter id when neither is configured), or the default.
  */
-export type ConfigSource = 'option' | 'env' | 'pm2' | 'lease' | 'statefulset' | 'default'
+export type ConfigSource = 'option' | 'env' | 'lease' | 'statefulset' | 'default'
 
 /** Where each configured value came from. */
 export interface ConfigSources {
@@ -134,6 +136,7 @@ export interface ConfigSources {
   leaseNamespace: ConfigSource
   workerIdIfTaken: ConfigSource
   workerIdFrom: ConfigSource
+  singleInstance: ConfigSource
 }
 
 /**
@@ -246,6 +249,8 @@ export declare function minIdAt(time: Date | number | string): bigint
  * The default generator is configured from the environment (`SNOWID_*`) on its first use, or by `configure()`
  * before it. Its state is shared by every `worker_thread` and every `Snowflake` with the same identity.
  * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the environment holds a bad value.
+ * @throws {Error} `ERR_SNOWID_IDENTITY_REQUIRED` where replicas are the norm (Kubernetes, ECS, Cloud Run, ...) and
+ * neither a worker id nor a datacenter id was chosen (nor `SNOWID_SINGLE_INSTANCE=true`).
  * @throws {Error} `ERR_SNOWID_CLOCK_BACKWARDS` when the clock moved back and the `onClockBack` policy gives up.
  * @throws {Error} `ERR_SNOWID_TIME_EXHAUSTED` past the layout's `expiresAt`.
  */
@@ -301,14 +306,16 @@ export interface SlotRecord {
  */
 export interface SnowflakeOptions {
   /**
-   * Datacenter (or machine) number, 0 to 2^datacenterBits - 1. Env `SNOWID_DATACENTER_ID`, else `datacenterId`.
-   * @default 0
+   * Datacenter (or machine) number, 0 to 2^datacenterBits - 1. Env `SNOWID_DATACENTER_ID`, else `datacenterId`;
+   * else, when the worker id comes from the lease too, the lease's: datacenterId 0's slots first, then 1's, and so
+   * on; else 0.
+   * @default the lease's datacenter id, or 0
    */
   datacenterId?: number
   /**
    * Worker (process) number, 0 to 2^workerBits - 1. Env `SNOWID_WORKER_ID`, else `workerId`, else the ordinal of
-   * a StatefulSet pod's host name with `workerIdFrom: 'statefulset'`, else PM2's `NODE_APP_INSTANCE`;
-   * else the lowest slot no other process on this host holds (the lease); else 0 when leases are off.
+   * a StatefulSet pod's host name with `workerIdFrom: 'statefulset'`; else the lowest slot no other process on
+   * this host holds (the lease); else 0 when leases are off. PM2's `NODE_APP_INSTANCE` is not read.
    * @default the lease's slot
    */
   workerId?: number
@@ -391,6 +398,14 @@ export interface SnowflakeOptions {
    * @default unset
    */
   workerIdFrom?: 'statefulset'
+  /**
+   * `true` declares this the only instance of the service: where replicas are the norm (Kubernetes, ECS, Cloud
+   * Run, Nomad, Heroku, Fly.io, AWS Lambda), the first id then goes ahead with no worker id or datacenter id chosen
+   * instead of throwing `ERR_SNOWID_IDENTITY_REQUIRED`, and a plain container gives no warning. Env
+   * `SNOWID_SINGLE_INSTANCE` (`true` or `false`).
+   * @default false
+   */
+  singleInstance?: boolean
 }
 
 /** The effective configuration of a generator. */
@@ -425,6 +440,17 @@ export interface SnowidConfig {
    * pod's host name; else `null`.
    */
   workerIdFrom: 'statefulset' | null
+  /**
+   * Whether this is declared the only instance (`SNOWID_SINGLE_INSTANCE=true`), so that an identity no one chose
+   * is not refused where replicas are the norm.
+   */
+  singleInstance: boolean
+  /**
+   * Where this process runs, as far as replicas go: an orchestrator where replicas are the norm and an identity
+   * no one chose is refused (`ERR_SNOWID_IDENTITY_REQUIRED`), `'container'` for a plain Docker or Podman container
+   * (where it is warned of), or `null` for none known. See docs/guarantees.md for how each is known.
+   */
+  environment: 'kubernetes' | 'ecs' | 'cloudrun' | 'nomad' | 'heroku' | 'fly' | 'lambda' | 'container' | null
   /** The most ids one generator issues in one ms: 2^sequenceBits. */
   maxIdsPerMs: number
   /** The last Unix ms the layout can encode. Generation throws `ERR_SNOWID_TIME_EXHAUSTED` after it. */
