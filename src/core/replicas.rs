@@ -234,15 +234,14 @@ pub fn check(config: &Config) -> Result<Option<String>> {
 
 /// Where the identity came from, for messages: no one's choice.
 fn unchosen(config: &Config) -> String {
-    let worker = match config.worker_id.source {
-        Source::Lease => "workerId comes from this host's lease".to_string(),
-        _ => format!("workerId is {} with leases off", config.worker_id.value),
-    };
-    let datacenter = match config.datacenter_id.source {
-        Source::Lease => "datacenterId from this host's lease",
-        _ => "datacenterId is the default",
-    };
-    format!("{worker} and {datacenter}")
+    // Neither id configured: with leases on, the lease chooses both; with them off, both are their defaults.
+    match config.worker_id.source {
+        Source::Lease => "workerId and datacenterId come from this host's lease".to_string(),
+        _ => format!(
+            "workerId is {} and datacenterId {} with leases off",
+            config.worker_id.value, config.datacenter_id.value
+        ),
+    }
 }
 
 fn refusal(detected: &Detected, unchosen: &str) -> Error {
@@ -399,7 +398,7 @@ mod tests {
                     assert!(m.contains(way), "{way} not in {m}");
                 }
                 assert_eq!(m.contains("SNOWID_WORKER_ID_FROM=statefulset"), label == "Kubernetes", "{m}");
-                let from = if lease == "on" { "workerId comes from this host's lease" } else { "workerId is 0 with leases off" };
+                let from = if lease == "on" { "workerId and datacenterId come from this host's lease" } else { "workerId is 0 and datacenterId 0 with leases off" };
                 assert!(m.contains(from), "{m}");
             }
         }
