@@ -71,12 +71,15 @@ export type SnowidErrorCode =
   | 'ERR_SNOWID_LEASE_CORRUPT'
   | 'ERR_SNOWID_LEASE_DIR'
   | 'ERR_SNOWID_LEASE_LOST'
+  | 'ERR_SNOWID_LEASE_UNSUPPORTED'
+  | 'ERR_SNOWID_MYSQL_UNAVAILABLE'
   | 'ERR_SNOWID_NOT_PRIMARY'
   | 'ERR_SNOWID_NO_BINARY'
   | 'ERR_SNOWID_NO_FREE_WORKER_ID'
   | 'ERR_SNOWID_POSTGRES_UNAVAILABLE'
   | 'ERR_SNOWID_REDIS_UNAVAILABLE'
   | 'ERR_SNOWID_STORE_PERMISSION_DENIED'
+  | 'ERR_SNOWID_STORE_TABLE_INVALID'
   | 'ERR_SNOWID_TIME_EXHAUSTED'
   | 'ERR_SNOWID_WASI_THREAD'
   | 'ERR_SNOWID_WORKER_ID_IN_USE'
@@ -90,7 +93,8 @@ export interface SnowidError extends Error {
 }
 
 /**
- * Whether `value` is an error snowid made: an `Error` whose `code` is one of `SnowidErrorCode`.
+ * Whether `value` is an error snowid made: an `Error` (of any realm) whose `code` is one of `SnowidErrorCode`.
+ * It never throws: a revoked Proxy, or one whose traps throw, is not one.
  * @example
  * try { configure({ workerId: 99 }) } catch (e) { if (isSnowidError(e)) console.log(e.code) }
  */

@@ -356,28 +356,5 @@ module.exports.stats = binding.stats
 module.exports.timestampOf = binding.timestampOf
 module.exports.workerSlots = binding.workerSlots
 
-// Every code snowid's errors carry (index.d.ts's SnowidErrorCode lists the same).
-const CODES = new Set([
-  'ERR_SNOWID_ALREADY_CONFIGURED',
-  'ERR_SNOWID_CLOCK_BACKWARDS',
-  'ERR_SNOWID_IDENTITY_REQUIRED',
-  'ERR_SNOWID_INVALID_ARGUMENT',
-  'ERR_SNOWID_INVALID_CONFIG',
-  'ERR_SNOWID_INVALID_ID',
-  'ERR_SNOWID_LEASE_CORRUPT',
-  'ERR_SNOWID_LEASE_DIR',
-  'ERR_SNOWID_LEASE_LOST',
-  'ERR_SNOWID_NOT_PRIMARY',
-  'ERR_SNOWID_NO_BINARY',
-  'ERR_SNOWID_NO_FREE_WORKER_ID',
-  'ERR_SNOWID_POSTGRES_UNAVAILABLE',
-  'ERR_SNOWID_REDIS_UNAVAILABLE',
-  'ERR_SNOWID_STORE_PERMISSION_DENIED',
-  'ERR_SNOWID_TIME_EXHAUSTED',
-  'ERR_SNOWID_WASI_THREAD',
-  'ERR_SNOWID_WORKER_ID_IN_USE',
-])
-
-module.exports.isSnowidError = function isSnowidError(value) {
-  return value instanceof Error && CODES.has(value.code)
-}
+// Every code snowid's errors carry is listed once, in lib/codes.js (index.d.ts's SnowidErrorCode is checked against it).
+module.exports.isSnowidError = require('./lib/codes.js').isSnowidError

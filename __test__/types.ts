@@ -202,6 +202,12 @@ try {
     void code
   }
 }
+// A store lease's errors are snowid errors: their codes are all SnowidErrorCode's.
+const storeErrors: SnowidError[] = [] as (SnowidRedisError | SnowidPostgresError | SnowidMysqlError)[]
+const wasiCode: SnowidErrorCode = 'ERR_SNOWID_LEASE_UNSUPPORTED'
+// @ts-expect-error not a code snowid throws
+const madeUp: SnowidErrorCode = 'ERR_SNOWID_MADE_UP'
+void storeErrors, wasiCode, madeUp
 void waitPolicy
 void envSource
 // @ts-expect-error the loader's internals are not exported

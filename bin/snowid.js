@@ -183,7 +183,7 @@ try {
   if (err instanceof UsageError) {
     process.stderr.write(`snowid: ${err.message}\n\n${USAGE}\n`)
     process.exitCode = 2
-  } else if (err && typeof err.code === 'string' && err.code.startsWith('ERR_SNOWID_')) {
+  } else if (snowid.isSnowidError(err)) {
     process.stderr.write(`snowid: ${err.message} (${err.code})\n`)
     process.exitCode = 1
   } else {

@@ -48,6 +48,7 @@ const { randomUUID } = require('node:crypto')
 const snowid = require('../index.js')
 // Sets a generator's lease deadline and takes in an earlier holder's mark; not reachable from user code.
 const native = require('./native.js')
+const { isSnowidCode } = require('./codes.js')
 
 /** The binding's fence, on the native core of `snowflake` (a `Snowflake` that `index.js` made). */
 function fenceSnowflake(snowflake, deadline, mark) {
@@ -65,7 +66,7 @@ function codedError(Class, code, message, cause) {
 }
 
 function isCoded(err) {
-  return Boolean(err) && typeof err.code === 'string' && err.code.startsWith('ERR_SNOWID_')
+  return Boolean(err) && isSnowidCode(err.code)
 }
 
 function integerOption(options, name, min, max, fallback) {
