@@ -10,7 +10,12 @@ const binding = require('./lib/native.js')
 
 // On Node's main thread `process.env` reads and writes the OS environment itself, which the binding can read directly,
 // for a fraction of the cost, for as long as `process.env` is still that object (see src/js/env.rs, os_backed_env).
-if (require('node:worker_threads').isMainThread && !process.versions.bun && !process.versions.deno && binding.__osBackedEnv) {
+if (
+  require('node:worker_threads').isMainThread &&
+  !process.versions.bun &&
+  !process.versions.deno &&
+  binding.__osBackedEnv
+) {
   binding.__osBackedEnv(process.env)
 }
 
@@ -48,7 +53,14 @@ const CONFIGURED = binding.__configured
 const MAX_ID = 0x7fffffffffffffffn
 
 function fields(id) {
-  return { id, timestamp: FIELDS[0], datacenterId: FIELDS[1], workerId: FIELDS[2], clockBack: FIELDS[3], sequence: FIELDS[4] }
+  return {
+    id,
+    timestamp: FIELDS[0],
+    datacenterId: FIELDS[1],
+    workerId: FIELDS[2],
+    clockBack: FIELDS[3],
+    sequence: FIELDS[4],
+  }
 }
 
 // An id's two 32-bit halves, read back from the 64 bits it is written to.
@@ -109,7 +121,13 @@ class Split {
       const end = i < 4 ? shift + widths[i] : 63
       const lowEnd = Math.min(end, 32)
       const highFrom = Math.max(shift, 32) - 32
-      p.push(maskOf(shift, lowEnd), shift & 31, end > 32 ? maskOf(highFrom, end - 32) : 0, highFrom, 2 ** Math.max(lowEnd - shift, 0))
+      p.push(
+        maskOf(shift, lowEnd),
+        shift & 31,
+        end > 32 ? maskOf(highFrom, end - 32) : 0,
+        highFrom,
+        2 ** Math.max(lowEnd - shift, 0),
+      )
       shift = end
     }
     ;[this.sLowMask, this.sLowShift, this.sHighMask, this.sHighShift, this.sScale] = p.slice(0, 5)
@@ -141,11 +159,18 @@ class Split {
     const high = HALVES[HIGH]
     return {
       id: decimal(high, low),
-      timestamp: this.epoch + ((high & this.tHighMask) >>> this.tHighShift) * this.tScale + ((low & this.tLowMask) >>> this.tLowShift),
-      datacenterId: ((high & this.dHighMask) >>> this.dHighShift) * this.dScale + ((low & this.dLowMask) >>> this.dLowShift),
-      workerId: ((high & this.wHighMask) >>> this.wHighShift) * this.wScale + ((low & this.wLowMask) >>> this.wLowShift),
-      clockBack: ((high & this.cHighMask) >>> this.cHighShift) * this.cScale + ((low & this.cLowMask) >>> this.cLowShift),
-      sequence: ((high & this.sHighMask) >>> this.sHighShift) * this.sScale + ((low & this.sLowMask) >>> this.sLowShift),
+      timestamp:
+        this.epoch +
+        ((high & this.tHighMask) >>> this.tHighShift) * this.tScale +
+        ((low & this.tLowMask) >>> this.tLowShift),
+      datacenterId:
+        ((high & this.dHighMask) >>> this.dHighShift) * this.dScale + ((low & this.dLowMask) >>> this.dLowShift),
+      workerId:
+        ((high & this.wHighMask) >>> this.wHighShift) * this.wScale + ((low & this.wLowMask) >>> this.wLowShift),
+      clockBack:
+        ((high & this.cHighMask) >>> this.cHighShift) * this.cScale + ((low & this.cLowMask) >>> this.cLowShift),
+      sequence:
+        ((high & this.sHighMask) >>> this.sHighShift) * this.sScale + ((low & this.sLowMask) >>> this.sLowShift),
     }
   }
 }
@@ -157,7 +182,8 @@ class Split {
 function decoder(decodeFields, counted) {
   let split = null
   return function decode(id) {
-    if (typeof id === 'bigint' && split !== null && id >= 0n && id <= MAX_ID && (!counted || split.current())) return split.decode(id)
+    if (typeof id === 'bigint' && split !== null && id >= 0n && id <= MAX_ID && (!counted || split.current()))
+      return split.decode(id)
     const text = decodeFields(id)
     if (split === null || !split.same()) split = new Split()
     return fields(text)
@@ -195,6 +221,7 @@ function stringsOf(joinedIds) {
 function brand() {
   class Base {
     constructor(self) {
+      // biome-ignore lint/correctness/noConstructorReturn: the base returns the instance made elsewhere, so that a derived class adds its private field to it
       return self
     }
   }
@@ -248,7 +275,7 @@ function guardedClass(Native, name, bound, makeCore, made) {
     }[key]
     Object.defineProperty(proto, key, { ...d, value: guardedMethods[key] })
   }
-  const own = (value) => ({ value, writable: false, enumerable: false, configurable: false })
+  const own = value => ({ value, writable: false, enumerable: false, configurable: false })
   // The methods of a core, made on first need.
   const tables = new WeakMap()
   function methodsOf(c) {
@@ -261,7 +288,8 @@ function guardedClass(Native, name, bound, makeCore, made) {
       table.nextIds = idsOf(fill, ID_SCRATCH && scratchIds)
       table.nextIdStrings = stringsOf(joinedIds)
     }
-    for (const k of bound) table[k] = k === 'decode' && FIELDS ? decoder(native.__decoder.call(c), false) : native[k].bind(c)
+    for (const k of bound)
+      table[k] = k === 'decode' && FIELDS ? decoder(native.__decoder.call(c), false) : native[k].bind(c)
     tables.set(c, table)
     return table
   }
@@ -272,7 +300,7 @@ function guardedClass(Native, name, bound, makeCore, made) {
     for (const k of Object.keys(table)) Object.defineProperty(self, k, own(table[k]))
     return table[key]
   }
-  const lazy = native.__install ? [...bound, ...Object.keys(guardedMethods).filter((k) => !bound.includes(k))] : bound
+  const lazy = native.__install ? [...bound, ...Object.keys(guardedMethods).filter(k => !bound.includes(k))] : bound
   for (const key of lazy) {
     const d = Object.getOwnPropertyDescriptor(proto, key)
     Object.defineProperty(proto, key, {
@@ -281,7 +309,8 @@ function guardedClass(Native, name, bound, makeCore, made) {
       },
       // Assigning a method on an instance or a subclass's prototype shadows it, as for a plain method.
       set(value) {
-        if (this === proto) throw codedTypeError(`${name}.prototype.${key}: expected to stay as it is, found an assignment`)
+        if (this === proto)
+          throw codedTypeError(`${name}.prototype.${key}: expected to stay as it is, found an assignment`)
         Object.defineProperty(this, key, { value, writable: true, enumerable: true, configurable: true })
       },
       enumerable: d.enumerable,
@@ -324,7 +353,7 @@ const snowflake = guardedClass(
   binding.Snowflake,
   'Snowflake',
   ['decode', 'minIdAt', 'maxIdAt', 'config', 'stats'],
-  (options) => binding.__snowflakeCore(options, CORES),
+  options => binding.__snowflakeCore(options, CORES),
   wasiThreads ? claimSnowflake : undefined,
 )
 module.exports.Snowflake = snowflake.Guarded
@@ -334,7 +363,7 @@ module.exports.SnowflakeLayout = guardedClass(
   binding.SnowflakeLayout,
   'SnowflakeLayout',
   ['decode', 'timestampOf', 'minIdAt', 'maxIdAt', 'layout'],
-  (options) => new binding.SnowflakeLayout(options),
+  options => new binding.SnowflakeLayout(options),
 ).Guarded
 module.exports.ConfigSource = binding.ConfigSource
 module.exports.OnClockBack = binding.OnClockBack
@@ -346,7 +375,7 @@ module.exports.maxIdAt = binding.maxIdAt
 module.exports.minIdAt = binding.minIdAt
 // The default generator's id functions: the binding's own, but on WASI, where their first call claims the generator.
 // Assigned one by one, so that `import { nextId } from 'snowid'` finds them (cjs-module-lexer reads these lines).
-const defaultIds = wasiThreads ? (fn) => wasiThreads.claiming(fn, binding.config) : (fn) => fn
+const defaultIds = wasiThreads ? fn => wasiThreads.claiming(fn, binding.config) : fn => fn
 module.exports.nextId = defaultIds(binding.nextId)
 module.exports.nextIds = defaultIds(idsOf(binding.nextIds, binding.__scratchIds))
 module.exports.nextIdString = defaultIds(binding.nextIdString)

@@ -21,7 +21,8 @@ function run(code, env = {}) {
 const CAUGHT = `const caught = (fn) => { try { fn(); return null } catch (e) { return { name: e.constructor.name, code: e.code, message: e.message } } }`
 
 test('Snowflake without new throws a coded TypeError and changes nothing, called on the module or destructured', () => {
-  const out = run(`
+  const out = run(
+    `
     ${CAUGHT}
     const before = { nextId: s.nextId, nextIdString: s.nextIdString, nextIds: s.nextIds, nextIdStrings: s.nextIdStrings, timestampOf: s.timestampOf }
     out.onModule = caught(() => s.Snowflake({ workerId: 9, lease: false }))
@@ -32,7 +33,9 @@ test('Snowflake without new throws a coded TypeError and changes nothing, called
     out.globals = ['nextId', 'nextIdString', 'nextIds', 'nextIdStrings', 'timestampOf'].filter((k) => k in globalThis)
     out.worker = s.decode(s.nextId()).workerId
     out.config = s.config().workerId
-  `, { SNOWID_WORKER_ID: '3' })
+  `,
+    { SNOWID_WORKER_ID: '3' },
+  )
   for (const e of [out.onModule, out.again, out.destructured]) {
     assert.deepEqual(e, {
       name: 'TypeError',
@@ -50,7 +53,10 @@ test('the lease fence is not reachable from user code', () => {
   const g = new snowid.Snowflake({ lease: false, workerId: 1 })
   assert.equal(g._fence, undefined)
   assert.equal('fenceSnowflake' in snowid, false)
-  assert.deepEqual(Object.keys(snowid).filter((k) => k.startsWith('_') || k.startsWith('fence')), [])
+  assert.deepEqual(
+    Object.keys(snowid).filter(k => k.startsWith('_') || k.startsWith('fence')),
+    [],
+  )
   // The package's exports map does not expose the generated loader.
   const r = runNode(`try { require('snowid/binding.js'); console.log('reachable') } catch (e) { console.log(e.code) }`)
   assert.equal(r.stdout.trim(), 'ERR_PACKAGE_PATH_NOT_EXPORTED', r.stderr)
@@ -75,18 +81,34 @@ test('options that are not plain objects are refused with a coded TypeError, nev
     [{ lease: false, [Symbol('workerId')]: 8 }, /found an object with a non-enumerable or symbol key/],
   ]
   for (const [value, message] of refused) {
-    for (const make of [(v) => new Snowflake(v), (v) => new SnowflakeLayout(v), (v) => configure(v)]) {
+    for (const make of [v => new Snowflake(v), v => new SnowflakeLayout(v), v => configure(v)]) {
       expectError(() => make(value), { name: 'TypeError', code: 'ERR_SNOWID_INVALID_CONFIG', message })
     }
   }
-  const getterThrows = { lease: false, get workerId() { throw new Error('boom') } }
+  const getterThrows = {
+    lease: false,
+    get workerId() {
+      throw new Error('boom')
+    },
+  }
   expectError(() => new Snowflake(getterThrows), {
     name: 'TypeError',
     code: 'ERR_SNOWID_INVALID_ARGUMENT',
     message: /^options\.workerId: expected a value that can be read, found a getter or Proxy trap that threw$/,
   })
-  const trap = new Proxy({}, { ownKeys() { throw new Error('trap') } })
-  expectError(() => new Snowflake(trap), { name: 'TypeError', code: 'ERR_SNOWID_INVALID_ARGUMENT', message: /Proxy trap/ })
+  const trap = new Proxy(
+    {},
+    {
+      ownKeys() {
+        throw new Error('trap')
+      },
+    },
+  )
+  expectError(() => new Snowflake(trap), {
+    name: 'TypeError',
+    code: 'ERR_SNOWID_INVALID_ARGUMENT',
+    message: /Proxy trap/,
+  })
   // A null-prototype object is plain.
   const bare = Object.assign(Object.create(null), { lease: false, workerId: 8 })
   assert.equal(new Snowflake(bare).config().workerId, 8)
@@ -108,13 +130,16 @@ test('messages cut echoed input to 40 characters and say how long it was', () =>
     () => new Snowflake({ [huge]: 1 }),
   ]
   for (const call of calls) {
-    assert.throws(call, (e) => {
+    assert.throws(call, e => {
       assert.match(e.code, /^ERR_SNOWID_/)
       assert.ok(e.message.length < 400, `${e.message.length} characters: ${e.message.slice(0, 200)}`)
       return true
     })
   }
-  assert.throws(() => decode(huge), (e) => e.message.includes(shown))
+  assert.throws(
+    () => decode(huge),
+    e => e.message.includes(shown),
+  )
   // An environment value too, set through process.env.
   const out = run(`${CAUGHT}; process.env.SNOWID_EPOCH = 'y'.repeat(1 << 20); out.e = caught(() => s.nextId())`)
   assert.equal(out.e.code, 'ERR_SNOWID_INVALID_CONFIG')
@@ -141,7 +166,18 @@ test('every method works taken off its instance, and throws a coded TypeError on
   assert.equal(at(id), timestampOf(id))
   assert.ok(lo(at(id)) <= id && id <= hi(at(id)))
   assert.equal(spec().timestampBits, 41)
-  const methods = ['nextId', 'nextIdString', 'nextIds', 'nextIdStrings', 'timestampOf', 'decode', 'minIdAt', 'maxIdAt', 'config', 'stats']
+  const methods = [
+    'nextId',
+    'nextIdString',
+    'nextIds',
+    'nextIdStrings',
+    'timestampOf',
+    'decode',
+    'minIdAt',
+    'maxIdAt',
+    'config',
+    'stats',
+  ]
   for (const m of methods) {
     for (const self of [undefined, {}, layout, 7]) {
       expectError(() => Snowflake.prototype[m].call(self, 1), {
@@ -151,7 +187,10 @@ test('every method works taken off its instance, and throws a coded TypeError on
       })
     }
   }
-  expectError(() => SnowflakeLayout.prototype.decode.call(g, 1n), { name: 'TypeError', code: 'ERR_SNOWID_INVALID_ARGUMENT' })
+  expectError(() => SnowflakeLayout.prototype.decode.call(g, 1n), {
+    name: 'TypeError',
+    code: 'ERR_SNOWID_INVALID_ARGUMENT',
+  })
   // Subclasses keep working.
   class Tagged extends Snowflake {
     tag() {
@@ -165,13 +204,16 @@ test('every method works taken off its instance, and throws a coded TypeError on
 })
 
 test('reading ids needs only the layout and epoch: unrelated env does not break decode, timestampOf, minIdAt, maxIdAt', () => {
-  const out = run(`
+  const out = run(
+    `
     ${CAUGHT}
     out.decode = s.decode(1n << 22n).timestamp
     out.timestampOf = s.timestampOf(1n << 22n)
     out.range = String(s.minIdAt(1700000000000) <= s.maxIdAt(1700000000000))
     out.next = caught(() => s.nextId())
-  `, { workerId: 'web-1', SNOWID_LEASE: 'sometimes' })
+  `,
+    { workerId: 'web-1', SNOWID_LEASE: 'sometimes' },
+  )
   assert.equal(out.decode, 1580486400001)
   assert.equal(out.timestampOf, 1580486400001)
   assert.equal(out.range, 'true')
@@ -197,25 +239,47 @@ test('the 10-year rule is for generating: a layout that has run out still reads 
 test("SnowflakeLayout reads Discord's documented id and Instagram's scheme exactly", () => {
   const { SnowflakeLayout } = require('..')
   // Discord: epoch 2015-01-01, 5 bits of internal worker id, 5 of process id, 12 of increment.
-  const discord = new SnowflakeLayout({ epoch: 1420070400000, datacenterBits: 5, workerBits: 5, clockBackBits: 0, sequenceBits: 12 })
+  const discord = new SnowflakeLayout({
+    epoch: 1420070400000,
+    datacenterBits: 5,
+    workerBits: 5,
+    clockBackBits: 0,
+    sequenceBits: 12,
+  })
   const d = discord.decode(175928847299117063n)
   assert.equal(new Date(d.timestamp).toISOString(), '2016-04-30T11:18:25.796Z')
   assert.deepEqual([d.datacenterId, d.workerId, d.sequence], [1, 0, 7])
   assert.equal(discord.decode('175928847299117063').timestamp, d.timestamp)
   // Instagram: 40 bits of ms since 2011-08-24T21:07:01.721Z, a 13-bit shard, a 10-bit sequence.
-  const instagram = new SnowflakeLayout({ epoch: '2011-08-24T21:07:01.721Z', datacenterBits: 13, workerBits: 0, clockBackBits: 0, sequenceBits: 10 })
+  const instagram = new SnowflakeLayout({
+    epoch: '2011-08-24T21:07:01.721Z',
+    datacenterBits: 13,
+    workerBits: 0,
+    clockBackBits: 0,
+    sequenceBits: 10,
+  })
   const t = Date.parse('2012-09-01T00:00:00Z')
-  const id = ((BigInt(t - 1314220021721) << 23n) | (1341n << 10n) | 7n)
-  assert.deepEqual(instagram.decode(id), { id: String(id), timestamp: t, datacenterId: 1341, workerId: 0, clockBack: 0, sequence: 7 })
+  const id = (BigInt(t - 1314220021721) << 23n) | (1341n << 10n) | 7n
+  assert.deepEqual(instagram.decode(id), {
+    id: String(id),
+    timestamp: t,
+    datacenterId: 1341,
+    workerId: 0,
+    clockBack: 0,
+    sequence: 7,
+  })
   assert.equal(instagram.layout().timestampBits, 40)
 })
 
 test('SnowflakeLayout reads no environment and takes no lease', () => {
-  const out = run(`
+  const out = run(
+    `
     const layout = new s.SnowflakeLayout()
     out.spec = layout.layout()
     out.recorded = require('node:fs').readdirSync(process.env.SNOWID_LEASE_DIR).length
-  `, { SNOWID_SEQUENCE_BITS: 'not a number', SNOWID_EPOCH: '2021-01-01' })
+  `,
+    { SNOWID_SEQUENCE_BITS: 'not a number', SNOWID_EPOCH: '2021-01-01' },
+  )
   assert.equal(out.spec.sequenceBits, 12)
   assert.equal(out.spec.epoch, 1580486400000)
   assert.equal(out.recorded, 0)
@@ -238,8 +302,11 @@ test('configuration assigned to process.env from JS counts, and each variable is
   assert.deepEqual([out.config.sources.workerId, out.config.sources.sequenceBits], ['env', 'env'])
 })
 
-test("a worker_thread that configures the default generator first uses its own process.env, and the process shares it", wasiSkip("each worker_thread instantiates the wasm module afresh, so threads do not share the process's generator"), () => {
-  const r = runNode(`
+test(
+  'a worker_thread that configures the default generator first uses its own process.env, and the process shares it',
+  wasiSkip("each worker_thread instantiates the wasm module afresh, so threads do not share the process's generator"),
+  () => {
+    const r = runNode(`
     const s = require('.')
     const { Worker } = require('node:worker_threads')
     const code = "process.env.SNOWID_WORKER_ID = '9'; const s = require(process.cwd()); require('node:worker_threads').parentPort.postMessage(s.decode(s.nextId()).workerId)"
@@ -250,9 +317,10 @@ test("a worker_thread that configures the default generator first uses its own p
       console.log(JSON.stringify({ inWorker, inMain, mainEnv: process.env.SNOWID_WORKER_ID ?? null }))
     })
   `)
-  assert.equal(r.status, 0, r.stderr)
-  assert.deepEqual(JSON.parse(r.stdout), { inWorker: 9, inMain: 9, mainEnv: null })
-})
+    assert.equal(r.status, 0, r.stderr)
+    assert.deepEqual(JSON.parse(r.stdout), { inWorker: 9, inMain: 9, mainEnv: null })
+  },
+)
 
 test('a refused batch starts nothing: configure() still works after nextIds(0)', () => {
   const out = run(`
@@ -282,7 +350,11 @@ test('huge bigints are refused by their size, without reading them', () => {
 // The generated loader tries NAPI_RS_NATIVE_LIBRARY_PATH alone when it is set; a path with no file fails the native
 // load as an unsupported platform would. The fixture hides the WASI package as well.
 const NO_NATIVE = { NAPI_RS_NATIVE_LIBRARY_PATH: '/nonexistent/snowid.node' }
-const NOTHING = { ...NO_NATIVE, NAPI_RS_FORCE_WASI: undefined, NODE_OPTIONS: `--require ${path.join(__dirname, 'fixtures', 'no-wasm.js')}` }
+const NOTHING = {
+  ...NO_NATIVE,
+  NAPI_RS_FORCE_WASI: undefined,
+  NODE_OPTIONS: `--require ${path.join(__dirname, 'fixtures', 'no-wasm.js')}`,
+}
 
 test('no binary for this platform: a coded error that names the platform, lists the supported ones and says how to build', () => {
   const r = runNode(
@@ -292,10 +364,15 @@ test('no binary for this platform: a coded error that names the platform, lists 
   assert.equal(r.status, 0, r.stderr)
   const e = JSON.parse(r.stdout)
   assert.equal(e.code, 'ERR_SNOWID_NO_BINARY')
-  assert.match(e.message, new RegExp(`^snowid: no native binary loads on ${process.platform}-${process.arch}( \\((glibc [0-9.]+|musl)\\))? under Node v`))
+  assert.match(
+    e.message,
+    new RegExp(
+      `^snowid: no native binary loads on ${process.platform}-${process.arch}( \\((glibc [0-9.]+|musl)\\))? under Node v`,
+    ),
+  )
   // Every platform package, and the WASI one.
   const { optionalDependencies, dependencies } = require('../package.json')
-  for (const target of Object.keys({ ...optionalDependencies, ...dependencies }).map((p) => p.slice('snowid-'.length))) {
+  for (const target of Object.keys({ ...optionalDependencies, ...dependencies }).map(p => p.slice('snowid-'.length))) {
     assert.ok(e.message.includes(target), target)
   }
   assert.match(e.message, /build from source: install Rust/)
@@ -317,5 +394,8 @@ test('a binary that needs a newer glibc: the linker’s line is in the message, 
   assert.equal(r.status, 0, r.stderr)
   const e = JSON.parse(r.stdout)
   assert.equal(e.code, 'ERR_SNOWID_NO_BINARY')
-  assert.match(e.message, /needs a newer glibc than this system has \(version `GLIBC_2\.99' not found \(required by \/x\/snowid\.node\)\)/)
+  assert.match(
+    e.message,
+    /needs a newer glibc than this system has \(version `GLIBC_2\.99' not found \(required by \/x\/snowid\.node\)\)/,
+  )
 })

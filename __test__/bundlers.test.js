@@ -66,15 +66,19 @@ function runsAndMakesIds(dir, bundle) {
 }
 
 function esbuild(dir, args) {
-  return spawnSync(ESBUILD, ['app.js', '--bundle', '--platform=node', '--outfile=dist/app.js', '--log-level=error', ...args], {
-    cwd: dir,
-    encoding: 'utf8',
-    timeout: 60_000,
-  })
+  return spawnSync(
+    ESBUILD,
+    ['app.js', '--bundle', '--platform=node', '--outfile=dist/app.js', '--log-level=error', ...args],
+    {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 60_000,
+    },
+  )
 }
 
 for (const flag of ['--external:snowid', '--packages=external']) {
-  test(`esbuild ${flag}: the bundle runs and makes ids`, (t) => {
+  test(`esbuild ${flag}: the bundle runs and makes ids`, t => {
     const dir = app(t)
     const built = esbuild(dir, [flag])
     assert.equal(built.status, 0, built.stderr)
@@ -82,7 +86,7 @@ for (const flag of ['--external:snowid', '--packages=external']) {
   })
 }
 
-test('esbuild without snowid external fails on the addon, as docs/bundlers.md says', (t) => {
+test('esbuild without snowid external fails on the addon, as docs/bundlers.md says', t => {
   const dir = app(t)
   const built = esbuild(dir, [])
   assert.notEqual(built.status, 0)
@@ -103,20 +107,20 @@ function webpack(dir, config) {
   return JSON.parse(r.stdout)
 }
 
-test("webpack with docs/bundlers.md's configuration: the bundle runs and makes ids", (t) => {
+test("webpack with docs/bundlers.md's configuration: the bundle runs and makes ids", t => {
   const dir = app(t)
   const built = webpack(dir, recipe('webpack'))
   assert.deepEqual(built, { errors: [], warnings: 0 })
   runsAndMakesIds(dir, fs.readFileSync(path.join(dir, 'dist', 'app.js'), 'utf8'))
 })
 
-test('webpack without snowid external fails on the addon, as docs/bundlers.md says', (t) => {
+test('webpack without snowid external fails on the addon, as docs/bundlers.md says', t => {
   const dir = app(t)
   const config = recipe('webpack').replace(/^ {2}externals(Type)?:.*\n/gm, '')
   assert.doesNotMatch(config, /externals/)
   const built = webpack(dir, config)
   assert.ok(built.errors.length > 0, 'the build reports an error')
-  const addon = built.errors.find((e) => /\.node$/.test(e.moduleName ?? ''))
+  const addon = built.errors.find(e => /\.node$/.test(e.moduleName ?? ''))
   assert.ok(addon, JSON.stringify(built.errors).slice(0, 2000))
   assert.match(addon.message, /^Module parse failed/)
   assert.ok(built.warnings > 0, "and warns on the loader's dynamic requires")
@@ -124,17 +128,21 @@ test('webpack without snowid external fails on the addon, as docs/bundlers.md sa
 
 function rollup(dir, config) {
   fs.writeFileSync(path.join(dir, 'rollup.config.mjs'), config)
-  return spawnSync(process.execPath, [ROLLUP, '-c', 'rollup.config.mjs', '--silent'], { cwd: dir, encoding: 'utf8', timeout: 120_000 })
+  return spawnSync(process.execPath, [ROLLUP, '-c', 'rollup.config.mjs', '--silent'], {
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: 120_000,
+  })
 }
 
-test("rollup with docs/bundlers.md's configuration: the bundle runs and makes ids", (t) => {
+test("rollup with docs/bundlers.md's configuration: the bundle runs and makes ids", t => {
   const dir = app(t)
   const built = rollup(dir, recipe('rollup'))
   assert.equal(built.status, 0, built.stderr)
   runsAndMakesIds(dir, fs.readFileSync(path.join(dir, 'dist', 'app.js'), 'utf8'))
 })
 
-test("rollup without snowid external fails on the loader's package.json, as docs/bundlers.md says", (t) => {
+test("rollup without snowid external fails on the loader's package.json, as docs/bundlers.md says", t => {
   const dir = app(t)
   const config = recipe('rollup').replace(/^ {2}external:.*\n/m, '')
   assert.doesNotMatch(config, /external/)

@@ -16,7 +16,7 @@ test('snowid [count] prints that many increasing ids', () => {
   r = runCli(['5', '--json'])
   const json = JSON.parse(r.stdout)
   assert.equal(json.length, 5)
-  assert.ok(json.every((s) => typeof s === 'string' && /^\d+$/.test(s)))
+  assert.ok(json.every(s => typeof s === 'string' && /^\d+$/.test(s)))
 })
 
 test('snowid uses the SNOWID_ environment', () => {
@@ -27,11 +27,23 @@ test('snowid uses the SNOWID_ environment', () => {
 test('snowid decode prints JSON per id, or one array with --json', () => {
   let r = runCli(['decode', '0', '9223372036854775807'])
   assert.equal(r.status, 0, r.stderr)
-  const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l))
-  assert.deepEqual(lines[0], { id: '0', timestamp: 1580486400000, datacenterId: 0, workerId: 0, clockBack: 0, sequence: 0 })
+  const lines = r.stdout
+    .trim()
+    .split('\n')
+    .map(l => JSON.parse(l))
+  assert.deepEqual(lines[0], {
+    id: '0',
+    timestamp: 1580486400000,
+    datacenterId: 0,
+    workerId: 0,
+    clockBack: 0,
+    sequence: 0,
+  })
   assert.equal(lines[1].sequence, 4095)
   r = runCli(['decode', '--json', '4194304'])
-  assert.deepEqual(JSON.parse(r.stdout), [{ id: '4194304', timestamp: 1580486400001, datacenterId: 0, workerId: 0, clockBack: 0, sequence: 0 }])
+  assert.deepEqual(JSON.parse(r.stdout), [
+    { id: '4194304', timestamp: 1580486400001, datacenterId: 0, workerId: 0, clockBack: 0, sequence: 0 },
+  ])
 })
 
 test('a bad id exits 1 with the error on stderr and nothing on stdout', () => {
@@ -62,12 +74,25 @@ test('bad configuration exits 1 with a coded message; decode needs only the layo
     const r = runCli(args, { SNOWID_WORKER_ID: '32' })
     assert.equal(r.status, 1, args.join(' '))
     assert.equal(r.stdout, '')
-    assert.match(r.stderr, /^snowid: SNOWID_WORKER_ID: expected an integer from 0 to 31 \(workerBits is 5\), found "32" \(ERR_SNOWID_INVALID_CONFIG\)\n$/)
+    assert.match(
+      r.stderr,
+      /^snowid: SNOWID_WORKER_ID: expected an integer from 0 to 31 \(workerBits is 5\), found "32" \(ERR_SNOWID_INVALID_CONFIG\)\n$/,
+    )
   }
 })
 
 test('usage errors exit 2; --help exits 0', () => {
-  for (const args of [['0'], ['-1'], ['1.5'], ['abc'], ['1000001'], ['--nope'], ['decode'], ['config', 'x'], ['2', '3']]) {
+  for (const args of [
+    ['0'],
+    ['-1'],
+    ['1.5'],
+    ['abc'],
+    ['1000001'],
+    ['--nope'],
+    ['decode'],
+    ['config', 'x'],
+    ['2', '3'],
+  ]) {
     const r = runCli(args)
     assert.equal(r.status, 2, args.join(' '))
     assert.equal(r.stdout, '')
@@ -85,22 +110,30 @@ test('snowid --encoding prints fixed-width text, and decode --encoding reads it 
     assert.equal(r.status, 0, r.stderr)
     const texts = r.stdout.trim().split('\n')
     assert.equal(texts.length, 4)
-    assert.ok(texts.every((t) => t.length === width), texts.join(' '))
+    assert.ok(
+      texts.every(t => t.length === width),
+      texts.join(' '),
+    )
     assert.deepEqual([...texts].sort(), texts, 'texts come out in id order')
     r = runCli(['decode', `--encoding=${encoding}`, '--json', ...texts])
     assert.equal(r.status, 0, r.stderr)
     const decoded = JSON.parse(r.stdout)
     assert.equal(decoded.length, 4)
-    const ids = decoded.map((d) => BigInt(d.id))
+    const ids = decoded.map(d => BigInt(d.id))
     assert.ok(ids.every((id, i) => i === 0 || ids[i - 1] < id))
-    assert.ok(decoded.every((d) => Math.abs(d.timestamp - Date.now()) < 60_000))
+    assert.ok(decoded.every(d => Math.abs(d.timestamp - Date.now()) < 60_000))
   }
   const r = runCli(['decode', '--encoding', 'base62', 'AzL8n0Y58m7'])
   assert.equal(JSON.parse(r.stdout).id, '9223372036854775807')
 })
 
 test('a bad --encoding is a usage error, and text that is not an id exits 1', () => {
-  for (const args of [['--encoding'], ['--encoding', 'base64'], ['--encoding=HEX', '2'], ['config', '--encoding', 'hex']]) {
+  for (const args of [
+    ['--encoding'],
+    ['--encoding', 'base64'],
+    ['--encoding=HEX', '2'],
+    ['config', '--encoding', 'hex'],
+  ]) {
     const r = runCli(args)
     assert.equal(r.status, 2, args.join(' '))
     assert.equal(r.stdout, '')
@@ -114,7 +147,7 @@ test('a bad --encoding is a usage error, and text that is not an id exits 1', ()
   }
 })
 
-test('a reader that goes away ends the CLI quietly; a full disk is one coded line', (t) => {
+test('a reader that goes away ends the CLI quietly; a full disk is one coded line', t => {
   const { spawnSync } = require('node:child_process')
   const fs = require('node:fs')
   const { cleanEnv, withoutUnchosenWarning } = require('./helpers.js')
@@ -130,9 +163,16 @@ test('a reader that goes away ends the CLI quietly; a full disk is one coded lin
   assert.match(piped.stdout, /^\d+\nstatus 0\n$/)
   assert.equal(withoutUnchosenWarning(piped.stderr), '')
   if (fs.existsSync('/dev/full')) {
-    const full = spawnSync('sh', ['-c', `"${process.execPath}" "${bin}" 5 > /dev/full`], { env, encoding: 'utf8', timeout: 60_000 })
+    const full = spawnSync('sh', ['-c', `"${process.execPath}" "${bin}" 5 > /dev/full`], {
+      env,
+      encoding: 'utf8',
+      timeout: 60_000,
+    })
     assert.equal(full.status, 1)
-    assert.equal(withoutUnchosenWarning(full.stderr), 'snowid: cannot write the output: ENOSPC: no space left on device, write (ENOSPC)\n')
+    assert.equal(
+      withoutUnchosenWarning(full.stderr),
+      'snowid: cannot write the output: ENOSPC: no space left on device, write (ENOSPC)\n',
+    )
   }
 })
 
@@ -150,7 +190,11 @@ test('usage errors show a long argument cut to 40 characters with its length', (
 test('snowid sql postgres --functions needs only the layout and epoch', () => {
   const layoutOnly = { SNOWID_EPOCH: '2024-01-01', SNOWID_SEQUENCE_BITS: '10' }
   const good = runCli(['sql', 'postgres', '--functions'], layoutOnly)
-  const bad = runCli(['sql', 'postgres', '--functions'], { ...layoutOnly, SNOWID_WORKER_ID: '99', SNOWID_MAX_WAIT_MS: 'x' })
+  const bad = runCli(['sql', 'postgres', '--functions'], {
+    ...layoutOnly,
+    SNOWID_WORKER_ID: '99',
+    SNOWID_MAX_WAIT_MS: 'x',
+  })
   assert.equal(bad.status, 0, bad.stderr)
   assert.equal(bad.stdout, good.stdout)
   assert.match(good.stdout, /epoch 1704067200000 \(2024-01-01T00:00:00\.000Z\), timestamp 43 bits/)

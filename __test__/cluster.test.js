@@ -10,7 +10,12 @@ const { cleanEnv } = require('./helpers.js')
 
 test('a cluster of 4 workers, each with its own SNOWID_WORKER_ID: 0 duplicates, each id decodes to its worker', () => {
   const app = path.join(__dirname, 'fixtures', 'cluster-app.js')
-  const r = spawnSync(process.execPath, [app, '4', '50000'], { env: cleanEnv(), encoding: 'utf8', timeout: 60_000, maxBuffer: 64 << 20 })
+  const r = spawnSync(process.execPath, [app, '4', '50000'], {
+    env: cleanEnv(),
+    encoding: 'utf8',
+    timeout: 60_000,
+    maxBuffer: 64 << 20,
+  })
   assert.equal(r.status, 0, r.stderr)
   const results = JSON.parse(r.stdout)
   assert.deepEqual(Object.keys(results).sort(), ['0', '1', '2', '3'])

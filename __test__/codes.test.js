@@ -23,8 +23,8 @@ function filesUnder(dir, exts) {
   if (!fs.existsSync(abs)) return []
   return fs
     .readdirSync(abs, { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile() && exts.some((x) => e.name.endsWith(x)))
-    .map((e) => path.relative(ROOT, path.join(e.parentPath ?? e.path, e.name)))
+    .filter(e => e.isFile() && exts.some(x => e.name.endsWith(x)))
+    .map(e => path.relative(ROOT, path.join(e.parentPath ?? e.path, e.name)))
 }
 
 /** Each code written in `files`, with the files that write it. */
@@ -39,7 +39,7 @@ function codesIn(files) {
   return where
 }
 
-const sorted = (codes) => [...codes].sort()
+const sorted = codes => [...codes].sort()
 
 test('the registry is a frozen, sorted list of distinct codes', () => {
   assert.ok(Object.isFrozen(CODES))
@@ -51,16 +51,20 @@ test('the registry is a frozen, sorted list of distinct codes', () => {
 test('the registry holds exactly the codes the sources write', () => {
   const sources = [
     ...filesUnder('src', ['.rs']),
-    ...filesUnder('lib', ['.js']).filter((f) => f !== path.join('lib', 'codes.js')),
+    ...filesUnder('lib', ['.js']).filter(f => f !== path.join('lib', 'codes.js')),
     'index.js',
     ...filesUnder('bin', ['.js']),
     ...filesUnder(path.join('npm', 'wasm32-wasi'), ['.cjs', '.js', '.mjs']),
   ]
   assert.ok(sources.includes(path.join('src', 'core', 'error.rs')), 'the scan reaches src/core/error.rs')
   const found = codesIn(sources)
-  const unregistered = sorted(found.keys()).filter((c) => !CODES.includes(c))
-  assert.deepEqual(unregistered.map((c) => `${c} (${sorted(found.get(c)).join(', ')})`), [], 'codes written in the sources but missing from lib/codes.js')
-  const unused = CODES.filter((c) => !found.has(c))
+  const unregistered = sorted(found.keys()).filter(c => !CODES.includes(c))
+  assert.deepEqual(
+    unregistered.map(c => `${c} (${sorted(found.get(c)).join(', ')})`),
+    [],
+    'codes written in the sources but missing from lib/codes.js',
+  )
+  const unused = CODES.filter(c => !found.has(c))
   assert.deepEqual(unused, [], 'codes in lib/codes.js that no source writes')
 })
 
@@ -68,24 +72,32 @@ test("index.d.ts's SnowidErrorCode is the registry", () => {
   const file = path.join(ROOT, 'index.d.ts')
   const program = ts.createProgram([file], { noEmit: true, strict: true, types: [], skipLibCheck: true })
   const checker = program.getTypeChecker()
-  const alias = checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(file))).find((s) => s.getName() === 'SnowidErrorCode')
+  const alias = checker
+    .getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(file)))
+    .find(s => s.getName() === 'SnowidErrorCode')
   assert.ok(alias, 'index.d.ts exports SnowidErrorCode')
   const type = checker.getDeclaredTypeOfSymbol(alias)
   const members = type.isUnion() ? type.types : [type]
-  assert.ok(members.every((t) => t.isStringLiteral()), 'SnowidErrorCode is a union of string literals')
-  assert.deepEqual(sorted(members.map((t) => t.value)), [...CODES])
+  assert.ok(
+    members.every(t => t.isStringLiteral()),
+    'SnowidErrorCode is a union of string literals',
+  )
+  assert.deepEqual(sorted(members.map(t => t.value)), [...CODES])
 })
 
 test('every code a .d.ts or a doc names is in the registry', () => {
   const files = ['index.d.ts', ...filesUnder('lib', ['.d.ts']), 'README.md', ...filesUnder('docs', ['.md'])]
   const found = codesIn(files)
-  const unknown = sorted(found.keys()).filter((c) => !CODES.includes(c))
-  assert.deepEqual(unknown.map((c) => `${c} (${sorted(found.get(c)).join(', ')})`), [])
+  const unknown = sorted(found.keys()).filter(c => !CODES.includes(c))
+  assert.deepEqual(
+    unknown.map(c => `${c} (${sorted(found.get(c)).join(', ')})`),
+    [],
+  )
 })
 
 test("docs/errors.md's table has one row per code of the registry", () => {
   const text = fs.readFileSync(path.join(ROOT, 'docs', 'errors.md'), 'utf8')
-  const rows = [...text.matchAll(/^\| `(ERR_SNOWID_[A-Z0-9_]+)` \|/gm)].map((m) => m[1])
+  const rows = [...text.matchAll(/^\| `(ERR_SNOWID_[A-Z0-9_]+)` \|/gm)].map(m => m[1])
   assert.deepEqual(sorted(rows), [...CODES])
 })
 
@@ -100,9 +112,15 @@ test('isSnowidError is true for an Error, TypeError or RangeError with each code
 })
 
 test('isSnowidError is false for what is not a snowid error', () => {
-  const coded = (code) => Object.assign(new Error('x'), { code })
+  const coded = code => Object.assign(new Error('x'), { code })
   for (const value of [
-    undefined, null, 0, 1n, 'ERR_SNOWID_INVALID_ID', Symbol('ERR_SNOWID_INVALID_ID'), () => {},
+    undefined,
+    null,
+    0,
+    1n,
+    'ERR_SNOWID_INVALID_ID',
+    Symbol('ERR_SNOWID_INVALID_ID'),
+    () => {},
     { code: 'ERR_SNOWID_INVALID_ID' },
     new Error('x'),
     coded('ERR_SNOWID_'),
@@ -117,19 +135,33 @@ test('isSnowidError is false for what is not a snowid error', () => {
 test('isSnowidError is true for errors the package throws with the codes it missed before', async () => {
   const { acquireWorkerId } = require('../lib/mysql.js')
   const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:3306'), { code: 'ECONNREFUSED' })
-  const down = { query: async () => { throw refused } }
-  await assert.rejects(acquireWorkerId({ client: down }), (e) => e.code === 'ERR_SNOWID_MYSQL_UNAVAILABLE' && isSnowidError(e))
+  const down = {
+    query: async () => {
+      throw refused
+    },
+  }
+  await assert.rejects(
+    acquireWorkerId({ client: down }),
+    e => e.code === 'ERR_SNOWID_MYSQL_UNAVAILABLE' && isSnowidError(e),
+  )
 
   // A database whose table exists but is no base table (a view, say).
-  const answers = [[/DATABASE\(\)/, [{ db: 'app' }]], [/COUNT\(\*\)/, [{ n: 1 }]], [/SELECT engine/, []]]
+  const answers = [
+    [/DATABASE\(\)/, [{ db: 'app' }]],
+    [/COUNT\(\*\)/, [{ n: 1 }]],
+    [/SELECT engine/, []],
+  ]
   const view = {
-    query: async (text) => {
+    query: async text => {
       const answer = answers.find(([re]) => re.test(text))
       if (!answer) throw new Error(`unexpected query ${text}`)
       return [answer[1]]
     },
   }
-  await assert.rejects(acquireWorkerId({ client: view }), (e) => e.code === 'ERR_SNOWID_STORE_TABLE_INVALID' && isSnowidError(e))
+  await assert.rejects(
+    acquireWorkerId({ client: view }),
+    e => e.code === 'ERR_SNOWID_STORE_TABLE_INVALID' && isSnowidError(e),
+  )
 })
 
 test('isSnowidError is true for a snowid error made in another realm', () => {
@@ -155,9 +187,17 @@ test('isSnowidError never throws: revoked Proxies, throwing traps and getters gi
     'a revoked Proxy of a function': revokedFunction.proxy,
     'a Proxy whose getPrototypeOf trap throws': new Proxy(snowidError(), { getPrototypeOf: boom }),
     'a Proxy whose get trap throws': new Proxy(snowidError(), { get: boom }),
-    'a Proxy whose every trap throws': new Proxy(snowidError(), { getPrototypeOf: boom, get: boom, has: boom, getOwnPropertyDescriptor: boom, ownKeys: boom }),
+    'a Proxy whose every trap throws': new Proxy(snowidError(), {
+      getPrototypeOf: boom,
+      get: boom,
+      has: boom,
+      getOwnPropertyDescriptor: boom,
+      ownKeys: boom,
+    }),
     'an Error whose code getter throws': Object.defineProperty(new Error('x'), 'code', { get: boom }),
-    'a foreign Error whose code getter throws': vm.runInNewContext("Object.defineProperty(new Error('x'), 'code', { get() { throw new Error('getter') } })"),
+    'a foreign Error whose code getter throws': vm.runInNewContext(
+      "Object.defineProperty(new Error('x'), 'code', { get() { throw new Error('getter') } })",
+    ),
     'an object whose prototype chain is a throwing Proxy': Object.create(new Proxy({}, { getPrototypeOf: boom })),
   }
   for (const [name, value] of Object.entries(cases)) {

@@ -47,7 +47,10 @@ test.before(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-consumer-'))
   // --ignore-scripts: `prepare` would rebuild the addon, rewriting binding.js while other test files load it; the
   // package ships no binary, so the pack needs no build.
-  const tarball = execFileSync('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' })
+  const tarball = execFileSync('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', dir], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  })
     .trim()
     .split('\n')
     .pop()
@@ -66,14 +69,25 @@ function check(compiler, name, file, options) {
   fs.mkdirSync(project)
   fs.symlinkSync(modules, path.join(project, 'node_modules'))
   fs.writeFileSync(path.join(project, file), SOURCE)
-  const compilerOptions = { noEmit: true, strict: true, skipLibCheck: false, target: 'es2022', lib: ['es2022'], ...options }
+  const compilerOptions = {
+    noEmit: true,
+    strict: true,
+    skipLibCheck: false,
+    target: 'es2022',
+    lib: ['es2022'],
+    ...options,
+  }
   fs.writeFileSync(path.join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: [file] }))
   return spawnSync(process.execPath, [compiler.bin, '-p', project], { encoding: 'utf8', timeout: 120_000 })
 }
 
 test('TypeScript 5.9: a consumer without @types/node type-checks every entry under every moduleResolution', () => {
   for (const c of CASES) {
-    const r = check(TSC, c.moduleResolution, c.file, { types: [], module: c.module, moduleResolution: c.moduleResolution })
+    const r = check(TSC, c.moduleResolution, c.file, {
+      types: [],
+      module: c.module,
+      moduleResolution: c.moduleResolution,
+    })
     assert.equal(r.status, 0, `${c.moduleResolution} (${c.file}):\n${r.stdout}${r.stderr}`)
   }
 })
@@ -83,7 +97,10 @@ test('TypeScript 5.9: a consumer without @types/node type-checks every entry und
 // our typings would be TS2591 (no @types/node) here.
 test('TypeScript 7: a consumer without @types/node or a types option type-checks every entry under every moduleResolution', () => {
   for (const c of CASES) {
-    const options = c.moduleResolution === 'node10' ? { module: 'commonjs' } : { module: c.module, moduleResolution: c.moduleResolution }
+    const options =
+      c.moduleResolution === 'node10'
+        ? { module: 'commonjs' }
+        : { module: c.module, moduleResolution: c.moduleResolution }
     const r = check(TSGO, c.moduleResolution, c.file, options)
     assert.equal(r.status, 0, `${c.moduleResolution} (${c.file}):\n${r.stdout}${r.stderr}`)
   }

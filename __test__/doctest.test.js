@@ -23,7 +23,7 @@ function runDoc(t, markdown) {
   return spawnSync(process.execPath, [SCRIPT, file], { encoding: 'utf8', timeout: 120_000 })
 }
 
-test('a block whose shown values match the run passes; other digits are allowed', (t) => {
+test('a block whose shown values match the run passes; other digits are allowed', t => {
   const r = runDoc(
     t,
     [
@@ -48,38 +48,42 @@ test('a block whose shown values match the run passes; other digits are allowed'
   assert.match(r.stdout, /doctest: 4 passed, 0 failed, 0 skipped/)
 })
 
-test('a shown value of another shape, a wrong output block, a failing block and an unknown marker fail', wasiSkip('its blocks take ids from the host lease'), (t) => {
-  const r = runDoc(
-    t,
-    [
-      `${fence}js`,
-      "require('snowid').nextIdString() // 901710689788231680n",
-      `${fence}`,
-      `${fence}sh`,
-      'snowid --help',
-      `${fence}`,
-      '<!-- doctest: output -->',
-      `${fence}text`,
-      'snowid [count]',
-      `${fence}`,
-      `${fence}js`,
-      "require('snowid').nextIds(2).lenght.toString()",
-      `${fence}`,
-      '<!-- doctest: maybe -->',
-      `${fence}js`,
-      '1',
-      `${fence}`,
-      '<!-- doctest: skip (shown only) -->',
-      `${fence}js`,
-      'throw new Error()',
-      `${fence}`,
-    ].join('\n'),
-  )
-  assert.equal(r.status, 1)
-  assert.match(r.stdout, /the comment shows 901710689788231680n, the run gave '\d+'/)
-  assert.match(r.stdout, /the output shown is not what .*doc\.md:4 printed/)
-  assert.match(r.stdout, /doc\.md:11 \(js\): exit 1/)
-  assert.match(r.stdout, /unknown doctest marker "maybe"/)
-  assert.match(r.stdout, /skipped .*doc\.md:19: shown only/)
-  assert.match(r.stdout, /doctest: 1 passed, 4 failed, 1 skipped/)
-})
+test(
+  'a shown value of another shape, a wrong output block, a failing block and an unknown marker fail',
+  wasiSkip('its blocks take ids from the host lease'),
+  t => {
+    const r = runDoc(
+      t,
+      [
+        `${fence}js`,
+        "require('snowid').nextIdString() // 901710689788231680n",
+        `${fence}`,
+        `${fence}sh`,
+        'snowid --help',
+        `${fence}`,
+        '<!-- doctest: output -->',
+        `${fence}text`,
+        'snowid [count]',
+        `${fence}`,
+        `${fence}js`,
+        "require('snowid').nextIds(2).lenght.toString()",
+        `${fence}`,
+        '<!-- doctest: maybe -->',
+        `${fence}js`,
+        '1',
+        `${fence}`,
+        '<!-- doctest: skip (shown only) -->',
+        `${fence}js`,
+        'throw new Error()',
+        `${fence}`,
+      ].join('\n'),
+    )
+    assert.equal(r.status, 1)
+    assert.match(r.stdout, /the comment shows 901710689788231680n, the run gave '\d+'/)
+    assert.match(r.stdout, /the output shown is not what .*doc\.md:4 printed/)
+    assert.match(r.stdout, /doc\.md:11 \(js\): exit 1/)
+    assert.match(r.stdout, /unknown doctest marker "maybe"/)
+    assert.match(r.stdout, /skipped .*doc\.md:19: shown only/)
+    assert.match(r.stdout, /doctest: 1 passed, 4 failed, 1 skipped/)
+  },
+)

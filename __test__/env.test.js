@@ -8,45 +8,52 @@ const { once } = require('node:events')
 
 const { ROOT, cleanEnv, freshLeaseDir, probeFirstId: probe, runNode, wasiSkip } = require('./helpers.js')
 
-test('the default generator reads every SNOWID_ variable', wasiSkip('no host lease: SNOWID_LEASE=on fails there'), () => {
-  const out = probe({
-    SNOWID_DATACENTER_ID: '6',
-    SNOWID_WORKER_ID: '21',
-    SNOWID_CLOCK_BACK: '2',
-    SNOWID_EPOCH: '2022-01-01T00:00:00Z',
-    SNOWID_DATACENTER_BITS: '4',
-    SNOWID_WORKER_BITS: '6',
-    SNOWID_CLOCK_BACK_BITS: '3',
-    SNOWID_SEQUENCE_BITS: '10',
-    SNOWID_ON_CLOCK_BACK: 'wait',
-    SNOWID_MAX_WAIT_MS: '20',
-    SNOWID_MAX_LEAD_MS: '5',
-    SNOWID_LEASE: 'on',
-    SNOWID_WORKER_ID_IF_TAKEN: 'fail',
-    // SNOWID_WORKER_ID wins over it, but it is read (and reported) all the same.
-    SNOWID_WORKER_ID_FROM: 'statefulset',
-    HOSTNAME: 'web-9',
-    SNOWID_SINGLE_INSTANCE: 'false',
-  })
-  assert.equal(out.error, undefined, JSON.stringify(out.error))
-  assert.deepEqual(
-    { ...out.decoded, id: undefined, timestamp: undefined, sequence: undefined },
-    { id: undefined, timestamp: undefined, datacenterId: 6, workerId: 21, clockBack: 2, sequence: undefined },
-  )
-  const c = out.config
-  assert.equal(c.epoch, Date.parse('2022-01-01T00:00:00Z'))
-  assert.equal(c.timestampBits, 63 - 4 - 6 - 3 - 10)
-  assert.equal(c.onClockBack, 'wait')
-  assert.equal(c.maxWaitMs, 20)
-  assert.equal(c.maxLeadMs, 5)
-  assert.equal(c.lease, true)
-  assert.equal(c.workerIdIfTaken, 'fail')
-  assert.equal(c.workerIdFrom, 'statefulset')
-  assert.equal(c.singleInstance, false)
-  assert.match(c.leaseNamespace, /^test-[0-9a-f]{16}$/, 'the namespace the test helpers give')
-  assert.ok(Object.values(c.sources).every((s) => s === 'env'), JSON.stringify(c.sources))
-  assert.ok(Math.abs(out.decoded.timestamp - Date.now()) < 5000)
-})
+test(
+  'the default generator reads every SNOWID_ variable',
+  wasiSkip('no host lease: SNOWID_LEASE=on fails there'),
+  () => {
+    const out = probe({
+      SNOWID_DATACENTER_ID: '6',
+      SNOWID_WORKER_ID: '21',
+      SNOWID_CLOCK_BACK: '2',
+      SNOWID_EPOCH: '2022-01-01T00:00:00Z',
+      SNOWID_DATACENTER_BITS: '4',
+      SNOWID_WORKER_BITS: '6',
+      SNOWID_CLOCK_BACK_BITS: '3',
+      SNOWID_SEQUENCE_BITS: '10',
+      SNOWID_ON_CLOCK_BACK: 'wait',
+      SNOWID_MAX_WAIT_MS: '20',
+      SNOWID_MAX_LEAD_MS: '5',
+      SNOWID_LEASE: 'on',
+      SNOWID_WORKER_ID_IF_TAKEN: 'fail',
+      // SNOWID_WORKER_ID wins over it, but it is read (and reported) all the same.
+      SNOWID_WORKER_ID_FROM: 'statefulset',
+      HOSTNAME: 'web-9',
+      SNOWID_SINGLE_INSTANCE: 'false',
+    })
+    assert.equal(out.error, undefined, JSON.stringify(out.error))
+    assert.deepEqual(
+      { ...out.decoded, id: undefined, timestamp: undefined, sequence: undefined },
+      { id: undefined, timestamp: undefined, datacenterId: 6, workerId: 21, clockBack: 2, sequence: undefined },
+    )
+    const c = out.config
+    assert.equal(c.epoch, Date.parse('2022-01-01T00:00:00Z'))
+    assert.equal(c.timestampBits, 63 - 4 - 6 - 3 - 10)
+    assert.equal(c.onClockBack, 'wait')
+    assert.equal(c.maxWaitMs, 20)
+    assert.equal(c.maxLeadMs, 5)
+    assert.equal(c.lease, true)
+    assert.equal(c.workerIdIfTaken, 'fail')
+    assert.equal(c.workerIdFrom, 'statefulset')
+    assert.equal(c.singleInstance, false)
+    assert.match(c.leaseNamespace, /^test-[0-9a-f]{16}$/, 'the namespace the test helpers give')
+    assert.ok(
+      Object.values(c.sources).every(s => s === 'env'),
+      JSON.stringify(c.sources),
+    )
+    assert.ok(Math.abs(out.decoded.timestamp - Date.now()) < 5000)
+  },
+)
 
 test("the article's own variable names are read when the SNOWID_ names are absent", () => {
   let out = probe({ datacenterId: '1', workerId: '3' })
@@ -62,7 +69,12 @@ test("the article's own variable names are read when the SNOWID_ names are absen
 
 test('every bad environment value fails the first id with a coded error, without aborting', () => {
   const cases = [
-    ['SNOWID_WORKER_ID', '32', 'RangeError', /^SNOWID_WORKER_ID: expected an integer from 0 to 31 \(workerBits is 5\), found "32"$/],
+    [
+      'SNOWID_WORKER_ID',
+      '32',
+      'RangeError',
+      /^SNOWID_WORKER_ID: expected an integer from 0 to 31 \(workerBits is 5\), found "32"$/,
+    ],
     ['SNOWID_WORKER_ID', '-1', 'RangeError', /found "-1"$/],
     ['SNOWID_WORKER_ID', '1.5', 'TypeError', /found "1\.5"$/],
     ['SNOWID_WORKER_ID', 'abc', 'TypeError', /found "abc"$/],
@@ -76,14 +88,29 @@ test('every bad environment value fails the first id with a coded error, without
     ['SNOWID_CLOCK_BACK', '4', 'RangeError', /^SNOWID_CLOCK_BACK: expected an integer from 0 to 3/],
     ['SNOWID_EPOCH', '2999-01-01', 'RangeError', /^SNOWID_EPOCH: .*in the future$/],
     ['SNOWID_EPOCH', 'last tuesday', 'TypeError', /^SNOWID_EPOCH: expected Unix ms or an ISO-8601 date/],
-    ['SNOWID_SEQUENCE_BITS', '64', 'RangeError', /^SNOWID_SEQUENCE_BITS: expected an integer from 0 to 32, found "64"$/],
+    [
+      'SNOWID_SEQUENCE_BITS',
+      '64',
+      'RangeError',
+      /^SNOWID_SEQUENCE_BITS: expected an integer from 0 to 32, found "64"$/,
+    ],
     ['SNOWID_SEQUENCE_BITS', '20', 'RangeError', /^layout: .*\(set by SNOWID_SEQUENCE_BITS\)$/],
     ['SNOWID_DATACENTER_BITS', 'x', 'TypeError', /^SNOWID_DATACENTER_BITS: /],
     ['SNOWID_WORKER_BITS', '-5', 'RangeError', /^SNOWID_WORKER_BITS: /],
     ['SNOWID_CLOCK_BACK_BITS', '1e1', 'TypeError', /^SNOWID_CLOCK_BACK_BITS: /],
-    ['SNOWID_ON_CLOCK_BACK', 'ignore', 'RangeError', /^SNOWID_ON_CLOCK_BACK: expected one of 'bits', 'wait' or 'throw', found "ignore"$/],
+    [
+      'SNOWID_ON_CLOCK_BACK',
+      'ignore',
+      'RangeError',
+      /^SNOWID_ON_CLOCK_BACK: expected one of 'bits', 'wait' or 'throw', found "ignore"$/,
+    ],
     ['SNOWID_MAX_WAIT_MS', '60001', 'RangeError', /^SNOWID_MAX_WAIT_MS: expected an integer from 0 to 60000/],
-    ['SNOWID_LEASE_NAMESPACE', 'my tests', 'RangeError', /^SNOWID_LEASE_NAMESPACE: expected 1 to 64 characters of A-Z, a-z, 0-9, '\.', '_' and '-', found "my tests"$/],
+    [
+      'SNOWID_LEASE_NAMESPACE',
+      'my tests',
+      'RangeError',
+      /^SNOWID_LEASE_NAMESPACE: expected 1 to 64 characters of A-Z, a-z, 0-9, '\.', '_' and '-', found "my tests"$/,
+    ],
     ['SNOWID_LEASE_NAMESPACE', '', 'RangeError', /^SNOWID_LEASE_NAMESPACE: expected 1 to 64 characters .*, found ""$/],
     ['SNOWID_LEASE_NAMESPACE', 'n'.repeat(65), 'RangeError', /^SNOWID_LEASE_NAMESPACE: expected 1 to 64 characters/],
   ]
@@ -151,8 +178,11 @@ test('configure() sets options over env before the first id, and is refused afte
   assert.equal(out.after, 9)
 })
 
-test('configure() on another thread changes the layout decode() reads here, however warm it is', wasiSkip("each thread instantiates the module, so another thread's configure() is that thread's own"), () => {
-  const r = runNode(`
+test(
+  'configure() on another thread changes the layout decode() reads here, however warm it is',
+  wasiSkip("each thread instantiates the module, so another thread's configure() is that thread's own"),
+  () => {
+    const r = runNode(`
     const s = require('.')
     const { Worker } = require('node:worker_threads')
     s.configure({ sequenceBits: 11 })
@@ -165,9 +195,10 @@ test('configure() on another thread changes the layout decode() reads here, howe
       console.log(JSON.stringify(out))
     })
   `)
-  assert.equal(r.status, 0, r.stderr)
-  assert.deepEqual(JSON.parse(r.stdout), [2047, 0, 1023, 1023, true])
-})
+    assert.equal(r.status, 0, r.stderr)
+    assert.deepEqual(JSON.parse(r.stdout), [2047, 0, 1023, 1023, true])
+  },
+)
 
 test('decode() and config() do not start the default generator', () => {
   const r = runNode(`
@@ -209,8 +240,13 @@ test('an unknown SNOWID_ variable is refused, naming the nearest known one', () 
     )
   }
   // One set from JS after start-up counts as well.
-  const r = runNode(`process.env.SNOWID_EPOCHS = '2024-01-01'; try { require('.').decode(1n) } catch (e) { console.log(e.code, e.message) }`)
-  assert.match(r.stdout, /^ERR_SNOWID_INVALID_CONFIG SNOWID_EPOCHS: expected a variable snowid reads \(did you mean SNOWID_EPOCH\?\)/)
+  const r = runNode(
+    `process.env.SNOWID_EPOCHS = '2024-01-01'; try { require('.').decode(1n) } catch (e) { console.log(e.code, e.message) }`,
+  )
+  assert.match(
+    r.stdout,
+    /^ERR_SNOWID_INVALID_CONFIG SNOWID_EPOCHS: expected a variable snowid reads \(did you mean SNOWID_EPOCH\?\)/,
+  )
 })
 
 test('every SNOWID_ variable snowid reads is accepted together', () => {
@@ -254,7 +290,14 @@ test('workerIdIfTaken and workerIdFrom are options too, and config() reports eac
   assert.deepEqual(run({}, env), ['next', 'env', 'statefulset', 'env', 5, 'statefulset'])
   // The options win over the variables, and ask for the same things.
   assert.deepEqual(run({ workerIdIfTaken: 'fail' }, env), ['fail', 'option', 'statefulset', 'env', 5, 'statefulset'])
-  assert.deepEqual(run({ workerIdIfTaken: 'next', workerIdFrom: 'statefulset' }, { HOSTNAME: 'web-6' }), ['next', 'option', 'statefulset', 'option', 6, 'statefulset'])
+  assert.deepEqual(run({ workerIdIfTaken: 'next', workerIdFrom: 'statefulset' }, { HOSTNAME: 'web-6' }), [
+    'next',
+    'option',
+    'statefulset',
+    'option',
+    6,
+    'statefulset',
+  ])
   // The default generator's configure() takes them as well.
   const r = runNode(
     `const s = require('.'); s.configure({ workerIdFrom: 'statefulset', lease: false }); const c = s.config()
@@ -267,11 +310,18 @@ test('workerIdIfTaken and workerIdFrom are options too, and config() reports eac
 
 // A process that holds worker id 3 in `dir` until its stdin closes.
 async function holdWorker3(t, dir) {
-  const child = spawn(process.execPath, ['-e', "require('.').nextId(); console.log('ready'); process.stdin.resume(); process.stdin.on('end', () => process.exit(0))"], {
-    cwd: ROOT,
-    env: cleanEnv({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '3' }),
-    stdio: ['pipe', 'pipe', 'inherit'],
-  })
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      "require('.').nextId(); console.log('ready'); process.stdin.resume(); process.stdin.on('end', () => process.exit(0))",
+    ],
+    {
+      cwd: ROOT,
+      env: cleanEnv({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '3' }),
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  )
   t.after(async () => {
     if (child.exitCode === null && child.signalCode === null) {
       const exited = once(child, 'exit')
@@ -283,36 +333,50 @@ async function holdWorker3(t, dir) {
   assert.equal(String(line).trim(), 'ready')
 }
 
-test("workerIdIfTaken: 'next' moves a taken workerId on; SNOWID_WORKER_ID_IF_TAKEN covers only a worker id from the environment", wasiSkip('no flock, so no host lease to find the holder by'), async (t) => {
-  const dir = freshLeaseDir()
-  await holdWorker3(t, dir)
-  const take = `const { Snowflake } = require('.')
+test(
+  "workerIdIfTaken: 'next' moves a taken workerId on; SNOWID_WORKER_ID_IF_TAKEN covers only a worker id from the environment",
+  wasiSkip('no flock, so no host lease to find the holder by'),
+  async t => {
+    const dir = freshLeaseDir()
+    await holdWorker3(t, dir)
+    const take = `const { Snowflake } = require('.')
     try {
       const g = new Snowflake(JSON.parse(process.argv[1])); const c = g.config()
       console.log(JSON.stringify({ workerId: g.decode(g.nextId()).workerId, source: c.sources.workerId, ifTaken: c.workerIdIfTaken }))
     } catch (e) { console.log(JSON.stringify({ error: e.code })) }`
-  const run = (options, env = {}) => {
-    const r = runNode(take, { SNOWID_LEASE_DIR: dir, ...env }, [JSON.stringify(options)])
-    assert.equal(r.status, 0, r.stderr)
-    return JSON.parse(r.stdout)
-  }
-  assert.deepEqual(run({ workerId: 3 }), { error: 'ERR_SNOWID_WORKER_ID_IN_USE' })
-  assert.deepEqual(run({ workerId: 3, workerIdIfTaken: 'fail' }), { error: 'ERR_SNOWID_WORKER_ID_IN_USE' })
-  assert.deepEqual(run({ workerId: 3, workerIdIfTaken: 'next' }), { workerId: 4, source: 'lease', ifTaken: 'next' })
-  // The option covers a worker id from the environment too.
-  assert.deepEqual(run({ workerIdIfTaken: 'next' }, { SNOWID_WORKER_ID: '3' }), { workerId: 4, source: 'lease', ifTaken: 'next' })
-  assert.deepEqual(run({}, { SNOWID_WORKER_ID: '3', SNOWID_WORKER_ID_IF_TAKEN: 'next' }), { workerId: 4, source: 'lease', ifTaken: 'next' })
-  // The variable, which snowid/cluster sets in its workers, does not move a workerId option on.
-  assert.deepEqual(run({ workerId: 3 }, { SNOWID_WORKER_ID_IF_TAKEN: 'next' }), { error: 'ERR_SNOWID_WORKER_ID_IN_USE' })
-  // The default generator's config() before the first id reports the slot it moved on to, which its ids then carry.
-  const r = runNode(
-    `const s = require('.'); s.configure({ workerIdIfTaken: 'next' }); const c = s.config()
+    const run = (options, env = {}) => {
+      const r = runNode(take, { SNOWID_LEASE_DIR: dir, ...env }, [JSON.stringify(options)])
+      assert.equal(r.status, 0, r.stderr)
+      return JSON.parse(r.stdout)
+    }
+    assert.deepEqual(run({ workerId: 3 }), { error: 'ERR_SNOWID_WORKER_ID_IN_USE' })
+    assert.deepEqual(run({ workerId: 3, workerIdIfTaken: 'fail' }), { error: 'ERR_SNOWID_WORKER_ID_IN_USE' })
+    assert.deepEqual(run({ workerId: 3, workerIdIfTaken: 'next' }), { workerId: 4, source: 'lease', ifTaken: 'next' })
+    // The option covers a worker id from the environment too.
+    assert.deepEqual(run({ workerIdIfTaken: 'next' }, { SNOWID_WORKER_ID: '3' }), {
+      workerId: 4,
+      source: 'lease',
+      ifTaken: 'next',
+    })
+    assert.deepEqual(run({}, { SNOWID_WORKER_ID: '3', SNOWID_WORKER_ID_IF_TAKEN: 'next' }), {
+      workerId: 4,
+      source: 'lease',
+      ifTaken: 'next',
+    })
+    // The variable, which snowid/cluster sets in its workers, does not move a workerId option on.
+    assert.deepEqual(run({ workerId: 3 }, { SNOWID_WORKER_ID_IF_TAKEN: 'next' }), {
+      error: 'ERR_SNOWID_WORKER_ID_IN_USE',
+    })
+    // The default generator's config() before the first id reports the slot it moved on to, which its ids then carry.
+    const r = runNode(
+      `const s = require('.'); s.configure({ workerIdIfTaken: 'next' }); const c = s.config()
      console.log(JSON.stringify([c.workerId, c.sources.workerId, s.decode(s.nextId()).workerId]))`,
-    { SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '3' },
-  )
-  assert.equal(r.status, 0, r.stderr)
-  assert.deepEqual(JSON.parse(r.stdout), [4, 'lease', 4])
-})
+      { SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '3' },
+    )
+    assert.equal(r.status, 0, r.stderr)
+    assert.deepEqual(JSON.parse(r.stdout), [4, 'lease', 4])
+  },
+)
 
 test('new Snowflake() reads process.env as it is at each construction: assigned, deleted, replaced, in a worker_thread', () => {
   const r = runNode(`

@@ -23,18 +23,18 @@ function declaredValues(dts) {
   const symbol = checker.getSymbolAtLocation(source)
   return checker
     .getExportsOfModule(symbol)
-    .filter((s) => {
+    .filter(s => {
       const target = s.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(s) : s
       return (target.flags & ts.SymbolFlags.Value) !== 0
     })
-    .map((s) => s.getName())
+    .map(s => s.getName())
     .sort()
 }
 
 // Node 22 and later add `module.exports` to the namespace of a CommonJS module; `default` is the whole object.
 function namespaceNames(ns) {
   return Object.keys(ns)
-    .filter((k) => k !== 'default' && k !== 'module.exports')
+    .filter(k => k !== 'default' && k !== 'module.exports')
     .sort()
 }
 

@@ -85,7 +85,8 @@ function cleanEnv(extra = {}) {
   }
   // WASI has no host lease: there a child runs with leases off unless the test says otherwise.
   if (WASI) env.SNOWID_LEASE = 'off'
-  const out = 'SNOWID_LEASE_DIR' in extra ? { ...env, ...extra } : { ...env, SNOWID_LEASE_DIR: freshLeaseDir(), ...extra }
+  const out =
+    'SNOWID_LEASE_DIR' in extra ? { ...env, ...extra } : { ...env, SNOWID_LEASE_DIR: freshLeaseDir(), ...extra }
   if (!('SNOWID_LEASE_NAMESPACE' in extra) && out.SNOWID_LEASE_DIR !== undefined) {
     out.SNOWID_LEASE_NAMESPACE = leaseNamespace(out.SNOWID_LEASE_DIR)
   }
@@ -103,7 +104,10 @@ function withShm(dir, argv, user) {
   // setpriv replaces itself with `argv` (runuser would stay its parent), so a signal reaches the process itself.
   const gid = user && Number(spawnSync('id', ['-g', user], { encoding: 'utf8' }).stdout)
   const run = user ? ['setpriv', `--reuid=${user}`, `--regid=${gid}`, '--init-groups', '--', ...argv] : argv
-  return ['unshare', ['--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount --bind "$0" /dev/shm && exec "$@"', dir, ...run]]
+  return [
+    'unshare',
+    ['--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount --bind "$0" /dev/shm && exec "$@"', dir, ...run],
+  ]
 }
 
 /**
@@ -160,7 +164,7 @@ function probeFirstId(env, opts = {}) {
 
 /** Asserts that `fn` throws an error of the class named `name`, with `code`, and a message matching `message`. */
 function expectError(fn, { name, code, message }) {
-  assert.throws(fn, (err) => {
+  assert.throws(fn, err => {
     assert.equal(err.constructor.name, name, err.message)
     assert.equal(err.code, code)
     if (message) assert.match(err.message, message)
@@ -179,12 +183,12 @@ function spawnChild(cmd, args, opts = {}) {
     child,
     out: '',
     err: '',
-    exited: new Promise((resolve) => child.on('exit', resolve)),
+    exited: new Promise(resolve => child.on('exit', resolve)),
     lines: () => run.out.split('\n').filter(Boolean),
   }
   child.stdout.setEncoding('utf8')
-  child.stdout.on('data', (d) => (run.out += d))
-  child.stderr.on('data', (d) => (run.err += d))
+  child.stdout.on('data', d => (run.out += d))
+  child.stderr.on('data', d => (run.err += d))
   return run
 }
 

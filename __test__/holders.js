@@ -28,7 +28,7 @@ function holder(settings, env = {}) {
   let stderr = ''
   const waiters = []
   child.stdout.setEncoding('utf8')
-  child.stdout.on('data', (chunk) => {
+  child.stdout.on('data', chunk => {
     rest += chunk
     const lines = rest.split('\n')
     rest = lines.pop()
@@ -38,8 +38,8 @@ function holder(settings, env = {}) {
       for (const w of [...waiters]) w()
     }
   })
-  child.stderr.on('data', (d) => (stderr += d))
-  const exited = new Promise((resolve) => child.on('exit', resolve))
+  child.stderr.on('data', d => (stderr += d))
+  const exited = new Promise(resolve => child.on('exit', resolve))
   return {
     child,
     events,
@@ -60,15 +60,19 @@ function holder(settings, env = {}) {
         }
         const timer = setTimeout(() => {
           waiters.splice(waiters.indexOf(check), 1)
-          const crashes = events.filter((e) => e.event === 'crash').map((e) => e.message)
-          reject(new Error(`no matching event in ${ms} ms; events: ${JSON.stringify(events.map((e) => e.event))}; crashes: ${crashes.join('; ')}; stderr: ${stderr}`))
+          const crashes = events.filter(e => e.event === 'crash').map(e => e.message)
+          reject(
+            new Error(
+              `no matching event in ${ms} ms; events: ${JSON.stringify(events.map(e => e.event))}; crashes: ${crashes.join('; ')}; stderr: ${stderr}`,
+            ),
+          )
         }, ms)
         waiters.push(check)
         check()
       })
     },
     ids() {
-      return events.filter((e) => e.event === 'ids').flatMap((e) => e.ids)
+      return events.filter(e => e.event === 'ids').flatMap(e => e.ids)
     },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
@@ -96,7 +100,6 @@ async function until(pred, ms, what) {
   }
 }
 
-
 /**
  * 40 processes across 2 datacenter ids acquire at once: 40 distinct slots, 200,000 ids, 0 duplicates. CI's slow tier
  * runs it for every store and client (slow/stores-at-scale.test.js).
@@ -104,14 +107,22 @@ async function until(pred, ms, what) {
 async function manyAtOnce(tt, base) {
   // ttlMs 10000: a holder stalled for seconds between its acquire and its burst (40 processes starting at once on 2
   // busy cores) is still before its deadline; waitMs 60000: a take that gets no answer within 10 s is tried again.
-  const procs = Array.from({ length: 40 }, (_, i) => holder({ ...base, mode: 'burst', count: 5000, ttlMs: 10_000, waitMs: 60_000, datacenterId: i % 2 }))
+  const procs = Array.from({ length: 40 }, (_, i) =>
+    holder({ ...base, mode: 'burst', count: 5000, ttlMs: 10_000, waitMs: 60_000, datacenterId: i % 2 }),
+  )
   try {
-    const acquired = await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'acquired' || e.event === 'error', 120_000)))
-    assert.deepEqual(acquired.filter((e) => e.event !== 'acquired'), [], 'every process got a slot')
-    await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'ids', 120_000)))
-    const slots = new Set(acquired.map((e) => `${e.datacenterId}:${e.workerId}`))
+    const acquired = await Promise.all(
+      procs.map(p => p.waitFor(e => e.event === 'acquired' || e.event === 'error', 120_000)),
+    )
+    assert.deepEqual(
+      acquired.filter(e => e.event !== 'acquired'),
+      [],
+      'every process got a slot',
+    )
+    await Promise.all(procs.map(p => p.waitFor(e => e.event === 'ids', 120_000)))
+    const slots = new Set(acquired.map(e => `${e.datacenterId}:${e.workerId}`))
     assert.equal(slots.size, 40, 'all slots distinct')
-    const ids = procs.flatMap((p) => p.ids())
+    const ids = procs.flatMap(p => p.ids())
     assert.equal(ids.length, 200_000)
     assertNoDuplicates(ids, 'among 40 holders')
     for (const [i, p] of procs.entries()) {
@@ -120,28 +131,32 @@ async function manyAtOnce(tt, base) {
     }
     tt.diagnostic(`40 holders, ${slots.size} distinct slots, ${ids.length} ids, 0 duplicates`)
   } finally {
-    await Promise.all(procs.map((p) => p.stop()))
+    await Promise.all(procs.map(p => p.stop()))
   }
 }
 
 /** More contenders than slots: the extras get ERR_SNOWID_NO_FREE_WORKER_ID after waitMs. */
 async function moreContendersThanSlots(tt, base) {
   // workerBits 2: four slots in datacenter 3. ttlMs 3000 gives a slot held before use renewals of up to 1 s each.
-  const procs = Array.from({ length: 7 }, () => holder({ ...base, mode: 'burst', count: 100, ttlMs: 3000, waitMs: 1500, workerBits: 2, datacenterId: 3 }))
+  const procs = Array.from({ length: 7 }, () =>
+    holder({ ...base, mode: 'burst', count: 100, ttlMs: 3000, waitMs: 1500, workerBits: 2, datacenterId: 3 }),
+  )
   try {
-    const first = await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'acquired' || e.event === 'error', 120_000)))
-    const winners = first.filter((e) => e.event === 'acquired')
-    const losers = first.filter((e) => e.event === 'error')
+    const first = await Promise.all(
+      procs.map(p => p.waitFor(e => e.event === 'acquired' || e.event === 'error', 120_000)),
+    )
+    const winners = first.filter(e => e.event === 'acquired')
+    const losers = first.filter(e => e.event === 'error')
     assert.equal(winners.length, 4)
-    assert.equal(new Set(winners.map((e) => e.workerId)).size, 4, 'no slot shared')
+    assert.equal(new Set(winners.map(e => e.workerId)).size, 4, 'no slot shared')
     assert.equal(losers.length, 3)
     for (const e of losers) {
       assert.equal(e.code, 'ERR_SNOWID_NO_FREE_WORKER_ID', e.message)
       assert.ok(e.elapsed >= 1500, `gave up after ${e.elapsed} ms`)
     }
-    tt.diagnostic(`4 winners; 3 refused after ${losers.map((e) => e.elapsed).join(', ')} ms`)
+    tt.diagnostic(`4 winners; 3 refused after ${losers.map(e => e.elapsed).join(', ')} ms`)
   } finally {
-    await Promise.all(procs.map((p) => p.stop()))
+    await Promise.all(procs.map(p => p.stop()))
   }
 }
 
@@ -152,22 +167,22 @@ async function stalledHolder(tt, base) {
   const a = holder({ ...settings, mode: 'stream' })
   let b
   try {
-    await a.waitFor((e) => e.event === 'acquired')
+    await a.waitFor(e => e.event === 'acquired')
     await sleep(300)
     a.child.kill('SIGSTOP')
     const stoppedAt = Date.now()
     b = holder({ ...settings, mode: 'stream' })
-    const bAcquired = await b.waitFor((e) => e.event === 'acquired')
+    const bAcquired = await b.waitFor(e => e.event === 'acquired')
     await sleep(300)
     a.child.kill('SIGCONT')
-    const refused = await a.waitFor((e) => e.event === 'refused')
+    const refused = await a.waitFor(e => e.event === 'refused')
     assert.equal(refused.code, 'ERR_SNOWID_LEASE_LOST')
-    await a.waitFor((e) => e.event === 'lost')
+    await a.waitFor(e => e.event === 'lost')
     await sleep(200)
     await a.stop()
     await b.stop()
     // Every id A made carries a time before a deadline it had confirmed, so before B could hold the slot.
-    const deadlines = a.events.filter((e) => e.deadline).map((e) => e.deadline)
+    const deadlines = a.events.filter(e => e.deadline).map(e => e.deadline)
     const lastDeadline = Math.max(...deadlines)
     const aIds = a.ids()
     const bIds = b.ids()
@@ -192,35 +207,49 @@ async function stalledHolder(tt, base) {
  */
 async function holdersThroughAnOutage(tt, base, disrupt, { noHistory = false, settings = {} } = {}) {
   const ttlMs = 800
-  const procs = Array.from({ length: 3 }, () => holder({ ...base, mode: 'stream', ttlMs, datacenterId: 1, ...settings }))
+  const procs = Array.from({ length: 3 }, () =>
+    holder({ ...base, mode: 'stream', ttlMs, datacenterId: 1, ...settings }),
+  )
   try {
-    await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'acquired', 60_000)))
+    await Promise.all(procs.map(p => p.waitFor(e => e.event === 'acquired', 60_000)))
     await sleep(500)
     const backAt = await disrupt(procs)
-    const back = await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'reacquired', 60_000)))
+    const back = await Promise.all(procs.map(p => p.waitFor(e => e.event === 'reacquired', 60_000)))
     await sleep(500)
-    await Promise.all(procs.map((p) => p.stop()))
+    await Promise.all(procs.map(p => p.stop()))
     for (const [i, p] of procs.entries()) {
-      assert.ok(p.events.some((e) => e.event === 'refused' && e.code === 'ERR_SNOWID_LEASE_LOST'), `holder ${i} stopped while the store was away`)
-      const lostAt = p.events.findIndex((e) => e.event === 'lost')
+      assert.ok(
+        p.events.some(e => e.event === 'refused' && e.code === 'ERR_SNOWID_LEASE_LOST'),
+        `holder ${i} stopped while the store was away`,
+      )
+      const lostAt = p.events.findIndex(e => e.event === 'lost')
       assert.equal(p.events[lostAt]?.code, 'ERR_SNOWID_LEASE_LOST', `holder ${i} reported the loss`)
-      assert.ok(lostAt < p.events.findIndex((e) => e.event === 'reacquired'), `holder ${i}: lost, then reacquired`)
+      assert.ok(lostAt < p.events.findIndex(e => e.event === 'reacquired'), `holder ${i}: lost, then reacquired`)
       // Before the loss it issued only ids stamped before the last deadline the store had confirmed.
-      const confirmed = Math.max(...p.events.slice(0, lostAt).filter((e) => e.deadline).map((e) => e.deadline))
-      const before = p.ids().filter((id) => snowid.timestampOf(id) < back[i].at)
-      assert.ok(before.length > 0 && before.every((id) => snowid.timestampOf(id) < confirmed), `holder ${i} stopped at its deadline`)
-      const after = p.ids().filter((id) => snowid.timestampOf(id) > back[i].at)
+      const confirmed = Math.max(
+        ...p.events
+          .slice(0, lostAt)
+          .filter(e => e.deadline)
+          .map(e => e.deadline),
+      )
+      const before = p.ids().filter(id => snowid.timestampOf(id) < back[i].at)
+      assert.ok(
+        before.length > 0 && before.every(id => snowid.timestampOf(id) < confirmed),
+        `holder ${i} stopped at its deadline`,
+      )
+      const after = p.ids().filter(id => snowid.timestampOf(id) > back[i].at)
       assert.ok(after.length > 0, `holder ${i} issued ids again after recovering`)
       // A slot with no history (the store lost it) is held one TTL before use.
-      if (noHistory) assert.ok(back[i].at - backAt >= ttlMs, `holder ${i} recovered ${back[i].at - backAt} ms after the restart`)
+      if (noHistory)
+        assert.ok(back[i].at - backAt >= ttlMs, `holder ${i} recovered ${back[i].at - backAt} ms after the restart`)
     }
-    const ids = procs.flatMap((p) => p.ids())
+    const ids = procs.flatMap(p => p.ids())
     assertNoDuplicates(ids, 'across the outage')
     tt.diagnostic(
-      `${ids.length} ids from 3 holders across the outage, 0 duplicates; recovered after ${back.map((e) => e.at - backAt).join(', ')} ms; renewFailed ${procs.map((p) => p.events.filter((e) => e.event === 'renewFailed').length).join(', ')} times`,
+      `${ids.length} ids from 3 holders across the outage, 0 duplicates; recovered after ${back.map(e => e.at - backAt).join(', ')} ms; renewFailed ${procs.map(p => p.events.filter(e => e.event === 'renewFailed').length).join(', ')} times`,
     )
   } finally {
-    await Promise.all(procs.map((p) => p.stop()))
+    await Promise.all(procs.map(p => p.stop()))
   }
 }
 
@@ -235,19 +264,28 @@ async function endedClientExits(tt, base) {
   const a = holder(settings)
   let b
   try {
-    await a.waitFor((e) => e.event === 'acquired', 60_000)
+    await a.waitFor(e => e.event === 'acquired', 60_000)
     a.child.kill('SIGSTOP')
     b = holder(settings)
-    await b.waitFor((e) => e.event === 'acquired', 60_000)
+    await b.waitFor(e => e.event === 'acquired', 60_000)
     a.child.kill('SIGCONT')
-    await a.waitFor((e) => e.event === 'lost')
+    await a.waitFor(e => e.event === 'lost')
     a.child.kill('SIGUSR1')
-    await a.waitFor((e) => e.event === 'ending')
+    await a.waitFor(e => e.event === 'ending')
     const endedAt = Date.now()
     // An unref'd timer: it keeps no test process alive for 30 s after A has exited.
-    const code = await Promise.race([a.exited, sleep(30_000, undefined, { ref: false }).then(() => 'still running after 30 s')])
-    assert.equal(code, 0, `A's exit: ${code}; events ${JSON.stringify(a.events.map((e) => e.event)).slice(-300)}; stderr: ${a.stderr}`)
-    tt.diagnostic(`A exited ${Date.now() - endedAt} ms after its client was ended, having tried to take a slot again ${a.events.filter((e) => e.event === 'renewFailed').length} times`)
+    const code = await Promise.race([
+      a.exited,
+      sleep(30_000, undefined, { ref: false }).then(() => 'still running after 30 s'),
+    ])
+    assert.equal(
+      code,
+      0,
+      `A's exit: ${code}; events ${JSON.stringify(a.events.map(e => e.event)).slice(-300)}; stderr: ${a.stderr}`,
+    )
+    tt.diagnostic(
+      `A exited ${Date.now() - endedAt} ms after its client was ended, having tried to take a slot again ${a.events.filter(e => e.event === 'renewFailed').length} times`,
+    )
   } finally {
     a.child.kill('SIGCONT')
     await a.stop()
@@ -257,8 +295,8 @@ async function endedClientExits(tt, base) {
 
 // libfaketime, which steps a running process's wall clock when its offset file is rewritten (Debian's faketime).
 const LIBFAKETIME = ['x86_64-linux-gnu', 'aarch64-linux-gnu', '']
-  .map((dir) => path.join('/usr/lib', dir, 'faketime', 'libfaketime.so.1'))
-  .find((file) => fs.existsSync(file))
+  .map(dir => path.join('/usr/lib', dir, 'faketime', 'libfaketime.so.1'))
+  .find(file => fs.existsSync(file))
 
 /**
  * A holder streams ids, the host's clock steps back 2 s (so it goes on under clockBack 1), and it releases while a
@@ -277,7 +315,12 @@ async function releaseAfterAStepBack(tt, base) {
   const offset = path.join(dir, 'offset')
   fs.writeFileSync(offset, '+0\n')
   // The wall clock follows the file at every read; timers run on the monotonic clock, which is left alone.
-  const env = { LD_PRELOAD: LIBFAKETIME, FAKETIME_TIMESTAMP_FILE: offset, FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' }
+  const env = {
+    LD_PRELOAD: LIBFAKETIME,
+    FAKETIME_TIMESTAMP_FILE: offset,
+    FAKETIME_NO_CACHE: '1',
+    FAKETIME_DONT_FAKE_MONOTONIC: '1',
+  }
   // workerBits 0: a single slot in datacenter 6, so the second holder must take the first one's.
   const settings = { ...base, mode: 'stream', ttlMs: 3000, waitMs: 30_000, workerBits: 0, datacenterId: 6 }
   // The holders' layout, to read their ids.
@@ -285,27 +328,29 @@ async function releaseAfterAStepBack(tt, base) {
   const a = holder(settings, env)
   let b
   try {
-    await a.waitFor((e) => e.event === 'acquired', 60_000)
+    await a.waitFor(e => e.event === 'acquired', 60_000)
     await sleep(700)
     fs.writeFileSync(offset, '-2s\n')
-    await a.waitFor((e) => e.event === 'ids' && e.ids.some((id) => layout.decode(id).clockBack === 1))
+    await a.waitFor(e => e.event === 'ids' && e.ids.some(id => layout.decode(id).clockBack === 1))
     b = holder(settings, env)
     await sleep(500)
     await a.stop()
-    const bAcquired = await b.waitFor((e) => e.event === 'acquired', 60_000)
+    const bAcquired = await b.waitFor(e => e.event === 'acquired', 60_000)
     // B runs until its clock is past every id A issued before the step.
     await sleep(2500)
     await b.stop()
     const aIds = a.ids()
     const bIds = b.ids()
-    const times = (ids) => ids.map((id) => layout.decode(id).timestamp)
+    const times = ids => ids.map(id => layout.decode(id).timestamp)
     const aLatest = Math.max(...times(aIds))
     const bFirst = Math.min(...times(bIds))
-    assert.ok(aIds.some((id) => layout.decode(id).clockBack === 0) && aIds.some((id) => layout.decode(id).clockBack === 1))
+    assert.ok(aIds.some(id => layout.decode(id).clockBack === 0) && aIds.some(id => layout.decode(id).clockBack === 1))
     assert.ok(bIds.length > 0, 'B issued ids')
     assert.ok(bFirst > aLatest, `B's first id (${bFirst}) is past A's latest (${aLatest})`)
     assertNoDuplicates([...aIds, ...bIds], 'between a holder released after a clock step back and the next')
-    tt.diagnostic(`A: ${aIds.length} ids under clockBack 0 and 1; B started ${bAcquired.at - aLatest} ms past A's latest id (on the stepped clock) and issued ${bIds.length}; 0 duplicates`)
+    tt.diagnostic(
+      `A: ${aIds.length} ids under clockBack 0 and 1; B started ${bAcquired.at - aLatest} ms past A's latest id (on the stepped clock) and issued ${bIds.length}; 0 duplicates`,
+    )
   } finally {
     await a.stop()
     if (b) await b.stop()
@@ -313,4 +358,14 @@ async function releaseAfterAStepBack(tt, base) {
   }
 }
 
-module.exports = { holder, assertNoDuplicates, until, releaseAfterAStepBack, endedClientExits, manyAtOnce, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage }
+module.exports = {
+  holder,
+  assertNoDuplicates,
+  until,
+  releaseAfterAStepBack,
+  endedClientExits,
+  manyAtOnce,
+  moreContendersThanSlots,
+  stalledHolder,
+  holdersThroughAnOutage,
+}

@@ -12,7 +12,18 @@ const os = require('node:os')
 const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { ROOT, cleanEnv, countDuplicates, freshLeaseDir, leaseNamespace, probeFirstId: probe, readyLine, spawnChild, wasiSkip, withShm } = require('./helpers.js')
+const {
+  ROOT,
+  cleanEnv,
+  countDuplicates,
+  freshLeaseDir,
+  leaseNamespace,
+  probeFirstId: probe,
+  readyLine,
+  spawnChild,
+  wasiSkip,
+  withShm,
+} = require('./helpers.js')
 
 // Every test here is about the host lease, which WASI cannot hold (no flock).
 const HOST_LEASE = wasiSkip('no flock, so no host lease')
@@ -23,7 +34,11 @@ const isRoot = process.getuid && process.getuid() === 0
 /** A process issuing ids until stopped; `user` runs it as that user, `shm` in a /dev/shm of its own (need root). */
 function streamer(env, { user, cwd = ROOT, shm } = {}) {
   const node = [process.execPath, STREAMER]
-  const argv = shm ? withShm(shm, node, user) : user ? ['runuser', ['-u', user, '--', ...node]] : [node[0], node.slice(1)]
+  const argv = shm
+    ? withShm(shm, node, user)
+    : user
+      ? ['runuser', ['-u', user, '--', ...node]]
+      : [node[0], node.slice(1)]
   const run = spawnChild(argv[0], argv[1], { cwd, env: cleanEnv(env) })
   return {
     ready: (ms = 30_000) => readyLine(run, ms),
@@ -50,64 +65,81 @@ function record({ seq = 1, pid = 1, marks }) {
   return Buffer.from(line.padEnd(1023, ' ') + '\n')
 }
 
-test('a held lease file deleted under a running process: 0 duplicates, and the holder keeps its slot', HOST_LEASE, async () => {
-  const dir = freshLeaseDir()
-  const file = path.join(dir, 'dc0-worker0.lease')
-  const a = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
-  assert.deepEqual(await a.ready(), { workerId: 0, error: null })
-  await sleep(200)
-  fs.unlinkSync(file)
-  // The holder notices at its next mark write (every 100 ms while it issues ids) and makes the file again.
-  await sleep(300)
-  const b = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
-  const bReady = await b.ready()
-  await sleep(300)
-  const [ra, rb] = [await a.stop(), await b.stop()]
-  assert.equal(bReady.error, 'ERR_SNOWID_WORKER_ID_IN_USE', 'the holder made its file again and holds it')
-  assert.equal(duplicates(ra.ids, rb.ids), 0)
-  assert.deepEqual(ra.errors, {})
-  assert.ok(ra.ids.length > 1000)
-})
+test(
+  'a held lease file deleted under a running process: 0 duplicates, and the holder keeps its slot',
+  HOST_LEASE,
+  async () => {
+    const dir = freshLeaseDir()
+    const file = path.join(dir, 'dc0-worker0.lease')
+    const a = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
+    assert.deepEqual(await a.ready(), { workerId: 0, error: null })
+    await sleep(200)
+    fs.unlinkSync(file)
+    // The holder notices at its next mark write (every 100 ms while it issues ids) and makes the file again.
+    await sleep(300)
+    const b = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
+    const bReady = await b.ready()
+    await sleep(300)
+    const [ra, rb] = [await a.stop(), await b.stop()]
+    assert.equal(bReady.error, 'ERR_SNOWID_WORKER_ID_IN_USE', 'the holder made its file again and holds it')
+    assert.equal(duplicates(ra.ids, rb.ids), 0)
+    assert.deepEqual(ra.errors, {})
+    assert.ok(ra.ids.length > 1000)
+  },
+)
 
-test('a lease file deleted under its holder: newcomers at once cannot take its slot, 0 duplicates', HOST_LEASE, async () => {
-  const dir = freshLeaseDir()
-  const file = path.join(dir, 'dc0-worker0.lease')
-  const a = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
-  await a.ready()
-  await sleep(200)
-  fs.unlinkSync(file)
-  const b = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
-  const c = streamer({ SNOWID_LEASE_DIR: dir })
-  assert.deepEqual(await b.ready(), { workerId: null, error: 'ERR_SNOWID_WORKER_ID_IN_USE' })
-  assert.deepEqual(await c.ready(), { workerId: 1, error: null }, 'the automatic lease moves on to the next slot')
-  await sleep(500)
-  const [ra, rb, rc] = [await a.stop(), await b.stop(), await c.stop()]
-  assert.deepEqual(ra.errors, {})
-  assert.equal(duplicates(ra.ids, rb.ids, rc.ids), 0, `${ra.ids.length} and ${rc.ids.length} ids`)
-  assert.ok(ra.ids.length > 1000 && rc.ids.length > 1000)
-})
+test(
+  'a lease file deleted under its holder: newcomers at once cannot take its slot, 0 duplicates',
+  HOST_LEASE,
+  async () => {
+    const dir = freshLeaseDir()
+    const file = path.join(dir, 'dc0-worker0.lease')
+    const a = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
+    await a.ready()
+    await sleep(200)
+    fs.unlinkSync(file)
+    const b = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
+    const c = streamer({ SNOWID_LEASE_DIR: dir })
+    assert.deepEqual(await b.ready(), { workerId: null, error: 'ERR_SNOWID_WORKER_ID_IN_USE' })
+    assert.deepEqual(await c.ready(), { workerId: 1, error: null }, 'the automatic lease moves on to the next slot')
+    await sleep(500)
+    const [ra, rb, rc] = [await a.stop(), await b.stop(), await c.stop()]
+    assert.deepEqual(ra.errors, {})
+    assert.equal(duplicates(ra.ids, rb.ids, rc.ids), 0, `${ra.ids.length} and ${rc.ids.length} ids`)
+    assert.ok(ra.ids.length > 1000 && rc.ids.length > 1000)
+  },
+)
 
-test('a lease file replaced by a rename under a running process: the holder takes over the new file, 0 duplicates', HOST_LEASE, async () => {
-  const dir = freshLeaseDir()
-  const file = path.join(dir, 'dc0-worker0.lease')
-  const a = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
-  await a.ready()
-  await sleep(200)
-  fs.writeFileSync(path.join(dir, 'fresh'), '')
-  fs.renameSync(path.join(dir, 'fresh'), file)
-  const b = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
-  assert.deepEqual(await b.ready(), { workerId: null, error: 'ERR_SNOWID_WORKER_ID_IN_USE' })
-  await sleep(500)
-  const [ra, rb] = [await a.stop(), await b.stop()]
-  assert.deepEqual(ra.errors, {})
-  assert.equal(duplicates(ra.ids, rb.ids), 0)
-  assert.ok(fs.readFileSync(file, 'latin1').startsWith('snowid-lease v1 '), 'the holder writes its record in the new file')
-})
+test(
+  'a lease file replaced by a rename under a running process: the holder takes over the new file, 0 duplicates',
+  HOST_LEASE,
+  async () => {
+    const dir = freshLeaseDir()
+    const file = path.join(dir, 'dc0-worker0.lease')
+    const a = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
+    await a.ready()
+    await sleep(200)
+    fs.writeFileSync(path.join(dir, 'fresh'), '')
+    fs.renameSync(path.join(dir, 'fresh'), file)
+    const b = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
+    assert.deepEqual(await b.ready(), { workerId: null, error: 'ERR_SNOWID_WORKER_ID_IN_USE' })
+    await sleep(500)
+    const [ra, rb] = [await a.stop(), await b.stop()]
+    assert.deepEqual(ra.errors, {})
+    assert.equal(duplicates(ra.ids, rb.ids), 0)
+    assert.ok(
+      fs.readFileSync(file, 'latin1').startsWith('snowid-lease v1 '),
+      'the holder writes its record in the new file',
+    )
+  },
+)
 
 const WASI_SKIP = HOST_LEASE.skip
 const noFlock = spawnSync('sh', ['-c', 'command -v flock']).status !== 0 && 'flock (util-linux) not installed'
 
-test('a lease file replaced by one another process locks: the holder stops with ERR_SNOWID_LEASE_LOST', { skip: WASI_SKIP || noFlock }, async () => {
+test('a lease file replaced by one another process locks: the holder stops with ERR_SNOWID_LEASE_LOST', {
+  skip: WASI_SKIP || noFlock,
+}, async () => {
   // What a process in another network namespace, which the claims do not reach, would do.
   const dir = freshLeaseDir()
   const file = path.join(dir, 'dc0-worker0.lease')
@@ -161,24 +193,30 @@ test('special files and links never hang, never get followed, and are left as fo
   assert.equal(fs.statSync(path.join(dir, 'dc0-worker0.lease')).isFIFO(), true)
 })
 
-test('a lease directory that is a link, or that others may write to without the sticky bit, is refused', HOST_LEASE, () => {
-  const parent = freshLeaseDir()
-  const real = path.join(parent, 'real')
-  fs.mkdirSync(real, { mode: 0o700 })
-  fs.symlinkSync(real, path.join(parent, 'link'))
-  let out = probe({ SNOWID_LEASE_DIR: path.join(parent, 'link') })
-  assert.equal(out.error?.code, 'ERR_SNOWID_LEASE_DIR')
-  assert.match(out.error.message, /found a symbolic link/)
-  fs.chmodSync(real, 0o777)
-  out = probe({ SNOWID_LEASE_DIR: real })
-  assert.equal(out.error?.code, 'ERR_SNOWID_LEASE_DIR')
-  assert.match(out.error.message, /others may write to it but it is not sticky.*chmod 700/)
-  fs.chmodSync(real, 0o1777)
-  out = probe({ SNOWID_LEASE_DIR: real })
-  assert.equal(out.error, undefined, 'sticky: each file belongs to its creator')
-})
+test(
+  'a lease directory that is a link, or that others may write to without the sticky bit, is refused',
+  HOST_LEASE,
+  () => {
+    const parent = freshLeaseDir()
+    const real = path.join(parent, 'real')
+    fs.mkdirSync(real, { mode: 0o700 })
+    fs.symlinkSync(real, path.join(parent, 'link'))
+    let out = probe({ SNOWID_LEASE_DIR: path.join(parent, 'link') })
+    assert.equal(out.error?.code, 'ERR_SNOWID_LEASE_DIR')
+    assert.match(out.error.message, /found a symbolic link/)
+    fs.chmodSync(real, 0o777)
+    out = probe({ SNOWID_LEASE_DIR: real })
+    assert.equal(out.error?.code, 'ERR_SNOWID_LEASE_DIR')
+    assert.match(out.error.message, /others may write to it but it is not sticky.*chmod 700/)
+    fs.chmodSync(real, 0o1777)
+    out = probe({ SNOWID_LEASE_DIR: real })
+    assert.equal(out.error, undefined, 'sticky: each file belongs to its creator')
+  },
+)
 
-test('a lease directory of another user is refused unless it is sticky', { skip: HOST_LEASE.skip || (!isRoot && 'needs root to chown') }, () => {
+test('a lease directory of another user is refused unless it is sticky', {
+  skip: HOST_LEASE.skip || (!isRoot && 'needs root to chown'),
+}, () => {
   const dir = path.join(freshLeaseDir(), 'theirs')
   fs.mkdirSync(dir)
   fs.chownSync(dir, 65534, 65534)
@@ -193,11 +231,15 @@ test('a lease directory of another user is refused unless it is sticky', { skip:
 
 test('a relative lease directory is refused, whichever directory a process starts in', HOST_LEASE, () => {
   for (const cwd of [ROOT, os.tmpdir()]) {
-    const r = spawnSync(process.execPath, ['-e', `try { require(${JSON.stringify(ROOT)}).nextId() } catch (e) { console.log(e.code, e.message) }`], {
-      cwd,
-      env: cleanEnv({ SNOWID_LEASE_DIR: 'leases' }),
-      encoding: 'utf8',
-    })
+    const r = spawnSync(
+      process.execPath,
+      ['-e', `try { require(${JSON.stringify(ROOT)}).nextId() } catch (e) { console.log(e.code, e.message) }`],
+      {
+        cwd,
+        env: cleanEnv({ SNOWID_LEASE_DIR: 'leases' }),
+        encoding: 'utf8',
+      },
+    )
     assert.match(r.stdout, /^ERR_SNOWID_INVALID_CONFIG SNOWID_LEASE_DIR: expected an absolute directory path/)
     assert.equal(fs.existsSync(path.join(cwd, 'leases')), false)
   }
@@ -227,34 +269,40 @@ test('a Snowflake used only to read ids takes no slot: the lease is taken by its
   assert.equal(out.worker, 0, 'its first id took the lowest free slot, which the other process had given back')
 })
 
-test('two cluster primaries on one host: a worker whose slot the other took first moves on, and none dies', HOST_LEASE, async () => {
-  const dir = freshLeaseDir()
-  const primary = () =>
-    new Promise((resolve) => {
-      const child = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'cluster-primary.js')], {
-        cwd: ROOT,
-        env: cleanEnv({ SNOWID_LEASE_DIR: dir, COUNT: '8', HOLD_MS: '3000' }),
-        stdio: ['ignore', 'pipe', 'pipe'],
+test(
+  'two cluster primaries on one host: a worker whose slot the other took first moves on, and none dies',
+  HOST_LEASE,
+  async () => {
+    const dir = freshLeaseDir()
+    const primary = () =>
+      new Promise(resolve => {
+        const child = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'cluster-primary.js')], {
+          cwd: ROOT,
+          env: cleanEnv({ SNOWID_LEASE_DIR: dir, COUNT: '8', HOLD_MS: '3000' }),
+          stdio: ['ignore', 'pipe', 'pipe'],
+        })
+        let out = ''
+        let err = ''
+        child.stdout.on('data', d => (out += d))
+        child.stderr.on('data', d => (err += d))
+        child.on('exit', () => resolve({ out, err }))
       })
-      let out = ''
-      let err = ''
-      child.stdout.on('data', (d) => (out += d))
-      child.stderr.on('data', (d) => (err += d))
-      child.on('exit', () => resolve({ out, err }))
-    })
-  const [a, b] = await Promise.all([primary(), primary()])
-  const ra = JSON.parse(a.out)
-  const rb = JSON.parse(b.out)
-  assert.equal(ra.died + rb.died, 0, `${a.err}${b.err}`)
-  const all = [...ra.slots, ...rb.slots]
-  assert.equal(new Set(all).size, 16, `16 distinct slots: ${ra.slots} / ${rb.slots}`)
-  assert.deepEqual(ra.listed, ra.slots, "workers() follows the workers to the slots they hold")
-  assert.deepEqual(rb.listed, rb.slots)
-})
+    const [a, b] = await Promise.all([primary(), primary()])
+    const ra = JSON.parse(a.out)
+    const rb = JSON.parse(b.out)
+    assert.equal(ra.died + rb.died, 0, `${a.err}${b.err}`)
+    const all = [...ra.slots, ...rb.slots]
+    assert.equal(new Set(all).size, 16, `16 distinct slots: ${ra.slots} / ${rb.slots}`)
+    assert.deepEqual(ra.listed, ra.slots, 'workers() follows the workers to the slots they hold')
+    assert.deepEqual(rb.listed, rb.slots)
+  },
+)
 
-const cleaner = ['systemd-tmpfiles', 'faketime'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0)
+const cleaner = ['systemd-tmpfiles', 'faketime'].filter(
+  tool => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0,
+)
 
-test('an age-based tmp cleaner (systemd-tmpfiles) leaves a live process\'s lease files alone', HOST_LEASE, async (t) => {
+test("an age-based tmp cleaner (systemd-tmpfiles) leaves a live process's lease files alone", HOST_LEASE, async t => {
   if (cleaner.length) {
     t.diagnostic(`*** SKIPPED: ${cleaner.join(' and ')} not installed (apt-get install systemd faketime) ***`)
     assert.ok(!process.env.CI, `${cleaner.join(' and ')} must be installed when CI is set`)
@@ -281,17 +329,31 @@ test('an age-based tmp cleaner (systemd-tmpfiles) leaves a live process\'s lease
 test('forged far-future marks: the automatic lease moves on; a configured slot still fails loudly', HOST_LEASE, () => {
   const dir = freshLeaseDir()
   const far = Date.now() + 365 * 86_400_000
-  fs.writeFileSync(path.join(dir, 'dc0-worker0.lease'), record({ marks: [[0, far], [1, far], [2, far], [3, far]] }))
+  fs.writeFileSync(
+    path.join(dir, 'dc0-worker0.lease'),
+    record({
+      marks: [
+        [0, far],
+        [1, far],
+        [2, far],
+        [3, far],
+      ],
+    }),
+  )
   const auto = probe({ SNOWID_LEASE_DIR: dir })
   assert.equal(auto.decoded?.workerId, 1, JSON.stringify(auto))
   const configured = probe({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
   assert.equal(configured.error?.code, 'ERR_SNOWID_CLOCK_BACKWARDS')
 })
 
-test('two users on the default configuration share its directory: both issue ids, 0 duplicates', { skip: HOST_LEASE.skip || (!isRoot && 'needs root to add a user') }, async () => {
+test('two users on the default configuration share its directory: both issue ids, 0 duplicates', {
+  skip: HOST_LEASE.skip || (!isRoot && 'needs root to add a user'),
+}, async () => {
   const user = 'snowidtest'
   if (spawnSync('id', [user]).status !== 0) {
-    const made = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', user], { encoding: 'utf8' })
+    const made = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', user], {
+      encoding: 'utf8',
+    })
     assert.equal(made.status, 0, made.stderr)
   }
   // `tmp` stands for /dev/shm: the default lease directory is snowid/ inside it. The processes share a namespace of
@@ -311,7 +373,10 @@ test('two users on the default configuration share its directory: both issue ids
   const shared = path.join(tmp, 'snowid')
   assert.equal(fs.statSync(shared).mode & 0o7777, 0o1777)
   const uid = Number(spawnSync('id', ['-u', user], { encoding: 'utf8' }).stdout)
-  const owners = fs.readdirSync(shared).map((f) => fs.statSync(path.join(shared, f)).uid).sort()
+  const owners = fs
+    .readdirSync(shared)
+    .map(f => fs.statSync(path.join(shared, f)).uid)
+    .sort()
   assert.deepEqual(owners, [0, uid].sort(), 'each slot file belongs to the user whose process made it')
   // The other user cannot make this user's process follow a link: its planted link is refused, its target untouched.
   const target = path.join(tmp, 'root-only')

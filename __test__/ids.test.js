@@ -15,7 +15,6 @@ const MAX_ID = 2n ** 63n - 1n
 const ENCODINGS = { base62: 11, base36: 13, hex: 16 }
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 
-
 /** Deterministic random ids of every magnitude (xorshift64). */
 function* randomIds(count, seed = 0x9e3779b97f4a7c15n) {
   let x = seed
@@ -70,12 +69,16 @@ test('texts of one encoding sort as their ids do', () => {
   const ids = [...edgeIds(), ...randomIds(5_000, 7n)]
   const byId = [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
   for (const encoding of Object.keys(ENCODINGS)) {
-    const byText = ids.map((id) => snowid.encode(id, encoding)).sort()
-    assert.deepEqual(byText.map((t) => snowid.parse(t, encoding)), byId, encoding)
+    const byText = ids.map(id => snowid.encode(id, encoding)).sort()
+    assert.deepEqual(
+      byText.map(t => snowid.parse(t, encoding)),
+      byId,
+      encoding,
+    )
   }
   // Generated ids too, which differ only in their low bits within a ms.
   const generated = Array.from({ length: 2000 }, () => snowid.nextId())
-  const texts = generated.map((id) => snowid.encode(id, 'base62'))
+  const texts = generated.map(id => snowid.encode(id, 'base62'))
   assert.deepEqual([...texts].sort(), texts)
 })
 
@@ -108,10 +111,19 @@ test('parse refuses text of the wrong length, foreign characters and values abov
 })
 
 test('encode and parse refuse an unknown encoding, and encode refuses a bad id', () => {
-  for (const [encoding, name] of [[undefined, 'TypeError'], ['base64', 'RangeError'], ['HEX', 'RangeError'], [16, 'TypeError']]) {
+  for (const [encoding, name] of [
+    [undefined, 'TypeError'],
+    ['base64', 'RangeError'],
+    ['HEX', 'RangeError'],
+    [16, 'TypeError'],
+  ]) {
     const message = /^encoding: expected one of 'base62', 'base36' or 'hex', found /
     expectError(() => snowid.encode(1n, encoding), { name, code: 'ERR_SNOWID_INVALID_ARGUMENT', message })
-    expectError(() => snowid.parse('0000000000000001', encoding), { name, code: 'ERR_SNOWID_INVALID_ARGUMENT', message })
+    expectError(() => snowid.parse('0000000000000001', encoding), {
+      name,
+      code: 'ERR_SNOWID_INVALID_ARGUMENT',
+      message,
+    })
   }
   expectError(() => snowid.encode(-1n, 'hex'), { name: 'RangeError', code: 'ERR_SNOWID_INVALID_ID' })
   expectError(() => snowid.encode(MAX_ID + 1n, 'hex'), { name: 'RangeError', code: 'ERR_SNOWID_INVALID_ID' })
@@ -151,17 +163,37 @@ test('minIdAt and maxIdAt reach the ends of the layout and refuse times outside 
         message: /^time: expected a time from the epoch 1580486400000 \(2020-01-31T16:00:00\.000Z\) to expiresAt/,
       })
     }
-    for (const [t, name] of [[undefined, 'TypeError'], [null, 'TypeError'], [true, 'TypeError'], [1n, 'TypeError'],
-      [1.5, 'RangeError'], [NaN, 'RangeError'], [new Date(NaN), 'RangeError'], ['yesterday', 'TypeError'],
-      ['2024-01-01T00:00:00', 'TypeError']]) {
-      expectError(() => fn(t), { name, code: 'ERR_SNOWID_INVALID_ARGUMENT', message: /^time: expected a Date, Unix ms/ })
+    for (const [t, name] of [
+      [undefined, 'TypeError'],
+      [null, 'TypeError'],
+      [true, 'TypeError'],
+      [1n, 'TypeError'],
+      [1.5, 'RangeError'],
+      [NaN, 'RangeError'],
+      [new Date(NaN), 'RangeError'],
+      ['yesterday', 'TypeError'],
+      ['2024-01-01T00:00:00', 'TypeError'],
+    ]) {
+      expectError(() => fn(t), {
+        name,
+        code: 'ERR_SNOWID_INVALID_ARGUMENT',
+        message: /^time: expected a Date, Unix ms/,
+      })
     }
   }
 })
 
 test('a Snowflake answers range and timestamp questions with its own layout and epoch', () => {
   const epoch = Date.parse('2024-01-01T00:00:00Z')
-  const s = new Snowflake({ epoch, datacenterBits: 0, workerBits: 10, clockBackBits: 0, sequenceBits: 12, workerId: 1023, lease: false })
+  const s = new Snowflake({
+    epoch,
+    datacenterBits: 0,
+    workerBits: 10,
+    clockBackBits: 0,
+    sequenceBits: 12,
+    workerId: 1023,
+    lease: false,
+  })
   const before = Date.now()
   const id = s.nextId()
   const after = Date.now()
@@ -214,7 +246,10 @@ test('a configured default generator gives its layout to decode, timestampOf and
   `
   const r = runNode(code)
   assert.equal(r.status, 0, r.stderr)
-  const [first, second] = r.stdout.trim().split('\n').map((l) => JSON.parse(l))
+  const [first, second] = r.stdout
+    .trim()
+    .split('\n')
+    .map(l => JSON.parse(l))
   const epoch = Date.parse('2024-01-01')
   assert.deepEqual(first, ['0', epoch + 1, epoch + 1])
   assert.deepEqual(second, [true, true])
@@ -223,10 +258,15 @@ test('a configured default generator gives its layout to decode, timestampOf and
 // The JSON patterns of the README, "BigInt and JSON".
 
 /** Sends every bigint as its decimal string. */
-const bigintReplacer = (key, value) => (typeof value === 'bigint' ? value.toString() : value)
+const bigintReplacer = (_key, value) => (typeof value === 'bigint' ? value.toString() : value)
 
 test('JSON: ids go out as strings, by nextIdString or by a replacer, and come back as bigint by a reviver', () => {
-  const order = { id: snowid.nextId(), customerId: snowid.nextIdString(), items: [{ sku: snowid.nextId() }], total: 12.5 }
+  const order = {
+    id: snowid.nextId(),
+    customerId: snowid.nextIdString(),
+    items: [{ sku: snowid.nextId() }],
+    total: 12.5,
+  }
   assert.throws(() => JSON.stringify(order), TypeError, 'JSON.stringify cannot send a bigint by itself')
   const text = JSON.stringify(order, bigintReplacer)
   const wire = JSON.parse(text)

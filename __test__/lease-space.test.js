@@ -15,7 +15,16 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { cleanEnv, countDuplicates, freshLeaseDir, leaseNamespace, leaseWriter, probeFirstId: probe, wasiSkip, withShm } = require('./helpers.js')
+const {
+  cleanEnv,
+  countDuplicates,
+  freshLeaseDir,
+  leaseNamespace,
+  leaseWriter,
+  probeFirstId: probe,
+  wasiSkip,
+  withShm,
+} = require('./helpers.js')
 const { SnowflakeLayout } = require('..')
 
 const HOST_LEASE = wasiSkip('no flock, so no host lease')
@@ -59,13 +68,13 @@ function slotOf({ ids }) {
 
 /** Duplicates among all the ids of `results`, counted by sorting. */
 function duplicates(...results) {
-  return countDuplicates(results.map((r) => r.ids)).dups
+  return countDuplicates(results.map(r => r.ids)).dups
 }
 
 /** Two writers started at once, issuing ids together for RUN_MS: their results, each with its slot. */
 async function both(a, b) {
   const writers = [writer(a.env, a), writer(b.env, b)]
-  const ready = await Promise.all(writers.map((w) => w.ready()))
+  const ready = await Promise.all(writers.map(w => w.ready()))
   await sleep(RUN_MS)
   const results = []
   for (const w of writers) results.push(await w.stop())
@@ -73,7 +82,7 @@ async function both(a, b) {
     assert.deepEqual([ready[i].error, r.errors], [null, {}], JSON.stringify(r.messages))
     assert.ok(r.count > 1000, `${r.count} ids`)
   }
-  return results.map((r) => ({ ...r, slot: slotOf(r) }))
+  return results.map(r => ({ ...r, slot: slotOf(r) }))
 }
 
 /** A directory standing for /dev/shm: sticky and writable by all, as the real one is. */
@@ -83,7 +92,9 @@ function fakeShm() {
   return dir
 }
 
-test('the default lease directory does not follow TMPDIR', { skip: HOST_LEASE.skip || (!LINUX && 'Linux only') }, () => {
+test('the default lease directory does not follow TMPDIR', {
+  skip: HOST_LEASE.skip || (!LINUX && 'Linux only'),
+}, () => {
   const expected = fs.statSync('/dev/shm', { throwIfNoEntry: false })?.isDirectory() ? '/dev/shm/snowid' : '/tmp/snowid'
   for (const tmpdir of ['/tmp', freshLeaseDir()]) {
     const out = probe({ TMPDIR: tmpdir, SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '1', SNOWID_LEASE_DIR: undefined })
@@ -91,62 +102,88 @@ test('the default lease directory does not follow TMPDIR', { skip: HOST_LEASE.sk
   }
 })
 
-test('one user, default configuration, TMPDIR=/tmp and TMPDIR=/tmp/x: distinct slots, 0 duplicates', HOST_LEASE, async (t) => {
-  if (needsRoot(t)) return
-  const shm = fakeShm()
-  const env = { SNOWID_LEASE_DIR: undefined, SNOWID_LEASE_NAMESPACE: undefined }
-  const [a, b] = await both({ env: { ...env, TMPDIR: '/tmp' }, shm }, { env: { ...env, TMPDIR: freshLeaseDir() }, shm })
-  assert.notEqual(a.slot, b.slot)
-  assert.equal(duplicates(a, b), 0)
-})
+test(
+  'one user, default configuration, TMPDIR=/tmp and TMPDIR=/tmp/x: distinct slots, 0 duplicates',
+  HOST_LEASE,
+  async t => {
+    if (needsRoot(t)) return
+    const shm = fakeShm()
+    const env = { SNOWID_LEASE_DIR: undefined, SNOWID_LEASE_NAMESPACE: undefined }
+    const [a, b] = await both(
+      { env: { ...env, TMPDIR: '/tmp' }, shm },
+      { env: { ...env, TMPDIR: freshLeaseDir() }, shm },
+    )
+    assert.notEqual(a.slot, b.slot)
+    assert.equal(duplicates(a, b), 0)
+  },
+)
 
-test('two users, each with a TMPDIR of its own (pam_tmpdir), default configuration: distinct slots, 0 duplicates', HOST_LEASE, async (t) => {
-  if (needsRoot(t)) return
-  t.after(() => {
-    for (const user of USERS) spawnSync('userdel', [user])
-  })
-  const shm = fakeShm()
-  const tmps = freshLeaseDir()
-  fs.chmodSync(tmps, 0o755)
-  const sides = USERS.map((user) => {
-    if (spawnSync('id', [user]).status !== 0) {
-      const r = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', user], { encoding: 'utf8' })
-      assert.equal(r.status, 0, r.stderr)
-    }
-    const uid = Number(spawnSync('id', ['-u', user], { encoding: 'utf8' }).stdout)
-    // As pam_tmpdir makes them: /tmp/user/<uid>, the user's own, mode 0700.
-    const tmp = path.join(tmps, String(uid))
-    fs.mkdirSync(tmp, { mode: 0o700 })
-    fs.chownSync(tmp, uid, uid)
-    return { user, shm, env: { SNOWID_LEASE_DIR: undefined, SNOWID_LEASE_NAMESPACE: undefined, TMPDIR: tmp } }
-  })
-  const [a, b] = await both(...sides)
-  assert.notEqual(a.slot, b.slot)
-  assert.equal(duplicates(a, b), 0)
-  // Each slot file is in the one default directory, and belongs to the user whose process made it.
-  const owners = fs.readdirSync(path.join(shm, 'snowid')).map((f) => fs.statSync(path.join(shm, 'snowid', f)).uid)
-  assert.equal(new Set(owners).size, 2, JSON.stringify(owners))
-})
+test(
+  'two users, each with a TMPDIR of its own (pam_tmpdir), default configuration: distinct slots, 0 duplicates',
+  HOST_LEASE,
+  async t => {
+    if (needsRoot(t)) return
+    t.after(() => {
+      for (const user of USERS) spawnSync('userdel', [user])
+    })
+    const shm = fakeShm()
+    const tmps = freshLeaseDir()
+    fs.chmodSync(tmps, 0o755)
+    const sides = USERS.map(user => {
+      if (spawnSync('id', [user]).status !== 0) {
+        const r = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', user], {
+          encoding: 'utf8',
+        })
+        assert.equal(r.status, 0, r.stderr)
+      }
+      const uid = Number(spawnSync('id', ['-u', user], { encoding: 'utf8' }).stdout)
+      // As pam_tmpdir makes them: /tmp/user/<uid>, the user's own, mode 0700.
+      const tmp = path.join(tmps, String(uid))
+      fs.mkdirSync(tmp, { mode: 0o700 })
+      fs.chownSync(tmp, uid, uid)
+      return { user, shm, env: { SNOWID_LEASE_DIR: undefined, SNOWID_LEASE_NAMESPACE: undefined, TMPDIR: tmp } }
+    })
+    const [a, b] = await both(...sides)
+    assert.notEqual(a.slot, b.slot)
+    assert.equal(duplicates(a, b), 0)
+    // Each slot file is in the one default directory, and belongs to the user whose process made it.
+    const owners = fs.readdirSync(path.join(shm, 'snowid')).map(f => fs.statSync(path.join(shm, 'snowid', f)).uid)
+    assert.equal(new Set(owners).size, 2, JSON.stringify(owners))
+  },
+)
 
-test('two lease directories (SNOWID_LEASE_DIR), one id space: distinct slots, 0 duplicates; a configured slot is held once', HOST_LEASE, async () => {
-  const [a, b] = await both(
-    { env: { SNOWID_LEASE_DIR: freshLeaseDir(), SNOWID_LEASE_NAMESPACE: undefined } },
-    { env: { SNOWID_LEASE_DIR: freshLeaseDir(), SNOWID_LEASE_NAMESPACE: undefined } },
-  )
-  assert.notEqual(a.slot, b.slot)
-  assert.equal(duplicates(a, b), 0)
-  // The same configured worker id in two directories: the second process is refused, naming why.
-  const namespace = leaseNamespace(outputs)
-  const first = writer({ SNOWID_LEASE_DIR: freshLeaseDir(), SNOWID_LEASE_NAMESPACE: namespace, SNOWID_WORKER_ID: '3' })
-  assert.deepEqual(await first.ready(), { workerId: 3, error: null })
-  const out = probe({ SNOWID_LEASE_DIR: freshLeaseDir(), SNOWID_LEASE_NAMESPACE: namespace, SNOWID_WORKER_ID: '3' })
-  await first.stop()
-  assert.equal(out.error?.code, 'ERR_SNOWID_WORKER_ID_IN_USE', JSON.stringify(out))
-  assert.match(out.error.message, /held by another process of the same id space on this host \(layout, epoch and lease namespace; its lease directory may differ\)/)
-})
+test(
+  'two lease directories (SNOWID_LEASE_DIR), one id space: distinct slots, 0 duplicates; a configured slot is held once',
+  HOST_LEASE,
+  async () => {
+    const [a, b] = await both(
+      { env: { SNOWID_LEASE_DIR: freshLeaseDir(), SNOWID_LEASE_NAMESPACE: undefined } },
+      { env: { SNOWID_LEASE_DIR: freshLeaseDir(), SNOWID_LEASE_NAMESPACE: undefined } },
+    )
+    assert.notEqual(a.slot, b.slot)
+    assert.equal(duplicates(a, b), 0)
+    // The same configured worker id in two directories: the second process is refused, naming why.
+    const namespace = leaseNamespace(outputs)
+    const first = writer({
+      SNOWID_LEASE_DIR: freshLeaseDir(),
+      SNOWID_LEASE_NAMESPACE: namespace,
+      SNOWID_WORKER_ID: '3',
+    })
+    assert.deepEqual(await first.ready(), { workerId: 3, error: null })
+    const out = probe({ SNOWID_LEASE_DIR: freshLeaseDir(), SNOWID_LEASE_NAMESPACE: namespace, SNOWID_WORKER_ID: '3' })
+    await first.stop()
+    assert.equal(out.error?.code, 'ERR_SNOWID_WORKER_ID_IN_USE', JSON.stringify(out))
+    assert.match(
+      out.error.message,
+      /held by another process of the same id space on this host \(layout, epoch and lease namespace; its lease directory may differ\)/,
+    )
+  },
+)
 
 test('SNOWID_LEASE_NAMESPACE isolates: processes of two namespaces both take slot 0', HOST_LEASE, async () => {
-  const [a, b] = ['a', 'b'].map((n) => writer({ SNOWID_LEASE_DIR: freshLeaseDir(), SNOWID_LEASE_NAMESPACE: `${leaseNamespace(outputs)}-${n}` }))
+  const [a, b] = ['a', 'b'].map(n =>
+    writer({ SNOWID_LEASE_DIR: freshLeaseDir(), SNOWID_LEASE_NAMESPACE: `${leaseNamespace(outputs)}-${n}` }),
+  )
   const ready = [await a.ready(), await b.ready()]
   await Promise.all([a.stop(), b.stop()])
   assert.deepEqual(ready, [

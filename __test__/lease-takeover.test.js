@@ -12,14 +12,23 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { cleanEnv, countDuplicates, freshLeaseDir, leaseNamespace, leaseWriter, wasiSkip, withShm } = require('./helpers.js')
+const {
+  cleanEnv,
+  countDuplicates,
+  freshLeaseDir,
+  leaseNamespace,
+  leaseWriter,
+  wasiSkip,
+  withShm,
+} = require('./helpers.js')
 
 const WRITER = path.join(__dirname, 'fixtures', 'lease-writer.js')
 const WASI = wasiSkip('no flock, so no host lease').skip
 const isRoot = process.getuid && process.getuid() === 0
-const FAKETIME = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1', '/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1'].find((f) =>
-  fs.existsSync(f),
-)
+const FAKETIME = [
+  '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1',
+  '/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1',
+].find(f => fs.existsSync(f))
 // 16 ids per ms: a writer borrows up to its maxLeadMs within a few ms, with few ids to count.
 const LAYOUT = { SNOWID_SEQUENCE_BITS: '4' }
 const outputs = freshLeaseDir()
@@ -43,7 +52,7 @@ function uidOf(user, flag = '-u') {
 
 /** Duplicates among all the ids of `results`, counted by sorting. */
 function duplicates(...results) {
-  const { dups } = countDuplicates(results.map((r) => r.ids))
+  const { dups } = countDuplicates(results.map(r => r.ids))
   if (dups && process.env.SNOWID_TEST_DEBUG) {
     const { SnowflakeLayout } = require('..')
     const layout = new SnowflakeLayout({ sequenceBits: 4 })
@@ -52,7 +61,13 @@ function duplicates(...results) {
       const [a, b] = [layout.decode(r.ids[0]), layout.decode(r.ids[r.ids.length - 1])]
       console.log('source', r.ids.length, a.timestamp, a.clockBack, '->', b.timestamp, b.clockBack)
       const cbs = {}
-      for (const id of r.ids) { const d = layout.decode(id); cbs[d.clockBack] = [Math.min(cbs[d.clockBack]?.[0] ?? Infinity, d.timestamp), Math.max(cbs[d.clockBack]?.[1] ?? 0, d.timestamp)] }
+      for (const id of r.ids) {
+        const d = layout.decode(id)
+        cbs[d.clockBack] = [
+          Math.min(cbs[d.clockBack]?.[0] ?? Infinity, d.timestamp),
+          Math.max(cbs[d.clockBack]?.[1] ?? 0, d.timestamp),
+        ]
+      }
       console.log(' by clockBack', JSON.stringify(cbs))
     }
   }
@@ -87,7 +102,9 @@ async function directoryChanged({ env, change, user, shm }) {
   assert.equal(duplicates(h, rc, ra), 0)
 }
 
-test('the lease directory moved away under its holder: newcomers at the path cannot take its slot, 0 duplicates', { skip: WASI }, async () => {
+test('the lease directory moved away under its holder: newcomers at the path cannot take its slot, 0 duplicates', {
+  skip: WASI,
+}, async () => {
   const dir = path.join(freshLeaseDir(), 'lease')
   await directoryChanged({
     env: { SNOWID_LEASE_DIR: dir },
@@ -95,15 +112,22 @@ test('the lease directory moved away under its holder: newcomers at the path can
       fs.renameSync(dir, `${dir}.old`)
     },
   })
-  assert.ok(fs.existsSync(path.join(dir, 'dc0-worker0.lease')), 'the holder made its directory and file again at the path')
+  assert.ok(
+    fs.existsSync(path.join(dir, 'dc0-worker0.lease')),
+    'the holder made its directory and file again at the path',
+  )
 })
 
-test('the lease directory removed with rm -rf: its holder makes it again and goes on, 0 duplicates', { skip: WASI }, async () => {
+test('the lease directory removed with rm -rf: its holder makes it again and goes on, 0 duplicates', {
+  skip: WASI,
+}, async () => {
   const dir = path.join(freshLeaseDir(), 'lease')
   await directoryChanged({ env: { SNOWID_LEASE_DIR: dir }, change: () => fs.rmSync(dir, { recursive: true }) })
 })
 
-test('another directory mounted over the lease directory: 0 duplicates', { skip: WASI || (!isRoot && 'needs root to mount') }, async () => {
+test('another directory mounted over the lease directory: 0 duplicates', {
+  skip: WASI || (!isRoot && 'needs root to mount'),
+}, async () => {
   const base = freshLeaseDir()
   const dir = path.join(base, 'lease')
   const other = path.join(base, 'other')
@@ -122,7 +146,9 @@ test('another directory mounted over the lease directory: 0 duplicates', { skip:
   }
 })
 
-test('a deploy switches a parent link of the lease directory: the same SNOWID_LEASE_DIR is the same slot, 0 duplicates', { skip: WASI }, async () => {
+test('a deploy switches a parent link of the lease directory: the same SNOWID_LEASE_DIR is the same slot, 0 duplicates', {
+  skip: WASI,
+}, async () => {
   const base = freshLeaseDir()
   for (const rel of ['rel1', 'rel2']) fs.mkdirSync(path.join(base, rel, 'lease'), { recursive: true, mode: 0o700 })
   fs.symlinkSync('rel1', path.join(base, 'current'))
@@ -134,10 +160,15 @@ test('a deploy switches a parent link of the lease directory: the same SNOWID_LE
       fs.renameSync(path.join(base, 'current.new'), path.join(base, 'current'))
     },
   })
-  assert.ok(fs.existsSync(path.join(base, 'rel2', 'lease', 'dc0-worker0.lease')), 'the holder writes its marks behind the new link')
+  assert.ok(
+    fs.existsSync(path.join(base, 'rel2', 'lease', 'dc0-worker0.lease')),
+    'the holder writes its marks behind the new link',
+  )
 })
 
-test('another user renames the shared default directory and makes a fresh one: 0 duplicates', { skip: WASI || (!isRoot && 'needs root to add a user') }, async () => {
+test('another user renames the shared default directory and makes a fresh one: 0 duplicates', {
+  skip: WASI || (!isRoot && 'needs root to add a user'),
+}, async () => {
   const user = 'snowidtest'
   if (spawnSync('id', [user]).status !== 0) {
     sh('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', user])
@@ -155,7 +186,8 @@ test('another user renames the shared default directory and makes a fresh one: 0
     user,
     shm: tmp,
     // In one shell, so the fresh directory follows the rename at once (the holder may still make it first).
-    change: () => asUser('sh', '-c', `mv "$0" "$0.old" && mkdir -p -m 1777 "$0"; chmod 1777 "$0" 2>/dev/null; true`, shared),
+    change: () =>
+      asUser('sh', '-c', `mv "$0" "$0.old" && mkdir -p -m 1777 "$0"; chmod 1777 "$0" 2>/dev/null; true`, shared),
   })
 })
 
@@ -191,8 +223,11 @@ for (const [holderLead, newcomerLead] of [
   [5000, 0],
   [0, 5000],
 ]) {
-  test(`leads ${holderLead}/${newcomerLead}: a borrowing holder's deleted file, newcomers during and after it, 0 duplicates`, { skip: WASI }, () =>
-    borrowed(holderLead, newcomerLead))
+  test(
+    `leads ${holderLead}/${newcomerLead}: a borrowing holder's deleted file, newcomers during and after it, 0 duplicates`,
+    { skip: WASI },
+    () => borrowed(holderLead, newcomerLead),
+  )
 }
 
 /** A clock that a file steps (libfaketime), for processes started with `env`. */
@@ -200,10 +235,15 @@ function steppedClock() {
   const file = path.join(freshLeaseDir(), 'faketime')
   fs.writeFileSync(file, '+0\n')
   return {
-    env: { LD_PRELOAD: FAKETIME, FAKETIME_TIMESTAMP_FILE: file, FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' },
+    env: {
+      LD_PRELOAD: FAKETIME,
+      FAKETIME_TIMESTAMP_FILE: file,
+      FAKETIME_NO_CACHE: '1',
+      FAKETIME_DONT_FAKE_MONOTONIC: '1',
+    },
     // Written aside and renamed over, so a process never reads a half-written file (which libfaketime takes as no
     // offset: a step forward and back again).
-    step: (offset) => {
+    step: offset => {
       fs.writeFileSync(`${file}.new`, `${offset}\n`)
       fs.renameSync(`${file}.new`, file)
     },
@@ -212,7 +252,9 @@ function steppedClock() {
 
 const noFaketime = WASI || (!FAKETIME && 'libfaketime not installed (apt-get install faketime)')
 
-test('clock steps: back 2 s under a running holder, its file deleted, newcomers during and after it: 0 duplicates', { skip: noFaketime }, async () => {
+test('clock steps: back 2 s under a running holder, its file deleted, newcomers during and after it: 0 duplicates', {
+  skip: noFaketime,
+}, async () => {
   const clock = steppedClock()
   const dir = freshLeaseDir()
   const env = { ...clock.env, SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' }
@@ -237,7 +279,9 @@ test('clock steps: back 2 s under a running holder, its file deleted, newcomers 
   assert.equal(duplicates(h, r, n), 0)
 })
 
-test('clock steps: a newcomer started while the clock steps back 1 s takes no running holder\'s slot: 0 duplicates', { skip: noFaketime }, async () => {
+test("clock steps: a newcomer started while the clock steps back 1 s takes no running holder's slot: 0 duplicates", {
+  skip: noFaketime,
+}, async () => {
   const clock = steppedClock()
   const dir = freshLeaseDir()
   const env = { ...clock.env, SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' }

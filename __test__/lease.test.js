@@ -9,7 +9,15 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { spawn, spawnSync } = require('node:child_process')
 
-const { ROOT, cleanEnv, freshLeaseDir, leaseNamespace, probeFirstId: probe, runNode, wasiSkip } = require('./helpers.js')
+const {
+  ROOT,
+  cleanEnv,
+  freshLeaseDir,
+  leaseNamespace,
+  probeFirstId: probe,
+  runNode,
+  wasiSkip,
+} = require('./helpers.js')
 
 // WASI has no flock, so no host lease: the tests of the host lease itself skip there.
 const HOST_LEASE = wasiSkip('no flock, so no host lease')
@@ -35,11 +43,14 @@ function readMarks(file) {
   const bytes = fs.readFileSync(file)
   let best = null
   for (let off = 0; off + RECORD_SIZE <= bytes.length; off += RECORD_SIZE) {
-    const text = bytes.subarray(off, off + RECORD_SIZE).toString('latin1').trimEnd()
+    const text = bytes
+      .subarray(off, off + RECORD_SIZE)
+      .toString('latin1')
+      .trimEnd()
     const m = /^(snowid-lease v1 seq=(\d+) pid=(\d+) marks=([\d:,]*)) sum=([0-9a-f]{16})$/.exec(text)
     if (!m || fnv1a(m[1]) !== m[5]) continue
     if (!best || Number(m[2]) > best.seq) {
-      const marks = m[4] ? m[4].split(',').map((p) => p.split(':').map(Number)) : []
+      const marks = m[4] ? m[4].split(',').map(p => p.split(':').map(Number)) : []
       best = { seq: Number(m[2]), pid: Number(m[3]), marks }
     }
   }
@@ -50,16 +61,20 @@ function readMarks(file) {
 
 /** Starts a process that takes an id, prints it, and holds its lease until its stdin closes. */
 function holder(env, code) {
-  const child = spawn(process.execPath, ['-e', code], { cwd: ROOT, env: cleanEnv(env), stdio: ['pipe', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, ['-e', code], {
+    cwd: ROOT,
+    env: cleanEnv(env),
+    stdio: ['pipe', 'pipe', 'inherit'],
+  })
   return new Promise((resolve, reject) => {
     let buf = ''
-    child.stdout.on('data', (d) => {
+    child.stdout.on('data', d => {
       buf += d
       const nl = buf.indexOf('\n')
       if (nl >= 0) resolve({ child, info: JSON.parse(buf.slice(0, nl)) })
     })
     child.once('error', reject)
-    child.once('exit', (code) => reject(new Error(`holder exited (${code}) before printing`)))
+    child.once('exit', code => reject(new Error(`holder exited (${code}) before printing`)))
   })
 }
 
@@ -72,7 +87,7 @@ process.stdin.on('end', () => process.exit(0))
 `
 
 function release(h) {
-  return new Promise((resolve) => {
+  return new Promise(resolve => {
     h.child.once('exit', resolve)
     h.child.stdin.end()
   })
@@ -80,24 +95,36 @@ function release(h) {
 
 // --- scenarios ---
 
-test('a cluster of 8 under snowid/cluster, 24 workers SIGKILLed and 23 respawned: 0 duplicates, 8 slots', (t) => {
+test('a cluster of 8 under snowid/cluster, 24 workers SIGKILLed and 23 respawned: 0 duplicates, 8 slots', t => {
   const app = path.join(__dirname, 'fixtures', 'cluster-churn.js')
-  const r = spawnSync(process.execPath, [app, '24'], { env: cleanEnv(), encoding: 'utf8', timeout: 120_000, maxBuffer: 256 << 20 })
+  const r = spawnSync(process.execPath, [app, '24'], {
+    env: cleanEnv(),
+    encoding: 'utf8',
+    timeout: 120_000,
+    maxBuffer: 256 << 20,
+  })
   assert.equal(r.status, 0, r.stderr)
   const { kills, forks, ids } = JSON.parse(r.stdout)
   assert.equal(kills, 24)
   // Every kill but the last (whose exit comes once stopping has begun) is followed by a replacement.
   assert.equal(forks, 8 + 23)
   const unique = new Set(ids)
-  const workers = new Set(ids.map((id) => snowid.decode(id).workerId))
+  const workers = new Set(ids.map(id => snowid.decode(id).workerId))
   t.diagnostic(`churn: ${ids.length} ids, ${kills} kills, ${forks} forks`)
   assert.equal(unique.size, ids.length, `duplicates: ${ids.length - unique.size}`)
-  assert.deepEqual([...workers].sort((a, b) => a - b), [0, 1, 2, 3, 4, 5, 6, 7])
+  assert.deepEqual(
+    [...workers].sort((a, b) => a - b),
+    [0, 1, 2, 3, 4, 5, 6, 7],
+  )
 })
 
 test('snowid/cluster refuses a fork when every worker id is taken', () => {
   const app = path.join(__dirname, 'fixtures', 'cluster-full.js')
-  const r = spawnSync(process.execPath, [app], { env: cleanEnv({ SNOWID_WORKER_BITS: '1' }), encoding: 'utf8', timeout: 60_000 })
+  const r = spawnSync(process.execPath, [app], {
+    env: cleanEnv({ SNOWID_WORKER_BITS: '1' }),
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
   assert.equal(r.status, 0, r.stderr)
   const out = JSON.parse(r.stdout)
   assert.deepEqual(out.slots.sort(), [0, 1])
@@ -105,41 +132,45 @@ test('snowid/cluster refuses a fork when every worker id is taken', () => {
   assert.match(out.error.message, /among the 2 of workerBits 1/)
 })
 
-test('two unconfigured processes get different worker ids; a third given a held slot fails, naming the holder', HOST_LEASE, async () => {
-  const dir = freshLeaseDir()
-  const a = await holder({ SNOWID_LEASE_DIR: dir }, HOLD)
-  const b = await holder({ SNOWID_LEASE_DIR: dir }, HOLD)
-  try {
-    assert.equal(a.info.source, 'lease')
-    assert.equal(b.info.source, 'lease')
-    assert.deepEqual([a.info.workerId, b.info.workerId].sort(), [0, 1])
-    const c = probe({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: String(a.info.workerId) })
-    assert.equal(c.id, undefined, 'no id under a held slot')
-    assert.equal(c.error.code, 'ERR_SNOWID_WORKER_ID_IN_USE')
-    assert.match(c.error.message, new RegExp(`held by pid ${a.info.pid} `))
-    // PM2's instance number is not read (every app's first instance is 0): the process takes a free slot, its
-    // datacenter id chosen by the lease too.
-    const d = probe({ SNOWID_LEASE_DIR: dir, NODE_APP_INSTANCE: String(b.info.workerId) })
-    assert.equal(d.error, undefined, JSON.stringify(d.error))
-    assert.deepEqual([d.decoded.datacenterId, d.decoded.workerId], [0, 2])
-    assert.deepEqual([d.config.sources.datacenterId, d.config.sources.workerId], ['lease', 'lease'])
-    const e = probe({ SNOWID_LEASE_DIR: dir, NODE_APP_INSTANCE: '5' })
-    assert.deepEqual([e.decoded.datacenterId, e.decoded.workerId], [0, 2])
-    assert.equal(e.config.sources.workerId, 'lease')
-    // With leases off, nothing is checked: the worker id is the configured one (or 0).
-    const off = probe({ SNOWID_LEASE_DIR: dir, SNOWID_LEASE: 'off' })
-    assert.equal(off.decoded.workerId, 0)
-    assert.deepEqual([off.config.sources.datacenterId, off.config.sources.workerId], ['default', 'default'])
-  } finally {
-    await release(a)
-    await release(b)
-  }
-  // Released: the slots are free again.
-  const again = probe({ SNOWID_LEASE_DIR: dir })
-  assert.equal(again.decoded.workerId, 0)
-})
+test(
+  'two unconfigured processes get different worker ids; a third given a held slot fails, naming the holder',
+  HOST_LEASE,
+  async () => {
+    const dir = freshLeaseDir()
+    const a = await holder({ SNOWID_LEASE_DIR: dir }, HOLD)
+    const b = await holder({ SNOWID_LEASE_DIR: dir }, HOLD)
+    try {
+      assert.equal(a.info.source, 'lease')
+      assert.equal(b.info.source, 'lease')
+      assert.deepEqual([a.info.workerId, b.info.workerId].sort(), [0, 1])
+      const c = probe({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: String(a.info.workerId) })
+      assert.equal(c.id, undefined, 'no id under a held slot')
+      assert.equal(c.error.code, 'ERR_SNOWID_WORKER_ID_IN_USE')
+      assert.match(c.error.message, new RegExp(`held by pid ${a.info.pid} `))
+      // PM2's instance number is not read (every app's first instance is 0): the process takes a free slot, its
+      // datacenter id chosen by the lease too.
+      const d = probe({ SNOWID_LEASE_DIR: dir, NODE_APP_INSTANCE: String(b.info.workerId) })
+      assert.equal(d.error, undefined, JSON.stringify(d.error))
+      assert.deepEqual([d.decoded.datacenterId, d.decoded.workerId], [0, 2])
+      assert.deepEqual([d.config.sources.datacenterId, d.config.sources.workerId], ['lease', 'lease'])
+      const e = probe({ SNOWID_LEASE_DIR: dir, NODE_APP_INSTANCE: '5' })
+      assert.deepEqual([e.decoded.datacenterId, e.decoded.workerId], [0, 2])
+      assert.equal(e.config.sources.workerId, 'lease')
+      // With leases off, nothing is checked: the worker id is the configured one (or 0).
+      const off = probe({ SNOWID_LEASE_DIR: dir, SNOWID_LEASE: 'off' })
+      assert.equal(off.decoded.workerId, 0)
+      assert.deepEqual([off.config.sources.datacenterId, off.config.sources.workerId], ['default', 'default'])
+    } finally {
+      await release(a)
+      await release(b)
+    }
+    // Released: the slots are free again.
+    const again = probe({ SNOWID_LEASE_DIR: dir })
+    assert.equal(again.decoded.workerId, 0)
+  },
+)
 
-test('kill -9 a holder: a new process takes its slot and starts past its mark', HOST_LEASE, async (t) => {
+test('kill -9 a holder: a new process takes its slot and starts past its mark', HOST_LEASE, async t => {
   const dir = freshLeaseDir()
   const code = `
     const s = require('.')
@@ -157,15 +188,19 @@ test('kill -9 a holder: a new process takes its slot and starts past its mark', 
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   let out = ''
-  await new Promise((resolve) => {
-    child.stdout.on('data', (d) => {
+  await new Promise(resolve => {
+    child.stdout.on('data', d => {
       out += d
       if (out.split('\n').length > 20) resolve()
     })
   })
   child.kill('SIGKILL')
-  await new Promise((resolve) => child.once('exit', resolve))
-  const printed = out.trim().split('\n').filter((l) => /^\d+$/.test(l)).map(BigInt)
+  await new Promise(resolve => child.once('exit', resolve))
+  const printed = out
+    .trim()
+    .split('\n')
+    .filter(l => /^\d+$/.test(l))
+    .map(BigInt)
   const lastPrinted = printed[printed.length - 1]
   const record = readMarks(path.join(dir, 'dc0-worker7.lease'))
   assert.equal(record.pid, child.pid)
@@ -183,57 +218,69 @@ test('kill -9 a holder: a new process takes its slot and starts past its mark', 
     assert.equal(next.decoded.clockBack, 1)
     assert.equal(next.stats.clockBackEvents, 1)
   }
-  assert.ok(next.decoded.timestamp >= snowid.decode(lastPrinted).timestamp, 'its ids are not older than the dead holder\'s last')
-  t.diagnostic(`kill -9: mark was ${mark - snowid.decode(lastPrinted).timestamp} ms past the last id seen; new holder started on clockBack ${next.decoded.clockBack}`)
+  assert.ok(
+    next.decoded.timestamp >= snowid.decode(lastPrinted).timestamp,
+    "its ids are not older than the dead holder's last",
+  )
+  t.diagnostic(
+    `kill -9: mark was ${mark - snowid.decode(lastPrinted).timestamp} ms past the last id seen; new holder started on clockBack ${next.decoded.clockBack}`,
+  )
 })
 
-test('restart with the clock behind the mark: no timestamp reused, no wait past maxWaitMs, under each policy', HOST_LEASE, () => {
-  const cases = [
-    // A mark 5 s ahead, maxWaitMs 200: waiting cannot help.
-    { ahead: 5000, policy: 'bits', expect: 'clockBack' },
-    { ahead: 5000, policy: 'wait', expect: 'error' },
-    { ahead: 5000, policy: 'throw', expect: 'error' },
-    // A mark that waiting would pass (2 s ahead, maxWaitMs 5000): 'bits' starts at once on a clockBack value whose
-    // mark is past. 2 s, so that a slow start on a busy machine cannot find the mark already behind the clock.
-    { ahead: 2000, policy: 'bits', expect: 'clockBack', maxWait: 5000 },
-    // A mark 150 ms ahead, maxWaitMs 1000: the policies that spend no clockBack value wait it out (a start slower
-    // than 150 ms finds it passed, and the same id).
-    { ahead: 150, policy: 'wait', expect: 'waited', maxWait: 1000 },
-    { ahead: 150, policy: 'throw', expect: 'waited', maxWait: 1000 },
-  ]
-  for (const { ahead, policy, expect, maxWait = 200 } of cases) {
-    const dir = freshLeaseDir()
-    const mark = Date.now() + ahead
-    fs.writeFileSync(path.join(dir, 'dc0-worker3.lease'), encodeRecord({ seq: 1, pid: 1, marks: [[0, mark]] }))
-    const out = probe({
-      SNOWID_LEASE_DIR: dir,
-      SNOWID_WORKER_ID: '3',
-      SNOWID_ON_CLOCK_BACK: policy,
-      SNOWID_MAX_WAIT_MS: String(maxWait),
-    })
-    const label = `${policy}, mark ${ahead} ms ahead`
-    // No wait past maxWaitMs (the 5 s mark would show), with a margin for a busy machine.
-    assert.ok(out.ms < maxWait + 2000, `${label}: took ${out.ms} ms`)
-    if (expect === 'error') {
-      assert.equal(out.error.code, 'ERR_SNOWID_CLOCK_BACKWARDS', label)
-      assert.match(out.error.message, /mark an earlier holder of this slot left for clockBack 0/)
-      continue
+test(
+  'restart with the clock behind the mark: no timestamp reused, no wait past maxWaitMs, under each policy',
+  HOST_LEASE,
+  () => {
+    const cases = [
+      // A mark 5 s ahead, maxWaitMs 200: waiting cannot help.
+      { ahead: 5000, policy: 'bits', expect: 'clockBack' },
+      { ahead: 5000, policy: 'wait', expect: 'error' },
+      { ahead: 5000, policy: 'throw', expect: 'error' },
+      // A mark that waiting would pass (2 s ahead, maxWaitMs 5000): 'bits' starts at once on a clockBack value whose
+      // mark is past. 2 s, so that a slow start on a busy machine cannot find the mark already behind the clock.
+      { ahead: 2000, policy: 'bits', expect: 'clockBack', maxWait: 5000 },
+      // A mark 150 ms ahead, maxWaitMs 1000: the policies that spend no clockBack value wait it out (a start slower
+      // than 150 ms finds it passed, and the same id).
+      { ahead: 150, policy: 'wait', expect: 'waited', maxWait: 1000 },
+      { ahead: 150, policy: 'throw', expect: 'waited', maxWait: 1000 },
+    ]
+    for (const { ahead, policy, expect, maxWait = 200 } of cases) {
+      const dir = freshLeaseDir()
+      const mark = Date.now() + ahead
+      fs.writeFileSync(path.join(dir, 'dc0-worker3.lease'), encodeRecord({ seq: 1, pid: 1, marks: [[0, mark]] }))
+      const out = probe({
+        SNOWID_LEASE_DIR: dir,
+        SNOWID_WORKER_ID: '3',
+        SNOWID_ON_CLOCK_BACK: policy,
+        SNOWID_MAX_WAIT_MS: String(maxWait),
+      })
+      const label = `${policy}, mark ${ahead} ms ahead`
+      // No wait past maxWaitMs (the 5 s mark would show), with a margin for a busy machine.
+      assert.ok(out.ms < maxWait + 2000, `${label}: took ${out.ms} ms`)
+      if (expect === 'error') {
+        assert.equal(out.error.code, 'ERR_SNOWID_CLOCK_BACKWARDS', label)
+        assert.match(out.error.message, /mark an earlier holder of this slot left for clockBack 0/)
+        continue
+      }
+      assert.equal(out.error, undefined, `${label}: ${JSON.stringify(out.error)}`)
+      if (expect === 'clockBack') {
+        assert.equal(out.decoded.clockBack, 1, label)
+        assert.ok(out.decoded.timestamp <= mark, 'it did not wait')
+        assert.equal(out.stats.clockBackEvents, 1)
+        assert.equal(out.stats.waits, 0, label)
+      } else {
+        assert.equal(out.decoded.clockBack, 0, label)
+        assert.ok(out.decoded.timestamp > mark, `${label}: ${out.decoded.timestamp} > ${mark}`)
+      }
+      // The earlier holder's mark is kept for clockBack 0 next to the new holder's own.
+      const after = readMarks(path.join(dir, 'dc0-worker3.lease'))
+      assert.ok(
+        after.marks.some(([c, m]) => c === 0 && m >= mark),
+        label,
+      )
     }
-    assert.equal(out.error, undefined, `${label}: ${JSON.stringify(out.error)}`)
-    if (expect === 'clockBack') {
-      assert.equal(out.decoded.clockBack, 1, label)
-      assert.ok(out.decoded.timestamp <= mark, 'it did not wait')
-      assert.equal(out.stats.clockBackEvents, 1)
-      assert.equal(out.stats.waits, 0, label)
-    } else {
-      assert.equal(out.decoded.clockBack, 0, label)
-      assert.ok(out.decoded.timestamp > mark, `${label}: ${out.decoded.timestamp} > ${mark}`)
-    }
-    // The earlier holder's mark is kept for clockBack 0 next to the new holder's own.
-    const after = readMarks(path.join(dir, 'dc0-worker3.lease'))
-    assert.ok(after.marks.some(([c, m]) => c === 0 && m >= mark), label)
-  }
-})
+  },
+)
 
 test('a garbage slot file and an unusable lease directory give coded errors, and no id', HOST_LEASE, () => {
   const dir = freshLeaseDir()
@@ -256,33 +303,45 @@ test('a garbage slot file and an unusable lease directory give coded errors, and
     const out = probe({ SNOWID_LEASE_DIR: leaseDir })
     assert.equal(out.id, undefined)
     assert.equal(out.error.code, 'ERR_SNOWID_LEASE_DIR', leaseDir)
-    assert.match(out.error.message, /^lease directory .*: expected a directory this process can create and lock files in/)
+    assert.match(
+      out.error.message,
+      /^lease directory .*: expected a directory this process can create and lock files in/,
+    )
   }
 })
 
-test('a new lease directory is private to its owner; slot files are readable by all, writable by their owner', HOST_LEASE, () => {
-  const parent = freshLeaseDir()
-  const dir = path.join(parent, 'leases')
-  const out = probe({ SNOWID_LEASE_DIR: dir })
-  assert.equal(out.error, undefined)
-  assert.equal(fs.statSync(dir).mode & 0o7777, 0o700)
-  assert.equal(fs.statSync(path.join(dir, 'dc0-worker0.lease')).mode & 0o777, 0o644)
-})
+test(
+  'a new lease directory is private to its owner; slot files are readable by all, writable by their owner',
+  HOST_LEASE,
+  () => {
+    const parent = freshLeaseDir()
+    const dir = path.join(parent, 'leases')
+    const out = probe({ SNOWID_LEASE_DIR: dir })
+    assert.equal(out.error, undefined)
+    assert.equal(fs.statSync(dir).mode & 0o7777, 0o700)
+    assert.equal(fs.statSync(path.join(dir, 'dc0-worker0.lease')).mode & 0o777, 0o644)
+  },
+)
 
-test('the default directory, /dev/shm/snowid on Linux, is shared by every user of the host: sticky and writable by all', HOST_LEASE, (t) => {
-  // It is made in a /dev/shm of the test's own (a bind mount in a mount namespace), which needs root.
-  const cannot = process.platform !== 'linux' ? 'Linux only' : process.getuid() !== 0 ? 'needs root to mount /dev/shm' : ''
-  if (cannot) {
-    t.diagnostic(`*** SKIPPED: ${cannot} ***`)
-    assert.ok(!process.env.CI || process.platform !== 'linux', `${cannot}: CI must run this test`)
-    return t.skip(cannot)
-  }
-  const tmp = freshLeaseDir()
-  const shared = probe({ SNOWID_LEASE_DIR: undefined, SNOWID_LEASE_NAMESPACE: leaseNamespace(tmp) }, { shm: tmp })
-  assert.equal(shared.error, undefined)
-  assert.deepEqual([shared.config.leaseDir, shared.config.sources.leaseDir], ['/dev/shm/snowid', 'default'])
-  assert.equal(fs.statSync(path.join(tmp, 'snowid')).mode & 0o7777, 0o1777)
-})
+test(
+  'the default directory, /dev/shm/snowid on Linux, is shared by every user of the host: sticky and writable by all',
+  HOST_LEASE,
+  t => {
+    // It is made in a /dev/shm of the test's own (a bind mount in a mount namespace), which needs root.
+    const cannot =
+      process.platform !== 'linux' ? 'Linux only' : process.getuid() !== 0 ? 'needs root to mount /dev/shm' : ''
+    if (cannot) {
+      t.diagnostic(`*** SKIPPED: ${cannot} ***`)
+      assert.ok(!process.env.CI || process.platform !== 'linux', `${cannot}: CI must run this test`)
+      return t.skip(cannot)
+    }
+    const tmp = freshLeaseDir()
+    const shared = probe({ SNOWID_LEASE_DIR: undefined, SNOWID_LEASE_NAMESPACE: leaseNamespace(tmp) }, { shm: tmp })
+    assert.equal(shared.error, undefined)
+    assert.deepEqual([shared.config.leaseDir, shared.config.sources.leaseDir], ['/dev/shm/snowid', 'default'])
+    assert.equal(fs.statSync(path.join(tmp, 'snowid')).mode & 0o7777, 0o1777)
+  },
+)
 
 test('stats() reports the lead, clock-back events, waits and mark writes', HOST_LEASE, () => {
   const dir = freshLeaseDir()

@@ -14,7 +14,7 @@ const WORKERS = [0, 7, 12, 31]
 
 /** TOTAL ids from one generator per worker id, in turns, so that they span several ms and worker ids. */
 function generate() {
-  const gens = WORKERS.map((workerId) => new Snowflake({ datacenterId: 5, workerId, lease: false }))
+  const gens = WORKERS.map(workerId => new Snowflake({ datacenterId: 5, workerId, lease: false }))
   const ids = []
   for (let turn = 0; ids.length < TOTAL; turn++) {
     const g = gens[turn % gens.length]
@@ -31,7 +31,7 @@ async function main() {
   }
   const clients = []
   test.after(async () => {
-    await Promise.all(clients.map((c) => c.end().catch(() => {})))
+    await Promise.all(clients.map(c => c.end().catch(() => {})))
     await server.stop()
   })
   const mysql = require('mysql2/promise')
@@ -52,11 +52,20 @@ async function main() {
       const rows = ids.slice(start, start + 10_000).map((id, i) => [start % 20_000 === 0 ? id : String(id), start + i])
       await c.query('INSERT INTO ids (id, n) VALUES ?', [rows])
     }
-    const [[count]] = await c.query('SELECT COUNT(*) AS n, COUNT(DISTINCT id) AS d, CAST(MIN(id) AS CHAR) AS lo, CAST(MAX(id) AS CHAR) AS hi FROM ids')
-    assert.deepEqual(count, { n: TOTAL, d: TOTAL, lo: String(ids.reduce((a, b) => (a < b ? a : b))), hi: String(ids.reduce((a, b) => (a > b ? a : b))) })
+    const [[count]] = await c.query(
+      'SELECT COUNT(*) AS n, COUNT(DISTINCT id) AS d, CAST(MIN(id) AS CHAR) AS lo, CAST(MAX(id) AS CHAR) AS hi FROM ids',
+    )
+    assert.deepEqual(count, {
+      n: TOTAL,
+      d: TOTAL,
+      // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.min refuses
+      lo: String(ids.reduce((a, b) => (a < b ? a : b))),
+      // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max refuses
+      hi: String(ids.reduce((a, b) => (a > b ? a : b))),
+    })
   })
 
-  test("by default mysql2 reads a BIGINT as a number, and most ids lose digits", async (t) => {
+  test('by default mysql2 reads a BIGINT as a number, and most ids lose digits', async t => {
     const c = await connect({ database: 'snowid' })
     const [rows] = await c.query('SELECT id, n FROM ids')
     assert.equal(rows.length, TOTAL)

@@ -11,7 +11,7 @@ require('./helpers.js').isolateLeases()
 
 const { reportMissing, startMariadb, freePort } = require('./servers.js')
 const { releaseAfterAStepBack, endedClientExits, moreContendersThanSlots, stalledHolder } = require('./holders.js')
-const { acquireWorkerId, configureWorkerId, MysqlLease, tableSql } = require('../lib/mysql.js')
+const { acquireWorkerId, MysqlLease, tableSql } = require('../lib/mysql.js')
 const { runNode } = require('./helpers.js')
 
 const DATABASE = 'snowid'
@@ -31,7 +31,7 @@ async function main() {
   const admin = await mysqlPromise.createConnection(settings)
   const pool = mysql.createPool({ ...settings, connectionLimit: 4 })
   test.after(async () => {
-    await new Promise((resolve) => pool.end(() => resolve()))
+    await new Promise(resolve => pool.end(() => resolve()))
     await admin.end()
     await server.stop()
   })
@@ -50,7 +50,11 @@ async function main() {
     assert.deepEqual([d.datacenterId, d.workerId], [6, 0])
     const [held] = await sql('SELECT token, mark_ms FROM fresh WHERE datacenter_id = 6 AND worker_id = 0')
     assert.ok(held.token && Number(held.mark_ms) >= lease.deadline, 'the mark covers the deadline')
-    assert.equal((await sql('SELECT COUNT(*) AS n FROM fresh WHERE mark_ms = 0'))[0].n, 255, 'the other 255 rows of 8 datacenters are fresh')
+    assert.equal(
+      (await sql('SELECT COUNT(*) AS n FROM fresh WHERE mark_ms = 0'))[0].n,
+      255,
+      'the other 255 rows of 8 datacenters are fresh',
+    )
     const last = lease.snowflake.nextId()
     await lease.release()
     assert.throws(() => lease.snowflake.nextId(), { code: 'ERR_SNOWID_LEASE_LOST' })
@@ -88,10 +92,18 @@ async function main() {
   })
 
   test('a table that is not the lease table is ERR_SNOWID_STORE_TABLE_INVALID, naming what is wrong', async () => {
-    await sql('CREATE TABLE other_columns (datacenter_id int NOT NULL, worker_id int NOT NULL, PRIMARY KEY (datacenter_id, worker_id))')
-    await sql('CREATE TABLE no_key (datacenter_id int NOT NULL, worker_id int NOT NULL, token varchar(64), expires_ms bigint, mark_ms bigint, clock_back int)')
-    await sql('CREATE TABLE wrong_type (datacenter_id int NOT NULL, worker_id int NOT NULL, token varchar(64), expires_ms bigint, mark_ms int, clock_back int, PRIMARY KEY (datacenter_id, worker_id))')
-    await sql('CREATE TABLE memory_engine (datacenter_id int NOT NULL, worker_id int NOT NULL, token varchar(64), expires_ms bigint, mark_ms bigint, clock_back int, PRIMARY KEY (datacenter_id, worker_id)) ENGINE=MEMORY')
+    await sql(
+      'CREATE TABLE other_columns (datacenter_id int NOT NULL, worker_id int NOT NULL, PRIMARY KEY (datacenter_id, worker_id))',
+    )
+    await sql(
+      'CREATE TABLE no_key (datacenter_id int NOT NULL, worker_id int NOT NULL, token varchar(64), expires_ms bigint, mark_ms bigint, clock_back int)',
+    )
+    await sql(
+      'CREATE TABLE wrong_type (datacenter_id int NOT NULL, worker_id int NOT NULL, token varchar(64), expires_ms bigint, mark_ms int, clock_back int, PRIMARY KEY (datacenter_id, worker_id))',
+    )
+    await sql(
+      'CREATE TABLE memory_engine (datacenter_id int NOT NULL, worker_id int NOT NULL, token varchar(64), expires_ms bigint, mark_ms bigint, clock_back int, PRIMARY KEY (datacenter_id, worker_id)) ENGINE=MEMORY',
+    )
     await sql('CREATE VIEW a_view AS SELECT 1 AS x')
     for (const [table, found] of [
       ['other_columns', /columns with no token, no expires_ms, no mark_ms, no clock_back/],
@@ -100,7 +112,7 @@ async function main() {
       ['memory_engine', /the engine MEMORY/],
       ['a_view', /no base table/],
     ]) {
-      await assert.rejects(acquireWorkerId({ client: pool, table, ttlMs: 500 }), (err) => {
+      await assert.rejects(acquireWorkerId({ client: pool, table, ttlMs: 500 }), err => {
         assert.equal(err.code, 'ERR_SNOWID_STORE_TABLE_INVALID', `${table}: ${err.message}`)
         assert.match(err.message, found)
         assert.ok(err.message.length <= 400)
@@ -110,28 +122,67 @@ async function main() {
   })
 
   test("bad options are coded errors; the server's own databases are refused", async () => {
-    for (const [table, Class] of [['mysql.user', RangeError], ['information_schema.tables', RangeError], ['a;b', TypeError], ['a.b.c', TypeError], ['', TypeError]]) {
-      await assert.rejects(acquireWorkerId({ client: pool, table }), (err) => err instanceof Class && err.code === 'ERR_SNOWID_INVALID_ARGUMENT')
+    for (const [table, Class] of [
+      ['mysql.user', RangeError],
+      ['information_schema.tables', RangeError],
+      ['a;b', TypeError],
+      ['a.b.c', TypeError],
+      ['', TypeError],
+    ]) {
+      await assert.rejects(
+        acquireWorkerId({ client: pool, table }),
+        err => err instanceof Class && err.code === 'ERR_SNOWID_INVALID_ARGUMENT',
+      )
     }
     await assert.rejects(acquireWorkerId({ client: {} }), { code: 'ERR_SNOWID_INVALID_ARGUMENT' })
-    const throwing = new Proxy({}, { get: () => { throw new Error('no') }, has: () => { throw new Error('no') }, ownKeys: () => { throw new Error('no') } })
-    await assert.rejects(acquireWorkerId({ client: pool, snowflake: throwing }), { code: 'ERR_SNOWID_INVALID_ARGUMENT' })
+    const throwing = new Proxy(
+      {},
+      {
+        get: () => {
+          throw new Error('no')
+        },
+        has: () => {
+          throw new Error('no')
+        },
+        ownKeys: () => {
+          throw new Error('no')
+        },
+      },
+    )
+    await assert.rejects(acquireWorkerId({ client: pool, snowflake: throwing }), {
+      code: 'ERR_SNOWID_INVALID_ARGUMENT',
+    })
     await assert.rejects(acquireWorkerId({ client: throwing }), { code: 'ERR_SNOWID_INVALID_ARGUMENT' })
   })
 
   test('a promise-API Connection works too, and a row snowid did not write is ERR_SNOWID_LEASE_CORRUPT, left as found', async () => {
     const connection = await mysqlPromise.createConnection(settings)
     try {
-      const lease = await acquireWorkerId({ client: connection, datacenterId: 3, ttlMs: 500, table: 'conn', snowflake: { workerBits: 0 } })
+      const lease = await acquireWorkerId({
+        client: connection,
+        datacenterId: 3,
+        ttlMs: 500,
+        table: 'conn',
+        snowflake: { workerBits: 0 },
+      })
       assert.equal(typeof lease.snowflake.nextId(), 'bigint')
       await lease.release()
       await sql('UPDATE conn SET mark_ms = -5 WHERE datacenter_id = 3')
       const before = await sql('SELECT * FROM conn WHERE datacenter_id = 3')
-      await assert.rejects(acquireWorkerId({ client: connection, datacenterId: 3, ttlMs: 500, table: 'conn', snowflake: { workerBits: 0 } }), (err) => {
-        assert.equal(err.code, 'ERR_SNOWID_LEASE_CORRUPT', err.message)
-        assert.match(err.message, /the row \(3, 0\) of conn/)
-        return true
-      })
+      await assert.rejects(
+        acquireWorkerId({
+          client: connection,
+          datacenterId: 3,
+          ttlMs: 500,
+          table: 'conn',
+          snowflake: { workerBits: 0 },
+        }),
+        err => {
+          assert.equal(err.code, 'ERR_SNOWID_LEASE_CORRUPT', err.message)
+          assert.match(err.message, /the row \(3, 0\) of conn/)
+          return true
+        },
+      )
       assert.deepEqual(await sql('SELECT * FROM conn WHERE datacenter_id = 3'), before)
     } finally {
       await connection.end()
@@ -147,7 +198,7 @@ async function main() {
     await lease.release()
     await sql('UPDATE ahead SET mark_ms = ? WHERE datacenter_id = 4', [Date.now() + 30_000])
     const started = Date.now()
-    await assert.rejects(acquireWorkerId({ ...opts, waitMs: 1000 }), (err) => {
+    await assert.rejects(acquireWorkerId({ ...opts, waitMs: 1000 }), err => {
       assert.equal(err.code, 'ERR_SNOWID_CLOCK_BACKWARDS', err.message)
       assert.match(err.message, /every free slot's mark is a TTL or more ahead/)
       return true
@@ -161,7 +212,7 @@ async function main() {
     try {
       await assert.rejects(acquireWorkerId({ client: dead, ttlMs: 500 }), { code: 'ERR_SNOWID_MYSQL_UNAVAILABLE' })
     } finally {
-      await new Promise((resolve) => dead.end(() => resolve()))
+      await new Promise(resolve => dead.end(() => resolve()))
     }
   })
 
@@ -185,14 +236,17 @@ async function main() {
     assert.equal(res.after, 'ERR_SNOWID_LEASE_LOST')
   })
 
-  test('more contenders than slots: the extras get ERR_SNOWID_NO_FREE_WORKER_ID after waitMs', (tt) => moreContendersThanSlots(tt, base))
+  test('more contenders than slots: the extras get ERR_SNOWID_NO_FREE_WORKER_ID after waitMs', tt =>
+    moreContendersThanSlots(tt, base))
 
-  test('a holder stopped past its TTL throws ERR_SNOWID_LEASE_LOST on resuming, with 0 duplicates', (tt) => stalledHolder(tt, base))
+  test('a holder stopped past its TTL throws ERR_SNOWID_LEASE_LOST on resuming, with 0 duplicates', tt =>
+    stalledHolder(tt, base))
 
-  test('a holder released after a 2 s clock step back: the next on the host starts past its every id, 0 duplicates', (tt) =>
+  test('a holder released after a 2 s clock step back: the next on the host starts past its every id, 0 duplicates', tt =>
     releaseAfterAStepBack(tt, { ...base, table: 'stepped' }))
 
-  test('a lost lease whose client is then ended stops taking slots, and its process exits', (tt) => endedClientExits(tt, base))
+  test('a lost lease whose client is then ended stops taking slots, and its process exits', tt =>
+    endedClientExits(tt, base))
 }
 
 main()

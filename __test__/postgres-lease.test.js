@@ -12,8 +12,16 @@ const { setTimeout: sleep } = require('node:timers/promises')
 require('./helpers.js').isolateLeases()
 
 const { reportMissing, startPostgres, freePort } = require('./servers.js')
-const { holder, assertNoDuplicates, releaseAfterAStepBack, endedClientExits, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage } = require('./holders.js')
-const { acquireWorkerId, configureWorkerId, PostgresLease, tableSql } = require('../lib/postgres.js')
+const {
+  holder,
+  assertNoDuplicates,
+  releaseAfterAStepBack,
+  endedClientExits,
+  moreContendersThanSlots,
+  stalledHolder,
+  holdersThroughAnOutage,
+} = require('./holders.js')
+const { acquireWorkerId, PostgresLease, tableSql } = require('../lib/postgres.js')
 const { runNode } = require('./helpers.js')
 
 const CLIENTS = ['pg', 'postgres']
@@ -24,11 +32,15 @@ function connect(kind, server, extra = {}) {
     const { Pool } = require('pg')
     const client = new Pool({ ...settings, max: 4 })
     client.on('error', () => {})
-    return { client, sql: (text, params) => client.query(text, params).then((r) => r.rows), close: () => client.end() }
+    return { client, sql: (text, params) => client.query(text, params).then(r => r.rows), close: () => client.end() }
   }
   const postgres = require('postgres')
   const client = postgres({ ...settings, max: 4, onnotice: () => {} })
-  return { client, sql: (text, params) => client.unsafe(text, params).then((rows) => Array.from(rows)), close: () => client.end({ timeout: 1 }) }
+  return {
+    client,
+    sql: (text, params) => client.unsafe(text, params).then(rows => Array.from(rows)),
+    close: () => client.end({ timeout: 1 }),
+  }
 }
 
 async function main() {
@@ -42,91 +54,143 @@ async function main() {
   test.after(() => admin.close())
 
   for (const kind of CLIENTS) {
-    test(`with ${kind}`, async (t) => {
-      const base = { store: 'postgres', client: kind, host: server.host, port: server.port, user: server.user, database: server.database }
+    test(`with ${kind}`, async t => {
+      const base = {
+        store: 'postgres',
+        client: kind,
+        host: server.host,
+        port: server.port,
+        user: server.user,
+        database: server.database,
+      }
       const { client, sql, close } = connect(kind, server)
       t.after(() => close())
 
-      await t.test('a lease issues ids under its slot, renews, and releases with the mark lowered to its last id', async () => {
-        const lease = await acquireWorkerId({ client, datacenterId: 6, ttlMs: 300, table: `lease_${kind}` })
-        assert.ok(lease instanceof PostgresLease)
-        assert.deepEqual([lease.datacenterId, lease.workerId], [6, 0])
-        const d = lease.snowflake.decode(lease.snowflake.nextId())
-        assert.deepEqual([d.datacenterId, d.workerId], [6, 0])
-        const { deadline } = await once(lease, 'renewed').then(([e]) => e)
-        assert.equal(deadline, lease.deadline)
-        const [row] = await sql(`SELECT token, mark_ms::text AS mark FROM lease_${kind} WHERE datacenter_id = 6 AND worker_id = 0`)
-        assert.ok(row.token && Number(row.mark) >= deadline, 'the mark covers the deadline')
-        const last = lease.snowflake.nextId()
-        await lease.release()
-        assert.throws(() => lease.snowflake.nextId(), { code: 'ERR_SNOWID_LEASE_LOST' })
-        const [after] = await sql(`SELECT token, mark_ms::text AS mark FROM lease_${kind} WHERE datacenter_id = 6 AND worker_id = 0`)
-        assert.equal(after.token, null)
-        assert.equal(Number(after.mark), lease.snowflake.timestampOf(last), 'release lowers the mark to the last id')
-        // The next holder finds the mark, so it starts at once, past every id the first one made.
-        const t0 = Date.now()
-        const again = await acquireWorkerId({ client, datacenterId: 6, ttlMs: 10_000, table: `lease_${kind}` })
-        assert.ok(Date.now() - t0 < 10_000, `started past the mark without a TTL's wait (${Date.now() - t0} ms)`)
-        assert.equal(again.workerId, 0)
-        assert.ok(again.snowflake.nextId() > last)
-        await again.release()
-      })
+      await t.test(
+        'a lease issues ids under its slot, renews, and releases with the mark lowered to its last id',
+        async () => {
+          const lease = await acquireWorkerId({ client, datacenterId: 6, ttlMs: 300, table: `lease_${kind}` })
+          assert.ok(lease instanceof PostgresLease)
+          assert.deepEqual([lease.datacenterId, lease.workerId], [6, 0])
+          const d = lease.snowflake.decode(lease.snowflake.nextId())
+          assert.deepEqual([d.datacenterId, d.workerId], [6, 0])
+          const { deadline } = await once(lease, 'renewed').then(([e]) => e)
+          assert.equal(deadline, lease.deadline)
+          const [row] = await sql(
+            `SELECT token, mark_ms::text AS mark FROM lease_${kind} WHERE datacenter_id = 6 AND worker_id = 0`,
+          )
+          assert.ok(row.token && Number(row.mark) >= deadline, 'the mark covers the deadline')
+          const last = lease.snowflake.nextId()
+          await lease.release()
+          assert.throws(() => lease.snowflake.nextId(), { code: 'ERR_SNOWID_LEASE_LOST' })
+          const [after] = await sql(
+            `SELECT token, mark_ms::text AS mark FROM lease_${kind} WHERE datacenter_id = 6 AND worker_id = 0`,
+          )
+          assert.equal(after.token, null)
+          assert.equal(Number(after.mark), lease.snowflake.timestampOf(last), 'release lowers the mark to the last id')
+          // The next holder finds the mark, so it starts at once, past every id the first one made.
+          const t0 = Date.now()
+          const again = await acquireWorkerId({ client, datacenterId: 6, ttlMs: 10_000, table: `lease_${kind}` })
+          assert.ok(Date.now() - t0 < 10_000, `started past the mark without a TTL's wait (${Date.now() - t0} ms)`)
+          assert.equal(again.workerId, 0)
+          assert.ok(again.snowflake.nextId() > last)
+          await again.release()
+        },
+      )
 
-      await t.test('the table is created on first use, under a schema-qualified name, as snowid sql postgres prints it', async () => {
-        await sql(`CREATE SCHEMA IF NOT EXISTS ids_${kind}`)
-        const lease = await acquireWorkerId({ client, datacenterId: 1, ttlMs: 200, table: `ids_${kind}.slots`, snowflake: { workerBits: 1 } })
-        await lease.release()
-        const columns = await sql(
-          `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'slots' ORDER BY ordinal_position`,
-          [`ids_${kind}`],
-        )
-        assert.deepEqual(columns.map((c) => `${c.column_name} ${c.data_type}`), [
-          'datacenter_id integer',
-          'worker_id integer',
-          'token text',
-          'expires_at timestamp with time zone',
-          'mark_ms bigint',
-          'clock_back integer',
-        ])
-        assert.equal((await sql(`SELECT count(*)::int AS n FROM ids_${kind}.slots`))[0].n, 16, 'a row per slot of every datacenter (8 of 2 slots)')
-        assert.match(tableSql(`ids_${kind}.slots`), new RegExp(`CREATE TABLE "ids_${kind}"\\."slots"`))
-      })
-
-      await t.test('more contenders than slots: the extras get ERR_SNOWID_NO_FREE_WORKER_ID after waitMs', (tt) => moreContendersThanSlots(tt, base))
-
-      await t.test('a holder stopped past its TTL throws ERR_SNOWID_LEASE_LOST on resuming, with 0 duplicates', (tt) => stalledHolder(tt, base))
-
-      await t.test('a row that holds something snowid did not write is ERR_SNOWID_LEASE_CORRUPT, and is left as found', async () => {
-        const table = `bad_${kind}`
-        const opts = { client, datacenterId: 7, ttlMs: 200, table, snowflake: { workerBits: 0 } }
-        await admin.sql(tableSql(table))
-        for (const [mark, clockBack] of [[-5, null], [null, 3], [1700000000000, 5000], [2 ** 60, 0]]) {
-          await sql(`DELETE FROM ${table}`)
-          await sql(`INSERT INTO ${table} (datacenter_id, worker_id, mark_ms, clock_back) VALUES (7, 0, $1, $2)`, [mark, clockBack])
-          const before = await sql(`SELECT * FROM ${table}`)
-          await assert.rejects(acquireWorkerId(opts), (err) => {
-            assert.equal(err.code, 'ERR_SNOWID_LEASE_CORRUPT', `${mark}/${clockBack}: ${err.message}`)
-            assert.match(err.message, new RegExp(`the row \\(7, 0\\) of ${table}`))
-            return true
+      await t.test(
+        'the table is created on first use, under a schema-qualified name, as snowid sql postgres prints it',
+        async () => {
+          await sql(`CREATE SCHEMA IF NOT EXISTS ids_${kind}`)
+          const lease = await acquireWorkerId({
+            client,
+            datacenterId: 1,
+            ttlMs: 200,
+            table: `ids_${kind}.slots`,
+            snowflake: { workerBits: 1 },
           })
-          assert.deepEqual(await sql(`SELECT * FROM ${table}`), before, 'the row is left as found')
-        }
-      })
+          await lease.release()
+          const columns = await sql(
+            `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'slots' ORDER BY ordinal_position`,
+            [`ids_${kind}`],
+          )
+          assert.deepEqual(
+            columns.map(c => `${c.column_name} ${c.data_type}`),
+            [
+              'datacenter_id integer',
+              'worker_id integer',
+              'token text',
+              'expires_at timestamp with time zone',
+              'mark_ms bigint',
+              'clock_back integer',
+            ],
+          )
+          assert.equal(
+            (await sql(`SELECT count(*)::int AS n FROM ids_${kind}.slots`))[0].n,
+            16,
+            'a row per slot of every datacenter (8 of 2 slots)',
+          )
+          assert.match(tableSql(`ids_${kind}.slots`), new RegExp(`CREATE TABLE "ids_${kind}"\\."slots"`))
+        },
+      )
+
+      await t.test('more contenders than slots: the extras get ERR_SNOWID_NO_FREE_WORKER_ID after waitMs', tt =>
+        moreContendersThanSlots(tt, base),
+      )
+
+      await t.test('a holder stopped past its TTL throws ERR_SNOWID_LEASE_LOST on resuming, with 0 duplicates', tt =>
+        stalledHolder(tt, base),
+      )
+
+      await t.test(
+        'a row that holds something snowid did not write is ERR_SNOWID_LEASE_CORRUPT, and is left as found',
+        async () => {
+          const table = `bad_${kind}`
+          const opts = { client, datacenterId: 7, ttlMs: 200, table, snowflake: { workerBits: 0 } }
+          await admin.sql(tableSql(table))
+          for (const [mark, clockBack] of [
+            [-5, null],
+            [null, 3],
+            [1700000000000, 5000],
+            [2 ** 60, 0],
+          ]) {
+            await sql(`DELETE FROM ${table}`)
+            await sql(`INSERT INTO ${table} (datacenter_id, worker_id, mark_ms, clock_back) VALUES (7, 0, $1, $2)`, [
+              mark,
+              clockBack,
+            ])
+            const before = await sql(`SELECT * FROM ${table}`)
+            await assert.rejects(acquireWorkerId(opts), err => {
+              assert.equal(err.code, 'ERR_SNOWID_LEASE_CORRUPT', `${mark}/${clockBack}: ${err.message}`)
+              assert.match(err.message, new RegExp(`the row \\(7, 0\\) of ${table}`))
+              return true
+            })
+            assert.deepEqual(await sql(`SELECT * FROM ${table}`), before, 'the row is left as found')
+          }
+        },
+      )
     })
   }
 
   test('a fresh table: a slot is taken in one round trip with no wait; a row deleted by hand is held one TTL', async () => {
     const ttlMs = 10_000
     const statements = []
-    const counting = { query: (text, params) => (statements.push(text), admin.client.query(text, params)) }
+    const counting = {
+      query: (text, params) => {
+        statements.push(text)
+        return admin.client.query(text, params)
+      },
+    }
     const started = Date.now()
     const lease = await acquireWorkerId({ client: counting, datacenterId: 2, ttlMs, table: 'fresh_slots' })
     assert.ok(Date.now() - started < ttlMs, `no TTL's wait (${Date.now() - started} ms)`)
     // Making and checking the table, then one statement that takes the slot, and nothing before the first id.
-    assert.equal(statements.filter((text) => /FOR UPDATE SKIP LOCKED/.test(text)).length, 1)
-    assert.equal(statements.length, 4, statements.map((t) => t.slice(0, 40)).join(' | '))
+    assert.equal(statements.filter(text => /FOR UPDATE SKIP LOCKED/.test(text)).length, 1)
+    assert.equal(statements.length, 4, statements.map(t => t.slice(0, 40)).join(' | '))
     assert.equal(typeof lease.snowflake.nextId(), 'bigint')
-    const [row] = await admin.sql('SELECT count(*)::int AS n, count(*) FILTER (WHERE mark_ms = 0)::int AS fresh FROM fresh_slots')
+    const [row] = await admin.sql(
+      'SELECT count(*)::int AS n, count(*) FILTER (WHERE mark_ms = 0)::int AS fresh FROM fresh_slots',
+    )
     assert.deepEqual(row, { n: 256, fresh: 255 }, 'a row per slot of the 8 datacenters, made never held')
     await lease.release()
     // A hand deletion: the row is made again with no mark, and that slot waits one TTL.
@@ -143,9 +207,17 @@ async function main() {
     const clients = Array.from({ length: 8 }, () => connect('pg', server))
     try {
       for (let round = 0; round < 10; round++) {
-        const leases = await Promise.all(clients.map(({ client }, i) => acquireWorkerId({ client, table: `racing_${round}`, datacenterId: i % 2, ttlMs: 10_000 })))
-        assert.equal(new Set(leases.map((l) => `${l.datacenterId}:${l.workerId}`)).size, 8, `round ${round}: distinct slots`)
-        await Promise.all(leases.map((l) => l.release()))
+        const leases = await Promise.all(
+          clients.map(({ client }, i) =>
+            acquireWorkerId({ client, table: `racing_${round}`, datacenterId: i % 2, ttlMs: 10_000 }),
+          ),
+        )
+        assert.equal(
+          new Set(leases.map(l => `${l.datacenterId}:${l.workerId}`)).size,
+          8,
+          `round ${round}: distinct slots`,
+        )
+        await Promise.all(leases.map(l => l.release()))
       }
     } finally {
       await Promise.all(clients.map(({ close }) => close()))
@@ -159,9 +231,22 @@ async function main() {
       await lease.release()
     }
     await admin.sql(tableSql('public.group', { datacenterBits: 0, workerBits: 1 }))
-    assert.equal((await admin.sql('SELECT count(*)::int AS n FROM "group"'))[0].n, 2, 'the printed DDL runs, with its rows')
-    for (const table of ['pg_temp.snowid_workers', 'pg_catalog.pg_class', 'information_schema.tables', 'pg_class', 'pg_toast.t']) {
-      await assert.rejects(acquireWorkerId({ client: admin.client, table }), (err) => err instanceof RangeError && err.code === 'ERR_SNOWID_INVALID_ARGUMENT')
+    assert.equal(
+      (await admin.sql('SELECT count(*)::int AS n FROM "group"'))[0].n,
+      2,
+      'the printed DDL runs, with its rows',
+    )
+    for (const table of [
+      'pg_temp.snowid_workers',
+      'pg_catalog.pg_class',
+      'information_schema.tables',
+      'pg_class',
+      'pg_toast.t',
+    ]) {
+      await assert.rejects(
+        acquireWorkerId({ client: admin.client, table }),
+        err => err instanceof RangeError && err.code === 'ERR_SNOWID_INVALID_ARGUMENT',
+      )
     }
     const { Client } = require('pg')
     const one = new Client({ host: server.host, port: server.port, user: server.user, database: server.database })
@@ -172,7 +257,9 @@ async function main() {
       await one.query('CREATE TEMPORARY TABLE shadowed (LIKE public.shadowed INCLUDING ALL)')
       await admin.sql('CREATE UNLOGGED TABLE unlogged (LIKE public.shadowed INCLUDING ALL)')
       await admin.sql('CREATE TABLE no_key (LIKE public.shadowed)')
-      await admin.sql('CREATE TABLE wrong_type (datacenter_id integer, worker_id integer, token text, expires_at timestamptz, mark_ms integer, clock_back integer, PRIMARY KEY (datacenter_id, worker_id))')
+      await admin.sql(
+        'CREATE TABLE wrong_type (datacenter_id integer, worker_id integer, token text, expires_at timestamptz, mark_ms integer, clock_back integer, PRIMARY KEY (datacenter_id, worker_id))',
+      )
       await admin.sql('CREATE TABLE other_key (LIKE public.shadowed, PRIMARY KEY (worker_id, datacenter_id))')
       for (const [client, table, found] of [
         [one, 'shadowed', /a temporary table/],
@@ -181,7 +268,7 @@ async function main() {
         [admin.client, 'wrong_type', /columns with mark_ms integer/],
         [admin.client, 'other_key', /the primary key \(worker_id, datacenter_id\)/],
       ]) {
-        await assert.rejects(acquireWorkerId({ client, table, ttlMs: 500 }), (err) => {
+        await assert.rejects(acquireWorkerId({ client, table, ttlMs: 500 }), err => {
           assert.equal(err.code, 'ERR_SNOWID_STORE_TABLE_INVALID', `${table}: ${err.message}`)
           assert.match(err.message, found)
           assert.ok(err.message.length <= 400)
@@ -202,7 +289,7 @@ async function main() {
     await lease.release()
     await admin.sql('UPDATE ahead SET mark_ms = $1 WHERE datacenter_id = 4', [Date.now() + 30_000])
     const started = Date.now()
-    await assert.rejects(acquireWorkerId({ ...opts, waitMs: 1000 }), (err) => {
+    await assert.rejects(acquireWorkerId({ ...opts, waitMs: 1000 }), err => {
       assert.equal(err.code, 'ERR_SNOWID_CLOCK_BACKWARDS', err.message)
       assert.match(err.message, /every free slot's mark is a TTL or more ahead/)
       return true
@@ -211,40 +298,46 @@ async function main() {
   })
 
   for (const client of CLIENTS) {
-    test(`a lost lease whose ${client} client is then ended stops taking slots, and its process exits`, (tt) =>
+    test(`a lost lease whose ${client} client is then ended stops taking slots, and its process exits`, tt =>
       endedClientExits(tt, { store: 'postgres', client, ...server, table: `ended_${client}` }))
   }
 
-  test('a holder released after a 2 s clock step back: the next on the host starts past its every id, 0 duplicates', (tt) =>
+  test('a holder released after a 2 s clock step back: the next on the host starts past its every id, 0 duplicates', tt =>
     releaseAfterAStepBack(tt, { store: 'postgres', client: 'pg', ...server, table: 'stepped' }))
 
-  test('the server restarted (pg_ctl restart -m fast) while 3 holders stream: they stop by their deadlines, recover, 0 duplicates', (tt) =>
+  test('the server restarted (pg_ctl restart -m fast) while 3 holders stream: they stop by their deadlines, recover, 0 duplicates', tt =>
     holdersThroughAnOutage(tt, { store: 'postgres', client: 'pg', ...server }, () => server.restart(1200)))
 
-  test("pg_terminate_backend on the leases' connections: the holders stop by their deadlines, recover, 0 duplicates", async (tt) => {
+  test("pg_terminate_backend on the leases' connections: the holders stop by their deadlines, recover, 0 duplicates", async tt => {
     // The holders log in as a role of their own, with the documented grants, so that its connections can be both
     // refused (CONNECTION LIMIT 0) and ended; a pool would otherwise reconnect at once.
-    await admin.sql(tableSql()).catch((err) => assert.equal(err.code, '42P07', err.message))
+    await admin.sql(tableSql()).catch(err => assert.equal(err.code, '42P07', err.message))
     await admin.sql(`DROP ROLE IF EXISTS snowid_holder`)
     await admin.sql(`CREATE ROLE snowid_holder LOGIN`)
     await admin.sql(`GRANT SELECT, INSERT, UPDATE ON snowid_workers TO snowid_holder`)
-    await holdersThroughAnOutage(tt, { store: 'postgres', client: 'pg', ...server, user: 'snowid_holder' }, async () => {
-      await admin.sql(`ALTER ROLE snowid_holder CONNECTION LIMIT 0`)
-      const ended = await admin.sql(`SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE usename = 'snowid_holder'`)
-      assert.ok(ended[0].n >= 3, `ended ${ended[0].n} connections`)
-      await sleep(1500)
-      await admin.sql(`ALTER ROLE snowid_holder CONNECTION LIMIT -1`)
-      return Date.now()
-    })
+    await holdersThroughAnOutage(
+      tt,
+      { store: 'postgres', client: 'pg', ...server, user: 'snowid_holder' },
+      async () => {
+        await admin.sql(`ALTER ROLE snowid_holder CONNECTION LIMIT 0`)
+        const ended = await admin.sql(
+          `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE usename = 'snowid_holder'`,
+        )
+        assert.ok(ended[0].n >= 3, `ended ${ended[0].n} connections`)
+        await sleep(1500)
+        await admin.sql(`ALTER ROLE snowid_holder CONNECTION LIMIT -1`)
+        return Date.now()
+      },
+    )
   })
 
-  test('a pg.Pool whose every connection is busy: the holders stop by their deadlines, recover, 0 duplicates', (tt) =>
+  test('a pg.Pool whose every connection is busy: the holders stop by their deadlines, recover, 0 duplicates', tt =>
     holdersThroughAnOutage(
       tt,
       { store: 'postgres', client: 'pg', ...server },
-      async (procs) => {
+      async procs => {
         for (const p of procs) p.child.kill('SIGUSR2')
-        await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'busy')))
+        await Promise.all(procs.map(p => p.waitFor(e => e.event === 'busy')))
         await sleep(1500)
         return Date.now()
       },
@@ -265,11 +358,20 @@ async function main() {
     const none = connect('postgres', server, { user: 'snowid_none' })
     try {
       // The grants the README lists, on a table made beforehand: enough, although the role cannot create it.
-      const lease = await acquireWorkerId({ client: app.client, datacenterId: 2, ttlMs: 200, table: 'granted.slots', snowflake: { workerBits: 1 } })
+      const lease = await acquireWorkerId({
+        client: app.client,
+        datacenterId: 2,
+        ttlMs: 200,
+        table: 'granted.slots',
+        snowflake: { workerBits: 1 },
+      })
       assert.equal(typeof lease.snowflake.nextId(), 'bigint')
       await lease.release()
-      for (const [client, table] of [[none.client, 'granted.slots'], [app.client, 'public.elsewhere']]) {
-        await assert.rejects(acquireWorkerId({ client, datacenterId: 2, ttlMs: 200, table }), (err) => {
+      for (const [client, table] of [
+        [none.client, 'granted.slots'],
+        [app.client, 'public.elsewhere'],
+      ]) {
+        await assert.rejects(acquireWorkerId({ client, datacenterId: 2, ttlMs: 200, table }), err => {
           assert.equal(err.code, 'ERR_SNOWID_STORE_PERMISSION_DENIED', err.message)
           assert.match(err.message, /permission denied/)
           assert.match(err.message, /SELECT, INSERT and UPDATE on the table/)
@@ -287,7 +389,7 @@ async function main() {
     for (const kind of CLIENTS) {
       const { client, close } = connect(kind, { ...server, port })
       try {
-        await assert.rejects(acquireWorkerId({ client, ttlMs: 500 }), (err) => {
+        await assert.rejects(acquireWorkerId({ client, ttlMs: 500 }), err => {
           assert.equal(err.code, 'ERR_SNOWID_POSTGRES_UNAVAILABLE', `${kind}: ${err.message}`)
           return true
         })
@@ -320,7 +422,7 @@ async function main() {
       [throwing, TypeError],
     ]
     for (const [options, Class] of bad) {
-      await assert.rejects(acquireWorkerId(options), (err) => {
+      await assert.rejects(acquireWorkerId(options), err => {
         assert.ok(err instanceof Class, `${bad.indexOf(bad.find(([o]) => o === options))}: ${err}`)
         assert.equal(err.code, 'ERR_SNOWID_INVALID_ARGUMENT')
         return true
@@ -350,20 +452,28 @@ async function main() {
     assert.equal(res.after, 'ERR_SNOWID_LEASE_LOST', 'the default generator stops with the lease')
   })
 
-  test('holders of both clients share one table: 0 duplicates', async (tt) => {
-    const procs = ['pg', 'postgres', 'pg', 'postgres'].map((client) =>
+  test('holders of both clients share one table: 0 duplicates', async tt => {
+    const procs = ['pg', 'postgres', 'pg', 'postgres'].map(client =>
       // ttlMs 5000: no holder loses its slot to a stall on busy cores while the others start.
       holder({ store: 'postgres', client, ...server, mode: 'burst', count: 5000, ttlMs: 5000, datacenterId: 5 }),
     )
     try {
-      const acquired = await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'acquired' || e.event === 'error', 60_000)))
-      assert.deepEqual(acquired.filter((e) => e.event !== 'acquired'), [])
-      await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'ids', 60_000)))
-      assert.equal(new Set(acquired.map((e) => e.workerId)).size, 4)
-      assertNoDuplicates(procs.flatMap((p) => p.ids()), 'between pg and postgres.js holders')
+      const acquired = await Promise.all(
+        procs.map(p => p.waitFor(e => e.event === 'acquired' || e.event === 'error', 60_000)),
+      )
+      assert.deepEqual(
+        acquired.filter(e => e.event !== 'acquired'),
+        [],
+      )
+      await Promise.all(procs.map(p => p.waitFor(e => e.event === 'ids', 60_000)))
+      assert.equal(new Set(acquired.map(e => e.workerId)).size, 4)
+      assertNoDuplicates(
+        procs.flatMap(p => p.ids()),
+        'between pg and postgres.js holders',
+      )
       tt.diagnostic('4 holders, 2 per client, distinct slots, 20000 ids, 0 duplicates')
     } finally {
-      await Promise.all(procs.map((p) => p.stop()))
+      await Promise.all(procs.map(p => p.stop()))
     }
   })
 }

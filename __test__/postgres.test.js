@@ -19,7 +19,7 @@ const WORKERS = [0, 7, 12, 31]
  * bracket of its burst.
  */
 async function generate() {
-  const gens = WORKERS.map((workerId) => new Snowflake({ datacenterId: DATACENTER, workerId, lease: false }))
+  const gens = WORKERS.map(workerId => new Snowflake({ datacenterId: DATACENTER, workerId, lease: false }))
   const rows = []
   let turn = 0
   while (rows.length < TOTAL) {
@@ -50,22 +50,26 @@ async function main() {
   })
 
   const { gens, rows } = await generate()
-  const byText = new Map(rows.map((r) => [String(r.id), r]))
-  const timestampOf = (id) => gens[0].timestampOf(id)
+  const byText = new Map(rows.map(r => [String(r.id), r]))
+  const timestampOf = id => gens[0].timestampOf(id)
 
-  test('100k ids from four worker ids go into a bigint primary key', async (t) => {
+  test('100k ids from four worker ids go into a bigint primary key', async t => {
     await client.connect()
-    await client.query('CREATE TABLE ids (id bigint PRIMARY KEY, worker int NOT NULL, n int NOT NULL, b62 text COLLATE "C" NOT NULL)')
+    await client.query(
+      'CREATE TABLE ids (id bigint PRIMARY KEY, worker int NOT NULL, n int NOT NULL, b62 text COLLATE "C" NOT NULL)',
+    )
     for (let start = 0; start < rows.length; start += 10_000) {
       const chunk = rows.slice(start, start + 10_000)
       // Half the chunks send ids as bigint parameters (pg writes a bigint as its decimal text), half as strings.
-      const ids = chunk.map((r) => (start % 20_000 === 0 ? r.id : String(r.id)))
+      const ids = chunk.map(r => (start % 20_000 === 0 ? r.id : String(r.id)))
       await client.query(
         'INSERT INTO ids (id, worker, n, b62) SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[], $4::text[])',
-        [ids, chunk.map((r) => r.worker), chunk.map((r) => r.n), chunk.map((r) => encode(r.id, 'base62'))],
+        [ids, chunk.map(r => r.worker), chunk.map(r => r.n), chunk.map(r => encode(r.id, 'base62'))],
       )
     }
-    const { rows: [count] } = await client.query('SELECT count(*)::int AS n, count(DISTINCT id)::int AS distinct FROM ids')
+    const {
+      rows: [count],
+    } = await client.query('SELECT count(*)::int AS n, count(DISTINCT id)::int AS distinct FROM ids')
     assert.deepEqual(count, { n: TOTAL, distinct: TOTAL })
     const span = timestampOf(rows[rows.length - 1].id) - timestampOf(rows[0].id)
     t.diagnostic(`${TOTAL} ids over ${span} ms from workers ${WORKERS.join(', ')}`)
@@ -82,7 +86,7 @@ async function main() {
     }
   })
 
-  test('ORDER BY id keeps each generator in its order of generation, and is sorted by time across them', async (t) => {
+  test('ORDER BY id keeps each generator in its order of generation, and is sorted by time across them', async t => {
     const { rows: sorted } = await client.query('SELECT id, worker, n FROM ids ORDER BY id')
     const lastN = new Map()
     let outOfOrder = 0
@@ -105,12 +109,15 @@ async function main() {
     t.diagnostic(`${outOfOrder} adjacent pairs out of generation order, each within one ms`)
     // The base62 texts, compared byte by byte, sort the same way.
     const { rows: byB62 } = await client.query('SELECT id FROM ids ORDER BY b62')
-    assert.deepEqual(byB62.map((r) => r.id), sorted.map((r) => r.id))
+    assert.deepEqual(
+      byB62.map(r => r.id),
+      sorted.map(r => r.id),
+    )
   })
 
   test('WHERE id BETWEEN minIdAt(a) AND maxIdAt(b) returns exactly the ids made in [a, b]', async () => {
-    const times = [...new Set(rows.map((r) => timestampOf(r.id)))].sort((x, y) => x - y)
-    const pick = (q) => times[Math.floor(q * (times.length - 1))]
+    const times = [...new Set(rows.map(r => timestampOf(r.id)))].sort((x, y) => x - y)
+    const pick = q => times[Math.floor(q * (times.length - 1))]
     const ranges = [
       [pick(0.25), pick(0.75)],
       [pick(0.5), pick(0.5)],
@@ -123,11 +130,15 @@ async function main() {
       const hi = gens[0].maxIdAt(new Date(b))
       const { rows: found } = await client.query('SELECT id FROM ids WHERE id BETWEEN $1 AND $2 ORDER BY id', [lo, hi])
       const expected = rows
-        .filter((r) => timestampOf(r.id) >= a && timestampOf(r.id) <= b)
-        .map((r) => r.id)
+        .filter(r => timestampOf(r.id) >= a && timestampOf(r.id) <= b)
+        .map(r => r.id)
         .sort((x, y) => (x < y ? -1 : 1))
         .map(String)
-      assert.deepEqual(found.map((r) => r.id), expected, `[${a}, ${b}]`)
+      assert.deepEqual(
+        found.map(r => r.id),
+        expected,
+        `[${a}, ${b}]`,
+      )
       // And the ids' own time agrees with the wall clock around their generation.
       for (const id of expected) {
         const r = byText.get(id)
@@ -135,7 +146,9 @@ async function main() {
         assert.ok(r.before <= t && t <= r.after, `id ${id} made in [${r.before}, ${r.after}] carries ${t}`)
       }
     }
-    const { rows: [mid] } = await client.query('SELECT count(*)::int AS n FROM ids WHERE id BETWEEN $1 AND $2', [
+    const {
+      rows: [mid],
+    } = await client.query('SELECT count(*)::int AS n FROM ids WHERE id BETWEEN $1 AND $2', [
       String(gens[0].minIdAt(pick(0.25))),
       String(gens[0].maxIdAt(pick(0.75))),
     ])
@@ -160,7 +173,10 @@ async function main() {
       assert.equal(Number(row.ms), d.timestamp)
       seen.add(d.workerId)
     }
-    assert.deepEqual([...seen].sort((a, b) => a - b), WORKERS)
+    assert.deepEqual(
+      [...seen].sort((a, b) => a - b),
+      WORKERS,
+    )
   })
 }
 

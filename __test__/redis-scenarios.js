@@ -8,7 +8,14 @@ const assert = require('node:assert/strict')
 const { once } = require('node:events')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { holder, until, endedClientExits, moreContendersThanSlots, stalledHolder, holdersThroughAnOutage } = require('./holders.js')
+const {
+  holder,
+  until,
+  endedClientExits,
+  moreContendersThanSlots,
+  stalledHolder,
+  holdersThroughAnOutage,
+} = require('./holders.js')
 const { startRedis } = require('./servers.js')
 const { acquireWorkerId } = require('../lib/redis.js')
 
@@ -16,7 +23,15 @@ async function connect(kind, port, auth = {}) {
   if (kind.startsWith('ioredis')) {
     const Redis = require(kind)
     // A user the ACL test makes may not run INFO, which ioredis's ready check sends.
-    const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, enableReadyCheck: !auth.username, ...auth })
+    const client = new Redis({
+      host: '127.0.0.1',
+      port,
+      lazyConnect: true,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+      enableReadyCheck: !auth.username,
+      ...auth,
+    })
     client.on('error', () => {})
     await client.connect().catch(() => {})
     return { client, raw: (...args) => client.call(...args), close: () => client.disconnect() }
@@ -26,14 +41,15 @@ async function connect(kind, port, auth = {}) {
   client.on('error', () => {})
   await client.connect().catch(() => {})
   // node-redis 5 closes with destroy(), 4 with disconnect().
-  const close = () => Promise.resolve(client.destroy ? client.destroy() : client.isOpen && client.disconnect()).catch(() => {})
+  const close = () =>
+    Promise.resolve(client.destroy ? client.destroy() : client.isOpen && client.disconnect()).catch(() => {})
   return { client, raw: (...args) => client.sendCommand(args.map(String)), close }
 }
 
 /** `client` as snowid/redis sees it, with `hook(args, reply)` run on every reply before the caller gets it. */
 function hookReplies(kind, client, hook) {
   if (kind.startsWith('ioredis')) return { call: async (...args) => hook(args, await client.call(...args)) }
-  return { isOpen: true, sendCommand: async (args) => hook(args, await client.sendCommand(args)) }
+  return { isOpen: true, sendCommand: async args => hook(args, await client.sendCommand(args)) }
 }
 
 /**
@@ -43,8 +59,15 @@ function hookReplies(kind, client, hook) {
 async function lostLease({ client, raw, prefix, ttlMs, events }) {
   const key = (w, kind) => `{${prefix}}:5:${w}:${kind}`
   await raw('HSET', key(0, 'marks'), 'until', String(Date.now() - 1))
-  const lease = await acquireWorkerId({ client, datacenterId: 5, ttlMs, keyPrefix: prefix, snowflake: { workerBits: 1 } })
-  for (const name of ['lost', 'renewFailed', 'reacquired']) lease.on(name, (x) => events.push({ name, x, at: Date.now() }))
+  const lease = await acquireWorkerId({
+    client,
+    datacenterId: 5,
+    ttlMs,
+    keyPrefix: prefix,
+    snowflake: { workerBits: 1 },
+  })
+  for (const name of ['lost', 'renewFailed', 'reacquired'])
+    lease.on(name, x => events.push({ name, x, at: Date.now() }))
   assert.equal(lease.workerId, 0)
   const last = lease.snowflake.nextId()
   const lost = once(lease, 'lost')
@@ -71,7 +94,7 @@ async function withClient(t, kind) {
       const id = lease.snowflake.nextId()
       const d = lease.snowflake.decode(id)
       assert.deepEqual([d.datacenterId, d.workerId], [6, 0])
-      const renewed = await new Promise((resolve) => lease.once('renewed', resolve))
+      const renewed = await new Promise(resolve => lease.once('renewed', resolve))
       assert.ok(renewed.deadline > Date.now())
       assert.equal(renewed.deadline, lease.deadline)
       const until = await raw('HGET', '{unit}:6:0:marks', 'until')
@@ -90,222 +113,268 @@ async function withClient(t, kind) {
     }
   })
 
-  await t.test('a lost lease whose client is then ended stops taking slots, and its process exits', (tt) => endedClientExits(tt, base))
+  await t.test('a lost lease whose client is then ended stops taking slots, and its process exits', tt =>
+    endedClientExits(tt, base),
+  )
 
-  await t.test('more contenders than slots: the extras get ERR_SNOWID_NO_FREE_WORKER_ID after waitMs', (tt) => moreContendersThanSlots(tt, base))
+  await t.test('more contenders than slots: the extras get ERR_SNOWID_NO_FREE_WORKER_ID after waitMs', tt =>
+    moreContendersThanSlots(tt, base),
+  )
 
-  await t.test('a holder stopped past its TTL throws ERR_SNOWID_LEASE_LOST on resuming, with 0 duplicates', (tt) => stalledHolder(tt, base))
+  await t.test('a holder stopped past its TTL throws ERR_SNOWID_LEASE_LOST on resuming, with 0 duplicates', tt =>
+    stalledHolder(tt, base),
+  )
 
-  await t.test('Redis restarted with its data lost mid-run: holders stop, recover, and make 0 duplicates', (tt) =>
+  await t.test('Redis restarted with its data lost mid-run: holders stop, recover, and make 0 duplicates', tt =>
     // Measured before the new server is spawned, not after it answers: a holder may reach it first.
-    holdersThroughAnOutage(tt, base, () => redis.restart(1200), { noHistory: true }))
+    holdersThroughAnOutage(tt, base, () => redis.restart(1200), { noHistory: true }),
+  )
 
-  await t.test('a lost lease refuses ids until it holds a slot again, and gives back at once a slot it cannot use', async () => {
-    const { client, raw, close } = await connect(kind, redis.port)
-    const events = []
-    let lease
-    try {
-      const ttlMs = 2000
-      // Slot 1 carries a mark further ahead of this host's clock than a TTL: taking it fails until the clock nears it.
-      await raw('HSET', '{move}:5:1:marks', 'until', String(Date.now() + 20 * ttlMs))
-      const lost = await lostLease({ client, raw, prefix: 'move', ttlMs, events })
-      lease = lost.lease
-      const first = lease.snowflake
-      await until(() => events.some((e) => e.name === 'renewFailed'), 10_000, 'a failed attempt on slot 1')
-      const failed = events.find((e) => e.name === 'renewFailed').x
-      assert.equal(failed.code, 'ERR_SNOWID_CLOCK_BACKWARDS', failed.message)
-      // Meanwhile the lease still shows the lost slot, whose generator refuses (it is not null, nor slot 1's).
-      assert.equal(lease.workerId, 0)
-      assert.equal(lease.snowflake, first)
-      assert.throws(() => lease.snowflake.nextId(), { code: 'ERR_SNOWID_LEASE_LOST' })
-      // Slot 1 was given back after the failed attempt, not left held until its TTL ran out: another process can
-      // take it (a later attempt holds it only for the length of one script call).
-      let taken = false
-      for (let i = 0; i < 10 && !taken; i++) {
-        taken = (await raw('SET', '{move}:5:1:lease', 'probe', 'NX', 'PX', '60000')) !== null
-        if (!taken) await sleep(20)
-      }
-      assert.ok(taken, 'slot 1 is free between attempts')
-      // Slot 0 comes free: the lease takes it back, with the same generator, past every id it made.
-      const back = once(lease, 'reacquired')
-      await raw('DEL', '{move}:5:0:lease')
-      await back
-      assert.equal(lease.workerId, 0)
-      assert.equal(lease.snowflake, first)
-      assert.ok(lease.snowflake.nextId() > lost.last)
-      assert.deepEqual(
-        events.map((e) => e.name).filter((n, i, all) => n !== all[i - 1]),
-        ['lost', 'renewFailed', 'reacquired'],
-      )
-    } finally {
-      if (lease) await lease.release()
-      close()
-    }
-  })
-
-  await t.test('release() while a lost lease is taking a slot again: no generator opens, no mark is lowered, nothing stays held', async () => {
-    const { client, raw, close } = await connect(kind, redis.port)
-    const ttlMs = 2000
-    try {
-      // 1. Released while it holds slot 1 before use (slot 1's mark, left by another holder, is 1.5 s ahead).
-      const mark = String(Date.now() + 1500)
-      await raw('HSET', '{rel}:5:1:marks', 'until', mark)
-      let events = []
-      const a = await lostLease({ client, raw, prefix: 'rel', ttlMs, events })
-      await until(async () => (await raw('EXISTS', '{rel}:5:1:lease')) === 1, 10_000, 'slot 1 taken')
-      await a.lease.release()
-      assert.equal(await raw('EXISTS', '{rel}:5:1:lease'), 0)
-      // (Taking slot 1 raised its mark, as a renewal does; releasing it lowers nothing.)
-      assert.ok(Number(await raw('HGET', '{rel}:5:1:marks', 'until')) >= Number(mark), "slot 1's mark is not lowered to the lost generator's last id")
-      await sleep(1800)
-      assert.deepEqual(events.map((e) => e.name), ['lost'])
-      assert.throws(() => a.lease.snowflake.nextId(), { code: 'ERR_SNOWID_LEASE_LOST' })
-      assert.equal(a.lease.workerId, 0)
-
-      // 2. Released while the take that brings slot 1 into use (its mark is behind the clock, so the take
-      // confirms the lease) is on its way back. Slot 1's mark is far ahead (so it is skipped) until the gate is set.
-      await raw('DEL', '{rel}:5:0:lease', '{rel}:5:0:marks', '{rel}:5:1:marks')
-      await raw('HSET', '{rel}:5:1:marks', 'until', String(Date.now() + 60_000))
-      let gate = null
-      let opened
-      const taking = new Promise((resolve) => (opened = resolve))
-      const gated = hookReplies(kind, client, async (args, reply) => {
-        const take = String(args[1]).includes('local prefix, dc, slots, token, ttl') && Array.isArray(reply) && String(reply[0]) === '1'
-        if (gate && take) {
-          opened()
-          await gate
+  await t.test(
+    'a lost lease refuses ids until it holds a slot again, and gives back at once a slot it cannot use',
+    async () => {
+      const { client, raw, close } = await connect(kind, redis.port)
+      const events = []
+      let lease
+      try {
+        const ttlMs = 2000
+        // Slot 1 carries a mark further ahead of this host's clock than a TTL: taking it fails until the clock nears it.
+        await raw('HSET', '{move}:5:1:marks', 'until', String(Date.now() + 20 * ttlMs))
+        const lost = await lostLease({ client, raw, prefix: 'move', ttlMs, events })
+        lease = lost.lease
+        const first = lease.snowflake
+        await until(() => events.some(e => e.name === 'renewFailed'), 10_000, 'a failed attempt on slot 1')
+        const failed = events.find(e => e.name === 'renewFailed').x
+        assert.equal(failed.code, 'ERR_SNOWID_CLOCK_BACKWARDS', failed.message)
+        // Meanwhile the lease still shows the lost slot, whose generator refuses (it is not null, nor slot 1's).
+        assert.equal(lease.workerId, 0)
+        assert.equal(lease.snowflake, first)
+        assert.throws(() => lease.snowflake.nextId(), { code: 'ERR_SNOWID_LEASE_LOST' })
+        // Slot 1 was given back after the failed attempt, not left held until its TTL ran out: another process can
+        // take it (a later attempt holds it only for the length of one script call).
+        let taken = false
+        for (let i = 0; i < 10 && !taken; i++) {
+          taken = (await raw('SET', '{move}:5:1:lease', 'probe', 'NX', 'PX', '60000')) !== null
+          if (!taken) await sleep(20)
         }
-        return reply
-      })
-      events = []
-      const b = await lostLease({ client: gated, raw, prefix: 'rel', ttlMs, events })
-      let release
-      gate = new Promise((resolve) => (release = resolve))
-      await raw('HSET', '{rel}:5:1:marks', 'until', String(Date.now() - 1))
-      await taking
-      await b.lease.release()
-      release()
-      await sleep(300)
-      const names = events.map((e) => e.name)
-      assert.equal(names[0], 'lost')
-      assert.ok(!names.includes('reacquired'), `no reacquired after release(): ${names}`)
-      assert.throws(() => b.lease.snowflake.nextId(), { code: 'ERR_SNOWID_LEASE_LOST' })
-      assert.equal(b.lease.workerId, 0)
-      assert.equal(await raw('EXISTS', '{rel}:5:1:lease'), 0)
-    } finally {
-      close()
-    }
-  })
+        assert.ok(taken, 'slot 1 is free between attempts')
+        // Slot 0 comes free: the lease takes it back, with the same generator, past every id it made.
+        const back = once(lease, 'reacquired')
+        await raw('DEL', '{move}:5:0:lease')
+        await back
+        assert.equal(lease.workerId, 0)
+        assert.equal(lease.snowflake, first)
+        assert.ok(lease.snowflake.nextId() > lost.last)
+        assert.deepEqual(
+          events.map(e => e.name).filter((n, i, all) => n !== all[i - 1]),
+          ['lost', 'renewFailed', 'reacquired'],
+        )
+      } finally {
+        if (lease) await lease.release()
+        close()
+      }
+    },
+  )
 
-  await t.test('a stall past the take timeout leaves no stray lease keys (CLIENT PAUSE)', async (tt) => {
+  await t.test(
+    'release() while a lost lease is taking a slot again: no generator opens, no mark is lowered, nothing stays held',
+    async () => {
+      const { client, raw, close } = await connect(kind, redis.port)
+      const ttlMs = 2000
+      try {
+        // 1. Released while it holds slot 1 before use (slot 1's mark, left by another holder, is 1.5 s ahead).
+        const mark = String(Date.now() + 1500)
+        await raw('HSET', '{rel}:5:1:marks', 'until', mark)
+        let events = []
+        const a = await lostLease({ client, raw, prefix: 'rel', ttlMs, events })
+        await until(async () => (await raw('EXISTS', '{rel}:5:1:lease')) === 1, 10_000, 'slot 1 taken')
+        await a.lease.release()
+        assert.equal(await raw('EXISTS', '{rel}:5:1:lease'), 0)
+        // (Taking slot 1 raised its mark, as a renewal does; releasing it lowers nothing.)
+        assert.ok(
+          Number(await raw('HGET', '{rel}:5:1:marks', 'until')) >= Number(mark),
+          "slot 1's mark is not lowered to the lost generator's last id",
+        )
+        await sleep(1800)
+        assert.deepEqual(
+          events.map(e => e.name),
+          ['lost'],
+        )
+        assert.throws(() => a.lease.snowflake.nextId(), { code: 'ERR_SNOWID_LEASE_LOST' })
+        assert.equal(a.lease.workerId, 0)
+
+        // 2. Released while the take that brings slot 1 into use (its mark is behind the clock, so the take
+        // confirms the lease) is on its way back. Slot 1's mark is far ahead (so it is skipped) until the gate is set.
+        await raw('DEL', '{rel}:5:0:lease', '{rel}:5:0:marks', '{rel}:5:1:marks')
+        await raw('HSET', '{rel}:5:1:marks', 'until', String(Date.now() + 60_000))
+        let gate = null
+        let opened
+        const taking = new Promise(resolve => (opened = resolve))
+        const gated = hookReplies(kind, client, async (args, reply) => {
+          const take =
+            String(args[1]).includes('local prefix, dc, slots, token, ttl') &&
+            Array.isArray(reply) &&
+            String(reply[0]) === '1'
+          if (gate && take) {
+            opened()
+            await gate
+          }
+          return reply
+        })
+        events = []
+        const b = await lostLease({ client: gated, raw, prefix: 'rel', ttlMs, events })
+        let release
+        gate = new Promise(resolve => (release = resolve))
+        await raw('HSET', '{rel}:5:1:marks', 'until', String(Date.now() - 1))
+        await taking
+        await b.lease.release()
+        release()
+        await sleep(300)
+        const names = events.map(e => e.name)
+        assert.equal(names[0], 'lost')
+        assert.ok(!names.includes('reacquired'), `no reacquired after release(): ${names}`)
+        assert.throws(() => b.lease.snowflake.nextId(), { code: 'ERR_SNOWID_LEASE_LOST' })
+        assert.equal(b.lease.workerId, 0)
+        assert.equal(await raw('EXISTS', '{rel}:5:1:lease'), 0)
+      } finally {
+        close()
+      }
+    },
+  )
+
+  await t.test('a stall past the take timeout leaves no stray lease keys (CLIENT PAUSE)', async tt => {
     const { raw, close } = await connect(kind, redis.port)
     // ttlMs 3000: each holder loses its slot 2.4 s into the pause, and its take then times out (after 5 s) while
     // Redis holds it back; the take runs when the pause ends, after 9 s.
     const procs = Array.from({ length: 3 }, () => holder({ ...base, mode: 'stream', ttlMs: 3000, datacenterId: 2 }))
     try {
-      const acquired = await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'acquired', 60_000)))
+      const acquired = await Promise.all(procs.map(p => p.waitFor(e => e.event === 'acquired', 60_000)))
       const pausedAt = Date.now()
       await raw('CLIENT', 'PAUSE', '9000', 'ALL')
       // Within a TTL of the pause's end, before any stray key could expire by itself.
       await sleep(Math.max(0, pausedAt + 9300 - Date.now()))
       const keys = await raw('KEYS', '{snowid}:2:*:lease')
-      const back = await Promise.all(procs.map((p) => p.waitFor((e) => e.event === 'reacquired', 60_000)))
-      assert.ok(keys.length <= 3, `at most one lease key per holder just after the stall, found ${keys.sort().join(', ')}`)
+      const back = await Promise.all(procs.map(p => p.waitFor(e => e.event === 'reacquired', 60_000)))
+      assert.ok(
+        keys.length <= 3,
+        `at most one lease key per holder just after the stall, found ${keys.sort().join(', ')}`,
+      )
       // The abandoned take gave each holder's slot back, so each takes its own slot again at once.
-      assert.deepEqual(back.map((e) => e.workerId), acquired.map((e) => e.workerId))
-      const failed = procs.map((p) => p.events.filter((e) => e.event === 'renewFailed').length)
-      tt.diagnostic(`3 holders, ${keys.length} lease keys just after the stall, each back on its own slot; failed attempts ${failed.join(', ')}`)
+      assert.deepEqual(
+        back.map(e => e.workerId),
+        acquired.map(e => e.workerId),
+      )
+      const failed = procs.map(p => p.events.filter(e => e.event === 'renewFailed').length)
+      tt.diagnostic(
+        `3 holders, ${keys.length} lease keys just after the stall, each back on its own slot; failed attempts ${failed.join(', ')}`,
+      )
     } finally {
-      await Promise.all(procs.map((p) => p.stop()))
+      await Promise.all(procs.map(p => p.stop()))
       await close()
     }
   })
 
-  await t.test('ACL refusals are ERR_SNOWID_STORE_PERMISSION_DENIED naming what is missing; the documented ACL works', async () => {
-    const { raw, close } = await connect(kind, redis.port)
-    const users = {
-      full: ['~{snowid}:*', '+eval', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire', '+del'],
-      noEval: ['~{snowid}:*', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire', '+del'],
-      noHmget: ['~{snowid}:*', '+eval', '+set', '+get', '+hget', '+hset', '+pexpire', '+del'],
-      noDel: ['~{snowid}:*', '+eval', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire'],
-      noKeys: ['~other:*', '+eval', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire', '+del'],
-    }
-    const opened = []
-    const as = async (user) => {
-      const c = await connect(kind, redis.port, { username: `${kind}-${user}`, password: 'pw' })
-      opened.push(c)
-      return c.client
-    }
-    try {
-      for (const [user, rules] of Object.entries(users)) await raw('ACL', 'SETUSER', `${kind}-${user}`, 'reset', 'on', '>pw', ...rules)
-      const options = (client) => ({ client, datacenterId: 3, ttlMs: 200, snowflake: { workerBits: 1 } })
-      const ok = await acquireWorkerId(options(await as('full')))
-      assert.equal(typeof ok.snowflake.nextId(), 'bigint')
-      await ok.release()
-      const refused = async (user, pattern) =>
-        assert.rejects(acquireWorkerId(options(await as(user))), (err) => {
-          assert.equal(err.code, 'ERR_SNOWID_STORE_PERMISSION_DENIED', `${user}: ${err.message}`)
-          assert.match(err.message, pattern)
+  await t.test(
+    'ACL refusals are ERR_SNOWID_STORE_PERMISSION_DENIED naming what is missing; the documented ACL works',
+    async () => {
+      const { raw, close } = await connect(kind, redis.port)
+      const users = {
+        full: ['~{snowid}:*', '+eval', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire', '+del'],
+        noEval: ['~{snowid}:*', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire', '+del'],
+        noHmget: ['~{snowid}:*', '+eval', '+set', '+get', '+hget', '+hset', '+pexpire', '+del'],
+        noDel: ['~{snowid}:*', '+eval', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire'],
+        noKeys: ['~other:*', '+eval', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire', '+del'],
+      }
+      const opened = []
+      const as = async user => {
+        const c = await connect(kind, redis.port, { username: `${kind}-${user}`, password: 'pw' })
+        opened.push(c)
+        return c.client
+      }
+      try {
+        for (const [user, rules] of Object.entries(users))
+          await raw('ACL', 'SETUSER', `${kind}-${user}`, 'reset', 'on', '>pw', ...rules)
+        const options = client => ({ client, datacenterId: 3, ttlMs: 200, snowflake: { workerBits: 1 } })
+        const ok = await acquireWorkerId(options(await as('full')))
+        assert.equal(typeof ok.snowflake.nextId(), 'bigint')
+        await ok.release()
+        const refused = async (user, pattern) =>
+          assert.rejects(acquireWorkerId(options(await as(user))), err => {
+            assert.equal(err.code, 'ERR_SNOWID_STORE_PERMISSION_DENIED', `${user}: ${err.message}`)
+            assert.match(err.message, pattern)
+            return true
+          })
+        await refused('noEval', /the command EVAL \(\+eval\)/)
+        await refused('noHmget', /the command HMGET \(\+hmget\)/)
+        await refused('noKeys', /access to the lease keys/)
+        const lease = await acquireWorkerId(options(await as('noDel')))
+        await assert.rejects(lease.release(), err => {
+          assert.equal(err.code, 'ERR_SNOWID_STORE_PERMISSION_DENIED')
+          assert.match(err.message, /the command DEL \(\+del\)/)
           return true
         })
-      await refused('noEval', /the command EVAL \(\+eval\)/)
-      await refused('noHmget', /the command HMGET \(\+hmget\)/)
-      await refused('noKeys', /access to the lease keys/)
-      const lease = await acquireWorkerId(options(await as('noDel')))
-      await assert.rejects(lease.release(), (err) => {
-        assert.equal(err.code, 'ERR_SNOWID_STORE_PERMISSION_DENIED')
-        assert.match(err.message, /the command DEL \(\+del\)/)
-        return true
-      })
-    } finally {
-      for (const c of opened) await c.close()
-      for (const user of Object.keys(users)) await raw('ACL', 'DELUSER', `${kind}-${user}`).catch(() => {})
-      await raw('DEL', '{snowid}:3:0:lease', '{snowid}:3:1:lease').catch(() => {})
-      await close()
-    }
-  })
+      } finally {
+        for (const c of opened) await c.close()
+        for (const user of Object.keys(users)) await raw('ACL', 'DELUSER', `${kind}-${user}`).catch(() => {})
+        await raw('DEL', '{snowid}:3:0:lease', '{snowid}:3:1:lease').catch(() => {})
+        await close()
+      }
+    },
+  )
 
-  await t.test('a renewal whose answer is late is one renewFailed, whose message names it once, in whole ms', async () => {
-    const { client, raw, close } = await connect(kind, redis.port)
-    const within = (promise, what) =>
-      Promise.race([promise, sleep(15_000, undefined, { ref: false }).then(() => Promise.reject(new Error(`${what}: not within 15 s`)))])
-    try {
-      await raw('HSET', '{slow}:5:0:marks', 'until', String(Date.now() - 1))
-      // ttlMs 2000: each renewal is given 666 ms (a third of the TTL, in whole ms). One renewal's answer is held
-      // back 800 ms; the next one gets through before the deadline.
-      let holdBack = false
-      const late = hookReplies(kind, client, async (args, reply) => {
-        if (holdBack && String(args[1]).includes('PEXPIRE')) {
-          holdBack = false
-          await sleep(800)
-        }
-        return reply
-      })
-      const lease = await acquireWorkerId({ client: late, datacenterId: 5, ttlMs: 2000, keyPrefix: 'slow', snowflake: { workerBits: 0 } })
-      const lost = []
-      lease.on('lost', (e) => lost.push(e))
-      const failed = once(lease, 'renewFailed')
-      holdBack = true
-      const [err] = await within(failed, 'renewFailed')
-      assert.equal(err.code, 'ERR_SNOWID_REDIS_UNAVAILABLE')
-      assert.equal(
-        err.message,
-        'renew: expected an answer from Redis, found an error: no answer from Redis within 666 ms. Check that Redis is up and the client connected; the error is this one\'s cause',
-      )
-      await within(once(lease, 'renewed'), 'renewed')
-      assert.deepEqual(lost, [])
-      await lease.release()
-    } finally {
-      await close()
-    }
-  })
+  await t.test(
+    'a renewal whose answer is late is one renewFailed, whose message names it once, in whole ms',
+    async () => {
+      const { client, raw, close } = await connect(kind, redis.port)
+      const within = (promise, what) =>
+        Promise.race([
+          promise,
+          sleep(15_000, undefined, { ref: false }).then(() => Promise.reject(new Error(`${what}: not within 15 s`))),
+        ])
+      try {
+        await raw('HSET', '{slow}:5:0:marks', 'until', String(Date.now() - 1))
+        // ttlMs 2000: each renewal is given 666 ms (a third of the TTL, in whole ms). One renewal's answer is held
+        // back 800 ms; the next one gets through before the deadline.
+        let holdBack = false
+        const late = hookReplies(kind, client, async (args, reply) => {
+          if (holdBack && String(args[1]).includes('PEXPIRE')) {
+            holdBack = false
+            await sleep(800)
+          }
+          return reply
+        })
+        const lease = await acquireWorkerId({
+          client: late,
+          datacenterId: 5,
+          ttlMs: 2000,
+          keyPrefix: 'slow',
+          snowflake: { workerBits: 0 },
+        })
+        const lost = []
+        lease.on('lost', e => lost.push(e))
+        const failed = once(lease, 'renewFailed')
+        holdBack = true
+        const [err] = await within(failed, 'renewFailed')
+        assert.equal(err.code, 'ERR_SNOWID_REDIS_UNAVAILABLE')
+        assert.equal(
+          err.message,
+          "renew: expected an answer from Redis, found an error: no answer from Redis within 666 ms. Check that Redis is up and the client connected; the error is this one's cause",
+        )
+        await within(once(lease, 'renewed'), 'renewed')
+        assert.deepEqual(lost, [])
+        await lease.release()
+      } finally {
+        await close()
+      }
+    },
+  )
 
   await t.test('a key with garbage in it is ERR_SNOWID_LEASE_CORRUPT, and is left as found', async () => {
     const { client, raw, close } = await connect(kind, redis.port)
     try {
       const opts = { client, datacenterId: 7, ttlMs: 200, keyPrefix: 'bad', snowflake: { workerBits: 0 } }
       await raw('SET', '{bad}:7:0:marks', 'garbage')
-      await assert.rejects(acquireWorkerId(opts), (err) => {
+      await assert.rejects(acquireWorkerId(opts), err => {
         assert.equal(err.code, 'ERR_SNOWID_LEASE_CORRUPT')
         assert.match(err.message, /\{bad\}:7:0:marks/)
         return true

@@ -13,8 +13,7 @@ require('./helpers.js').isolateLeases()
 const { ROOT, cleanEnv } = require('./helpers.js')
 const { releaseAfterAStepBack } = require('./holders.js')
 const { reportMissing, startRedis, freePort } = require('./servers.js')
-const snowid = require('..')
-const { acquireWorkerId, configureWorkerId } = require('../lib/redis.js')
+const { acquireWorkerId } = require('../lib/redis.js')
 const { connect, withClient } = require('./redis-scenarios.js')
 
 // The newest major of each client. The unreachable-server check also runs the lowest majors the peer ranges declare
@@ -30,9 +29,9 @@ async function main() {
   }
   await probe.stop()
 
-  for (const kind of NEWEST) test(`with ${kind}`, (t) => withClient(t, kind))
+  for (const kind of NEWEST) test(`with ${kind}`, t => withClient(t, kind))
 
-  test('a holder released after a 2 s clock step back: the next on the host starts past its every id, 0 duplicates', async (tt) => {
+  test('a holder released after a 2 s clock step back: the next on the host starts past its every id, 0 duplicates', async tt => {
     const redis = await startRedis()
     try {
       await releaseAfterAStepBack(tt, { store: 'redis', client: 'ioredis', port: redis.port })
@@ -46,7 +45,7 @@ async function main() {
     for (const kind of CLIENTS) {
       const { client, close } = await connect(kind, port)
       try {
-        await assert.rejects(acquireWorkerId({ client, ttlMs: 500 }), (err) => {
+        await assert.rejects(acquireWorkerId({ client, ttlMs: 500 }), err => {
           assert.equal(err.code, 'ERR_SNOWID_REDIS_UNAVAILABLE', `${kind}: ${err.message}`)
           return true
         })
@@ -75,13 +74,15 @@ async function main() {
       [{ client: throwing }, TypeError],
     ]
     for (const [i, [options, Class]] of bad.entries()) {
-      await assert.rejects(acquireWorkerId(options), (err) => {
+      await assert.rejects(acquireWorkerId(options), err => {
         assert.ok(err instanceof Class, `${i}: ${err}`)
         assert.equal(err.code, 'ERR_SNOWID_INVALID_ARGUMENT')
         return true
       })
     }
-    await assert.rejects(acquireWorkerId({ client: { call() {} }, datacenterId: 8 }), { code: 'ERR_SNOWID_INVALID_CONFIG' })
+    await assert.rejects(acquireWorkerId({ client: { call() {} }, datacenterId: 8 }), {
+      code: 'ERR_SNOWID_INVALID_CONFIG',
+    })
   })
 
   test('configureWorkerId gives the default generator the leased slot', async () => {
@@ -102,13 +103,17 @@ async function main() {
           client.disconnect()
         })
       `
-      const r = await new Promise((resolve) => {
-        const c = spawn(process.execPath, ['-e', code], { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+      const r = await new Promise(resolve => {
+        const c = spawn(process.execPath, ['-e', code], {
+          cwd: ROOT,
+          env: cleanEnv(),
+          stdio: ['ignore', 'pipe', 'pipe'],
+        })
         let out = ''
         let err = ''
-        c.stdout.on('data', (d) => (out += d))
-        c.stderr.on('data', (d) => (err += d))
-        c.on('exit', (status) => resolve({ status, out, err }))
+        c.stdout.on('data', d => (out += d))
+        c.stderr.on('data', d => (err += d))
+        c.on('exit', status => resolve({ status, out, err }))
       })
       assert.equal(r.status, 0, r.err)
       const res = JSON.parse(r.out)

@@ -21,15 +21,15 @@ function copyPackage(t) {
   return dir
 }
 
-const readJson = (file) => JSON.parse(fs.readFileSync(file, 'utf8'))
+const readJson = file => JSON.parse(fs.readFileSync(file, 'utf8'))
 
-test('release:version bumps the root, the 16 native packages and the WASI one, the dependencies on them and the lock', (t) => {
+test('release:version bumps the root, the 16 native packages and the WASI one, the dependencies on them and the lock', t => {
   const dir = copyPackage(t)
   const r = spawnSync(process.execPath, [SCRIPT, '1.2.3-rc.1', '--root', dir], { encoding: 'utf8' })
   assert.equal(r.status, 0, r.stderr)
   const pkg = readJson(path.join(dir, 'package.json'))
   assert.equal(pkg.version, '1.2.3-rc.1')
-  const platforms = fs.readdirSync(path.join(dir, 'npm')).map((d) => readJson(path.join(dir, 'npm', d, 'package.json')))
+  const platforms = fs.readdirSync(path.join(dir, 'npm')).map(d => readJson(path.join(dir, 'npm', d, 'package.json')))
   assert.equal(platforms.length, 17)
   for (const p of platforms) {
     assert.equal(p.version, '1.2.3-rc.1', p.name)
@@ -45,12 +45,17 @@ test('release:version bumps the root, the 16 native packages and the WASI one, t
   // Everything else is as it was.
   const before = readJson(path.join(ROOT, 'package.json'))
   assert.deepStrictEqual(
-    { ...pkg, version: before.version, optionalDependencies: before.optionalDependencies, dependencies: before.dependencies },
+    {
+      ...pkg,
+      version: before.version,
+      optionalDependencies: before.optionalDependencies,
+      dependencies: before.dependencies,
+    },
     before,
   )
 })
 
-test('release:version refuses a version that is not semantic, and changes nothing', (t) => {
+test('release:version refuses a version that is not semantic, and changes nothing', t => {
   const dir = copyPackage(t)
   const before = fs.readFileSync(path.join(dir, 'package.json'), 'utf8')
   for (const bad of ['v1.0.0', '1.0', '01.0.0', 'latest']) {

@@ -53,7 +53,7 @@ function run(how, ...dirs) {
   const out = tempDir()
   const r = spawnNode([FIXTURE, how, out, ...dirs])
   assert.equal(r.status, 0, `the child failed (${r.signal ?? r.status}):\n${r.stderr}`)
-  const read = (source) => new BigInt64Array(new Uint8Array(fs.readFileSync(path.join(out, `${source}.bin`))).buffer)
+  const read = source => new BigInt64Array(new Uint8Array(fs.readFileSync(path.join(out, `${source}.bin`))).buffer)
   const ids = { a: read('a'), b: read('b'), snowflakeA: read('snowflakeA'), snowflakeB: read('snowflakeB') }
   const decodes = JSON.parse(fs.readFileSync(path.join(out, 'decodes.json'), 'utf8'))
   const configs = JSON.parse(fs.readFileSync(path.join(out, 'configs.json'), 'utf8'))
@@ -90,11 +90,15 @@ function check({ ids, decodes, configs }) {
     snowflakeB: { datacenterId: b.snowflake.datacenterId, workerId: 10 },
   }
   for (const [source, list] of Object.entries(ids)) {
-    const wrong = list.find((id) => {
+    const wrong = list.find(id => {
       const found = identityOf(a, id)
       return found.workerId !== expected[source].workerId || found.datacenterId !== expected[source].datacenterId
     })
-    assert.equal(wrong, undefined, `${source}: an id of another generator, ${wrong} (${JSON.stringify(wrong === undefined ? null : identityOf(a, wrong))})`)
+    assert.equal(
+      wrong,
+      undefined,
+      `${source}: an id of another generator, ${wrong} (${JSON.stringify(wrong === undefined ? null : identityOf(a, wrong))})`,
+    )
   }
   // Every decode, by each copy's module and Snowflake, of a bigint and of a string, gave the id's fields.
   assert.ok(decodes.length >= 40)
@@ -117,17 +121,21 @@ test('two installed copies of the package, each with its own binary, used in tur
   assert.notEqual(r.configs[0].workerId, r.configs[1].workerId)
 })
 
-test('two installed copies of the package whose binaries are one file (hard links, as a store of packages makes them), used in turn', NATIVE, () => {
-  const dir = tempDir()
-  const a = copyPackage(path.join(dir, 'a'), true)
-  const b = copyPackage(path.join(dir, 'b'), false)
-  const name = path.basename(nativeFile())
-  fs.linkSync(path.join(a, name), path.join(b, name))
-  const r = run('copies', a, b)
-  check(r)
-  // One binary, opened once: one default generator, whatever copy asks it.
-  assert.equal(r.configs[0].workerId, r.configs[1].workerId)
-})
+test(
+  'two installed copies of the package whose binaries are one file (hard links, as a store of packages makes them), used in turn',
+  NATIVE,
+  () => {
+    const dir = tempDir()
+    const a = copyPackage(path.join(dir, 'a'), true)
+    const b = copyPackage(path.join(dir, 'b'), false)
+    const name = path.basename(nativeFile())
+    fs.linkSync(path.join(a, name), path.join(b, name))
+    const r = run('copies', a, b)
+    check(r)
+    // One binary, opened once: one default generator, whatever copy asks it.
+    assert.equal(r.configs[0].workerId, r.configs[1].workerId)
+  },
+)
 
 // The WASI build's claims (lib/wasi-threads.js): each load of its binding instantiates the wasm module afresh, with
 // generators of its own, so a second load in one thread is refused a worker id the first load holds, as another
@@ -147,5 +155,8 @@ test('a second load of the package in one thread is refused a WASI claim the fir
   assert.equal(r.status, 0, r.stderr)
   const [first, again, second, other, firstAgain] = JSON.parse(r.stdout)
   assert.deepEqual([first, again, other, firstAgain], ['ok', 'ok', 'ok', 'ok'])
-  assert.match(second, /^ERR_SNOWID_WORKER_ID_IN_USE: workerId 3 \(datacenterId 0\) in the main thread: .*another copy loaded in this thread/)
+  assert.match(
+    second,
+    /^ERR_SNOWID_WORKER_ID_IN_USE: workerId 3 \(datacenterId 0\) in the main thread: .*another copy loaded in this thread/,
+  )
 })

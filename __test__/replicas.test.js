@@ -17,7 +17,12 @@ const { ROOT, cleanEnv, runNode, wasiSkip, withoutUnchosenWarning } = require('.
 async function runNodeAsync(code, extraEnv = {}) {
   const env = cleanEnv(extraEnv)
   try {
-    return await promisify(execFile)(process.execPath, ['-e', code], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 })
+    return await promisify(execFile)(process.execPath, ['-e', code], {
+      cwd: ROOT,
+      env,
+      encoding: 'utf8',
+      timeout: 60_000,
+    })
   } finally {
     fs.rmSync(env.SNOWID_LEASE_DIR, { recursive: true, force: true })
   }
@@ -68,7 +73,14 @@ const PLATFORMS = [
   ['FLY_APP_NAME', 'my-app', 'Fly.io', 'fly'],
   ['AWS_LAMBDA_FUNCTION_NAME', 'handler', 'AWS Lambda', 'lambda'],
 ]
-const WAYS_OUT = ['snowid/redis', 'snowid/postgres', 'snowid/mysql', 'SNOWID_WORKER_ID', 'SNOWID_DATACENTER_ID', 'SNOWID_SINGLE_INSTANCE=true']
+const WAYS_OUT = [
+  'snowid/redis',
+  'snowid/postgres',
+  'snowid/mysql',
+  'SNOWID_WORKER_ID',
+  'SNOWID_DATACENTER_ID',
+  'SNOWID_SINGLE_INSTANCE=true',
+]
 const READS = ['decode', 'timestampOf', 'minIdAt', 'layout', 'snowflakeDecode']
 
 test('where replicas are the norm, an identity no one chose is refused by the first id and config(), naming the environment and every way out', async () => {
@@ -82,7 +94,12 @@ test('where replicas are the norm, an identity no one chose is refused by the fi
       assert.equal(e.code, 'ERR_SNOWID_IDENTITY_REQUIRED', `${name}: ${call} gave ${JSON.stringify(e)}`)
       assert.equal(e.name, 'Error')
       assert.equal(e.snowid, true, 'isSnowidError')
-      assert.ok(e.message.startsWith(`identity: expected a worker id or datacenter id chosen for each replica in ${label} (${name} is `), e.message)
+      assert.ok(
+        e.message.startsWith(
+          `identity: expected a worker id or datacenter id chosen for each replica in ${label} (${name} is `,
+        ),
+        e.message,
+      )
       for (const way of WAYS_OUT) assert.ok(e.message.includes(way), `${way} not in ${e.message}`)
       assert.equal(e.message.includes('SNOWID_WORKER_ID_FROM=statefulset'), label === 'Kubernetes', e.message)
     }
@@ -92,34 +109,43 @@ test('where replicas are the norm, an identity no one chose is refused by the fi
   }
 })
 
-test('SNOWID_SINGLE_INSTANCE=true, or the option singleInstance, says this is the only instance: ids are issued again', wasiSkip('no host lease'), async () => {
-  const some = PLATFORMS.filter(([name]) => ['KUBERNETES_SERVICE_HOST', 'AWS_EXECUTION_ENV', 'AWS_LAMBDA_FUNCTION_NAME'].includes(name))
-  const all = await Promise.all(some.map(([name, value]) => outcomes({ [name]: value, SNOWID_SINGLE_INSTANCE: 'true' })))
-  for (const [i, [name, , , environment]] of some.entries()) {
-    const out = all[i]
-    for (const call of ['nextId', 'snowflake']) assert.equal(out[call].ok, 'bigint', `${name}: ${call} gave ${JSON.stringify(out[call])}`)
-    const c = out.config.ok
-    assert.equal(c.singleInstance, true)
-    assert.equal(c.sources.singleInstance, 'env')
-    assert.equal(c.environment, environment)
-    assert.equal(c.sources.workerId, 'lease')
-  }
-  const r = runNode(
-    `const s = require('.')
+test(
+  'SNOWID_SINGLE_INSTANCE=true, or the option singleInstance, says this is the only instance: ids are issued again',
+  wasiSkip('no host lease'),
+  async () => {
+    const some = PLATFORMS.filter(([name]) =>
+      ['KUBERNETES_SERVICE_HOST', 'AWS_EXECUTION_ENV', 'AWS_LAMBDA_FUNCTION_NAME'].includes(name),
+    )
+    const all = await Promise.all(
+      some.map(([name, value]) => outcomes({ [name]: value, SNOWID_SINGLE_INSTANCE: 'true' })),
+    )
+    for (const [i, [name, , , environment]] of some.entries()) {
+      const out = all[i]
+      for (const call of ['nextId', 'snowflake'])
+        assert.equal(out[call].ok, 'bigint', `${name}: ${call} gave ${JSON.stringify(out[call])}`)
+      const c = out.config.ok
+      assert.equal(c.singleInstance, true)
+      assert.equal(c.sources.singleInstance, 'env')
+      assert.equal(c.environment, environment)
+      assert.equal(c.sources.workerId, 'lease')
+    }
+    const r = runNode(
+      `const s = require('.')
      s.configure({ singleInstance: true })
      const g = new s.Snowflake({ singleInstance: true })
      console.log(JSON.stringify([typeof s.nextId(), typeof g.nextId(), s.config().sources.singleInstance, g.config().singleInstance]))
      try { new s.Snowflake({ singleInstance: false }).nextId() } catch (e) { console.log(e.code) }`,
-    { KUBERNETES_SERVICE_HOST: '10.96.0.1', SNOWID_SINGLE_INSTANCE: 'true' },
-  )
-  assert.equal(r.status, 0, r.stderr)
-  // The option wins over the variable, both ways.
-  assert.equal(r.stdout, '["bigint","bigint","option",true]\nERR_SNOWID_IDENTITY_REQUIRED\n')
-})
+      { KUBERNETES_SERVICE_HOST: '10.96.0.1', SNOWID_SINGLE_INSTANCE: 'true' },
+    )
+    assert.equal(r.status, 0, r.stderr)
+    // The option wins over the variable, both ways.
+    assert.equal(r.stdout, '["bigint","bigint","option",true]\nERR_SNOWID_IDENTITY_REQUIRED\n')
+  },
+)
 
 test('SNOWID_SINGLE_INSTANCE takes true or false; anything else is refused', async () => {
   const bads = ['1', 'yes', 'TRUE', '', 'true ']
-  const all = await Promise.all(bads.map((bad) => outcomes({ SNOWID_SINGLE_INSTANCE: bad })))
+  const all = await Promise.all(bads.map(bad => outcomes({ SNOWID_SINGLE_INSTANCE: bad })))
   for (const out of all) {
     assert.equal(out.nextId.code, 'ERR_SNOWID_INVALID_CONFIG', JSON.stringify(out.nextId))
     assert.equal(out.nextId.name, 'RangeError')
@@ -127,38 +153,48 @@ test('SNOWID_SINGLE_INSTANCE takes true or false; anything else is refused', asy
   }
   const out = await outcomes({ SNOWID_SINGLE_INSTANCE: 'false', KUBERNETES_SERVICE_HOST: '10.96.0.1' })
   assert.equal(out.nextId.code, 'ERR_SNOWID_IDENTITY_REQUIRED')
-  const r = runNode(`try { new (require('.').Snowflake)({ singleInstance: 'true' }) } catch (e) { console.log(e.constructor.name, e.code, e.message) }`)
-  assert.match(r.stdout, /^TypeError ERR_SNOWID_INVALID_CONFIG options\.singleInstance: expected 'true' or 'false' \(a boolean as an option\), found the string "true"\n$/)
+  const r = runNode(
+    `try { new (require('.').Snowflake)({ singleInstance: 'true' }) } catch (e) { console.log(e.constructor.name, e.code, e.message) }`,
+  )
+  assert.match(
+    r.stdout,
+    /^TypeError ERR_SNOWID_INVALID_CONFIG options\.singleInstance: expected 'true' or 'false' \(a boolean as an option\), found the string "true"\n$/,
+  )
 })
 
-test('a worker id, a datacenter id or a StatefulSet ordinal chosen for the replica is never refused', wasiSkip('no host lease'), async () => {
-  const k8s = { KUBERNETES_SERVICE_HOST: '10.96.0.1' }
-  const cases = [
-    [{ SNOWID_WORKER_ID: '3' }, ['workerId', 'env']],
-    [{ workerId: '3' }, ['workerId', 'env']],
-    [{ SNOWID_DATACENTER_ID: '2' }, ['datacenterId', 'env']],
-    [{ SNOWID_WORKER_ID_FROM: 'statefulset', HOSTNAME: 'web-4' }, ['workerId', 'statefulset']],
-    [{ SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '0' }, ['workerId', 'env']],
-  ]
-  const all = await Promise.all(cases.map(([env]) => outcomes({ ...k8s, ...env })))
-  for (const [i, [env, source]] of cases.entries()) {
-    const out = all[i]
-    for (const call of ['nextId', 'snowflake']) assert.equal(out[call].ok, 'bigint', `${JSON.stringify(env)}: ${call} gave ${JSON.stringify(out[call])}`)
-    const c = out.config.ok
-    assert.equal(c.sources[source[0]], source[1])
-    assert.equal(c.environment, 'kubernetes')
-    assert.equal(c.singleInstance, false)
-    assert.equal(out.snowflakeConfig.ok, 'kubernetes')
-  }
-  const r = runNode(
-    `const s = require('.')
+test(
+  'a worker id, a datacenter id or a StatefulSet ordinal chosen for the replica is never refused',
+  wasiSkip('no host lease'),
+  async () => {
+    const k8s = { KUBERNETES_SERVICE_HOST: '10.96.0.1' }
+    const cases = [
+      [{ SNOWID_WORKER_ID: '3' }, ['workerId', 'env']],
+      [{ workerId: '3' }, ['workerId', 'env']],
+      [{ SNOWID_DATACENTER_ID: '2' }, ['datacenterId', 'env']],
+      [{ SNOWID_WORKER_ID_FROM: 'statefulset', HOSTNAME: 'web-4' }, ['workerId', 'statefulset']],
+      [{ SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '0' }, ['workerId', 'env']],
+    ]
+    const all = await Promise.all(cases.map(([env]) => outcomes({ ...k8s, ...env })))
+    for (const [i, [env, source]] of cases.entries()) {
+      const out = all[i]
+      for (const call of ['nextId', 'snowflake'])
+        assert.equal(out[call].ok, 'bigint', `${JSON.stringify(env)}: ${call} gave ${JSON.stringify(out[call])}`)
+      const c = out.config.ok
+      assert.equal(c.sources[source[0]], source[1])
+      assert.equal(c.environment, 'kubernetes')
+      assert.equal(c.singleInstance, false)
+      assert.equal(out.snowflakeConfig.ok, 'kubernetes')
+    }
+    const r = runNode(
+      `const s = require('.')
      s.configure({ workerId: 7 })
      console.log(JSON.stringify([s.decode(s.nextId()).workerId, new s.Snowflake({ datacenterId: 1 }).config().sources.datacenterId]))`,
-    k8s,
-  )
-  assert.equal(r.status, 0, r.stderr)
-  assert.equal(r.stdout, '[7,"option"]\n')
-})
+      k8s,
+    )
+    assert.equal(r.status, 0, r.stderr)
+    assert.equal(r.stdout, '[7,"option"]\n')
+  },
+)
 
 test('a store lease chooses the worker id, so its generators and configureWorkerId are never refused', () => {
   // The lease's own state machine (lib/lease.js) over a store held in memory: what snowid/redis, snowid/postgres and
@@ -202,55 +238,80 @@ new Worker("const s = require(process.argv[2]); s.nextId(); new s.Snowflake({ se
 `
 // (The worker requires the package by the child's working directory, which runNode sets to the package root.)
 
-test('in a plain container, an identity no one chose is warned of once per process, with its code, and ids are issued', wasiSkip('no host lease'), () => {
-  const r = runNode(WARNINGS, { container: 'podman' })
-  assert.equal(r.status, 0, r.stderr)
-  const out = JSON.parse(r.stdout)
-  assert.equal(out.warnings.length, 1, JSON.stringify(out.warnings))
-  const [w] = out.warnings
-  assert.equal(w.name, 'SnowidWarning')
-  assert.equal(w.code, 'SNOWID_IDENTITY_UNCHOSEN')
-  assert.ok(w.message.startsWith('no identity chosen in a container ('), w.message)
-  for (const way of ['SNOWID_WORKER_ID', 'snowid/redis', 'SNOWID_SINGLE_INSTANCE=true']) assert.ok(w.message.includes(way), `${way} not in ${w.message}`)
-  assert.equal(out.environment, 'container')
-  // Printed once, by Node, and nothing else.
-  assert.equal(r.stderr.split('SNOWID_IDENTITY_UNCHOSEN').length - 1, 1, r.stderr)
-  assert.equal(withoutUnchosenWarning(r.stderr), '')
-})
-
-test('a container known by its marker file warns the same way, naming the file', wasiSkip('the marker files are outside the sandbox'), (t) => {
-  const marker = ['/.dockerenv', '/run/.containerenv'].find((f) => fs.existsSync(f))
-  if (!marker) {
-    process.stderr.write('\n*** SKIPPED: neither /.dockerenv nor /run/.containerenv exists here: the marker-file warning cannot be checked ***\n\n')
-    t.skip('not in a Docker or Podman container')
-    return
-  }
-  const r = runNode(WARNINGS)
-  assert.equal(r.status, 0, r.stderr)
-  const out = JSON.parse(r.stdout)
-  assert.deepEqual(out.warnings.map((w) => w.code), ['SNOWID_IDENTITY_UNCHOSEN'])
-  assert.ok(out.warnings[0].message.startsWith(`no identity chosen in a container (${marker} exists): `), out.warnings[0].message)
-})
-
-test('a container with the identity chosen, or declared the only instance, gives no warning', wasiSkip('no host lease'), () => {
-  for (const env of [{ SNOWID_SINGLE_INSTANCE: 'true' }, { SNOWID_WORKER_ID: '4' }, { SNOWID_DATACENTER_ID: '1' }]) {
-    const r = runNode(WARNINGS, { container: 'docker', ...env })
+test(
+  'in a plain container, an identity no one chose is warned of once per process, with its code, and ids are issued',
+  wasiSkip('no host lease'),
+  () => {
+    const r = runNode(WARNINGS, { container: 'podman' })
     assert.equal(r.status, 0, r.stderr)
     const out = JSON.parse(r.stdout)
-    assert.deepEqual(out.warnings, [], JSON.stringify(env))
+    assert.equal(out.warnings.length, 1, JSON.stringify(out.warnings))
+    const [w] = out.warnings
+    assert.equal(w.name, 'SnowidWarning')
+    assert.equal(w.code, 'SNOWID_IDENTITY_UNCHOSEN')
+    assert.ok(w.message.startsWith('no identity chosen in a container ('), w.message)
+    for (const way of ['SNOWID_WORKER_ID', 'snowid/redis', 'SNOWID_SINGLE_INSTANCE=true'])
+      assert.ok(w.message.includes(way), `${way} not in ${w.message}`)
     assert.equal(out.environment, 'container')
-    assert.equal(r.stderr, '')
-  }
-})
+    // Printed once, by Node, and nothing else.
+    assert.equal(r.stderr.split('SNOWID_IDENTITY_UNCHOSEN').length - 1, 1, r.stderr)
+    assert.equal(withoutUnchosenWarning(r.stderr), '')
+  },
+)
 
-test('outside any container or orchestrator, nothing is said and config() reports no environment', wasiSkip('no host lease'), (t) => {
-  if (['/.dockerenv', '/run/.containerenv'].some((f) => fs.existsSync(f))) {
-    t.skip('this machine is a container: its marker file is there for every process')
-    return
-  }
-  const r = runNode(WARNINGS)
-  assert.equal(r.status, 0, r.stderr)
-  const out = JSON.parse(r.stdout)
-  assert.deepEqual(out, { warnings: [], environment: null })
-  assert.equal(r.stderr, '')
-})
+test(
+  'a container known by its marker file warns the same way, naming the file',
+  wasiSkip('the marker files are outside the sandbox'),
+  t => {
+    const marker = ['/.dockerenv', '/run/.containerenv'].find(f => fs.existsSync(f))
+    if (!marker) {
+      process.stderr.write(
+        '\n*** SKIPPED: neither /.dockerenv nor /run/.containerenv exists here: the marker-file warning cannot be checked ***\n\n',
+      )
+      t.skip('not in a Docker or Podman container')
+      return
+    }
+    const r = runNode(WARNINGS)
+    assert.equal(r.status, 0, r.stderr)
+    const out = JSON.parse(r.stdout)
+    assert.deepEqual(
+      out.warnings.map(w => w.code),
+      ['SNOWID_IDENTITY_UNCHOSEN'],
+    )
+    assert.ok(
+      out.warnings[0].message.startsWith(`no identity chosen in a container (${marker} exists): `),
+      out.warnings[0].message,
+    )
+  },
+)
+
+test(
+  'a container with the identity chosen, or declared the only instance, gives no warning',
+  wasiSkip('no host lease'),
+  () => {
+    for (const env of [{ SNOWID_SINGLE_INSTANCE: 'true' }, { SNOWID_WORKER_ID: '4' }, { SNOWID_DATACENTER_ID: '1' }]) {
+      const r = runNode(WARNINGS, { container: 'docker', ...env })
+      assert.equal(r.status, 0, r.stderr)
+      const out = JSON.parse(r.stdout)
+      assert.deepEqual(out.warnings, [], JSON.stringify(env))
+      assert.equal(out.environment, 'container')
+      assert.equal(r.stderr, '')
+    }
+  },
+)
+
+test(
+  'outside any container or orchestrator, nothing is said and config() reports no environment',
+  wasiSkip('no host lease'),
+  t => {
+    if (['/.dockerenv', '/run/.containerenv'].some(f => fs.existsSync(f))) {
+      t.skip('this machine is a container: its marker file is there for every process')
+      return
+    }
+    const r = runNode(WARNINGS)
+    assert.equal(r.status, 0, r.stderr)
+    const out = JSON.parse(r.stdout)
+    assert.deepEqual(out, { warnings: [], environment: null })
+    assert.equal(r.stderr, '')
+  },
+)

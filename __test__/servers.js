@@ -25,7 +25,7 @@ function freePort() {
 
 /** The first of `candidates` that is an executable file, or `undefined`. */
 function findExecutable(candidates) {
-  return candidates.find((file) => {
+  return candidates.find(file => {
     try {
       fs.accessSync(file, fs.constants.X_OK)
       return fs.statSync(file).isFile()
@@ -38,7 +38,7 @@ function findExecutable(candidates) {
 /** `name` on the PATH, as a full path, or `undefined`. */
 function onPath(name) {
   const dirs = (process.env.PATH || '').split(path.delimiter).filter(Boolean)
-  return findExecutable(dirs.map((d) => path.join(d, name)))
+  return findExecutable(dirs.map(d => path.join(d, name)))
 }
 
 /**
@@ -59,7 +59,8 @@ function reportMissing(test, what, install) {
 
 /** Runs `file args` as `user` when this process is root (PostgreSQL refuses to run as root), else as is. */
 function runAs(user, file, args, options = {}) {
-  const [cmd, argv] = process.getuid && process.getuid() === 0 ? ['runuser', ['-u', user, '--', file, ...args]] : [file, args]
+  const [cmd, argv] =
+    process.getuid && process.getuid() === 0 ? ['runuser', ['-u', user, '--', file, ...args]] : [file, args]
   const r = spawnSync(cmd, argv, { encoding: 'utf8', timeout: 120_000, ...options })
   if (r.status !== 0) {
     throw new Error(`${file} ${args.join(' ')} exited ${r.status ?? r.signal}: ${r.error ?? ''}${r.stdout}${r.stderr}`)
@@ -72,7 +73,10 @@ function postgresBinDir() {
   const base = '/usr/lib/postgresql'
   let versions = []
   try {
-    versions = fs.readdirSync(base).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a))
+    versions = fs
+      .readdirSync(base)
+      .filter(v => /^\d+$/.test(v))
+      .sort((a, b) => Number(b) - Number(a))
   } catch {
     // Not Debian's layout.
   }
@@ -111,7 +115,19 @@ async function startPostgres() {
     '-c synchronous_commit=off',
     '-c full_page_writes=off',
   ].join(' ')
-  const start = () => runAs('postgres', path.join(bin, 'pg_ctl'), ['-D', data, '-l', path.join(root, 'log'), '-o', options, '-w', '-t', '60', 'start'])
+  const start = () =>
+    runAs('postgres', path.join(bin, 'pg_ctl'), [
+      '-D',
+      data,
+      '-l',
+      path.join(root, 'log'),
+      '-o',
+      options,
+      '-w',
+      '-t',
+      '60',
+      'start',
+    ])
   start()
   return {
     host: '127.0.0.1',
@@ -124,7 +140,7 @@ async function startPostgres() {
      */
     async restart(downMs = 0) {
       runAs('postgres', path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop'])
-      await new Promise((r) => setTimeout(r, downMs))
+      await new Promise(r => setTimeout(r, downMs))
       const startedAt = Date.now()
       start()
       return startedAt
@@ -143,7 +159,7 @@ async function startPostgres() {
 async function waitForPort(port, timeoutMs = 10_000) {
   const until = Date.now() + timeoutMs
   for (;;) {
-    const ok = await new Promise((resolve) => {
+    const ok = await new Promise(resolve => {
       const socket = net.connect(port, '127.0.0.1')
       socket.once('connect', () => {
         socket.destroy()
@@ -153,7 +169,7 @@ async function waitForPort(port, timeoutMs = 10_000) {
     })
     if (ok) return
     if (Date.now() > until) throw new Error(`nothing listens on 127.0.0.1:${port} after ${timeoutMs} ms`)
-    await new Promise((r) => setTimeout(r, 50))
+    await new Promise(r => setTimeout(r, 50))
   }
 }
 
@@ -168,14 +184,18 @@ async function startRedis() {
   let child
   const launch = async () => {
     const spawnedAt = Date.now()
-    child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
-      stdio: 'ignore',
-    })
+    child = spawn(
+      bin,
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
+      {
+        stdio: 'ignore',
+      },
+    )
     await waitForPort(port)
     return spawnedAt
   }
   const kill = () =>
-    new Promise((resolve) => {
+    new Promise(resolve => {
       if (!child || child.exitCode !== null || child.signalCode !== null) return resolve()
       child.once('exit', () => resolve())
       child.kill('SIGKILL')
@@ -191,7 +211,7 @@ async function startRedis() {
      */
     async restart(downMs = 0) {
       await kill()
-      await new Promise((r) => setTimeout(r, downMs))
+      await new Promise(r => setTimeout(r, downMs))
       return launch()
     },
   }
@@ -199,8 +219,10 @@ async function startRedis() {
 
 /** MariaDB's server and its datadir installer (Debian's mariadb-server puts the server in /usr/sbin), or `undefined`. */
 function mariadbBins() {
-  const server = onPath('mariadbd') || findExecutable(['/usr/sbin/mariadbd', '/usr/local/sbin/mariadbd', '/usr/local/bin/mariadbd'])
-  const install = onPath('mariadb-install-db') || findExecutable(['/usr/bin/mariadb-install-db', '/usr/local/bin/mariadb-install-db'])
+  const server =
+    onPath('mariadbd') || findExecutable(['/usr/sbin/mariadbd', '/usr/local/sbin/mariadbd', '/usr/local/bin/mariadbd'])
+  const install =
+    onPath('mariadb-install-db') || findExecutable(['/usr/bin/mariadb-install-db', '/usr/local/bin/mariadb-install-db'])
   return server && install ? { server, install } : undefined
 }
 
@@ -230,7 +252,9 @@ async function startMariadb() {
       { encoding: 'utf8', timeout: 120_000 },
     )
     if (install.status !== 0) {
-      throw new Error(`mariadb-install-db exited ${install.status ?? install.signal}: ${install.error ?? ''}${install.stdout}${install.stderr}`)
+      throw new Error(
+        `mariadb-install-db exited ${install.status ?? install.signal}: ${install.error ?? ''}${install.stdout}${install.stderr}`,
+      )
     }
     const port = await freePort()
     const log = path.join(root, 'error.log')
@@ -252,8 +276,8 @@ async function startMariadb() {
       ],
       { stdio: 'ignore' },
     )
-    const exited = new Promise((resolve) => child.once('exit', resolve))
-    const early = exited.then((code) => {
+    const exited = new Promise(resolve => child.once('exit', resolve))
+    const early = exited.then(code => {
       throw new Error(`mariadbd exited ${code} before it listened: ${fs.readFileSync(log, 'utf8').slice(-2000)}`)
     })
     await Promise.race([waitForPort(port, 60_000), early])
@@ -281,4 +305,14 @@ async function startMariadb() {
   }
 }
 
-module.exports = { freePort, findExecutable, onPath, reportMissing, runAs, startMariadb, startPostgres, startRedis, waitForPort }
+module.exports = {
+  freePort,
+  findExecutable,
+  onPath,
+  reportMissing,
+  runAs,
+  startMariadb,
+  startPostgres,
+  startRedis,
+  waitForPort,
+}

@@ -12,7 +12,7 @@ const { setTimeout: sleep } = require('node:timers/promises')
 
 const { Snowflake } = require('..')
 const { postgresFunctions } = require('../lib/sql.js')
-const { ROOT, WASI, cleanEnv, runCli } = require('./helpers.js')
+const { WASI, cleanEnv, runCli } = require('./helpers.js')
 const { reportMissing, startPostgres } = require('./servers.js')
 
 const TOTAL = 100_000
@@ -23,12 +23,24 @@ const LAYOUTS = [
   { name: 'default', env: {}, options: {} },
   {
     name: 'wide_sequence',
-    env: { SNOWID_DATACENTER_BITS: '0', SNOWID_WORKER_BITS: '4', SNOWID_CLOCK_BACK_BITS: '0', SNOWID_SEQUENCE_BITS: '20', SNOWID_EPOCH: '2025-01-01' },
+    env: {
+      SNOWID_DATACENTER_BITS: '0',
+      SNOWID_WORKER_BITS: '4',
+      SNOWID_CLOCK_BACK_BITS: '0',
+      SNOWID_SEQUENCE_BITS: '20',
+      SNOWID_EPOCH: '2025-01-01',
+    },
     options: { datacenterBits: 0, workerBits: 4, clockBackBits: 0, sequenceBits: 20, epoch: '2025-01-01' },
   },
   {
     name: 'zero_widths',
-    env: { SNOWID_DATACENTER_BITS: '0', SNOWID_WORKER_BITS: '0', SNOWID_CLOCK_BACK_BITS: '3', SNOWID_SEQUENCE_BITS: '8', SNOWID_EPOCH: '2024-06-15T12:34:56.789Z' },
+    env: {
+      SNOWID_DATACENTER_BITS: '0',
+      SNOWID_WORKER_BITS: '0',
+      SNOWID_CLOCK_BACK_BITS: '3',
+      SNOWID_SEQUENCE_BITS: '8',
+      SNOWID_EPOCH: '2024-06-15T12:34:56.789Z',
+    },
     options: { datacenterBits: 0, workerBits: 0, clockBackBits: 3, sequenceBits: 8, epoch: '2024-06-15T12:34:56.789Z' },
   },
 ]
@@ -40,7 +52,9 @@ const LAYOUTS = [
  */
 async function idsFor(layout) {
   const bits = layout.options.workerBits ?? 5
-  const gens = [0, 1, 2, 3].filter((w) => w < 2 ** bits).map((workerId) => new Snowflake({ ...layout.options, workerId, lease: false }))
+  const gens = [0, 1, 2, 3]
+    .filter(w => w < 2 ** bits)
+    .map(workerId => new Snowflake({ ...layout.options, workerId, lease: false }))
   const reader = gens[0]
   const { epoch, expiresAt } = reader.config()
   const ids = new Set([0n, MAX_ID, reader.minIdAt(epoch), reader.maxIdAt(expiresAt), reader.minIdAt(expiresAt)])
@@ -84,14 +98,21 @@ test('snowid sql: usage errors exit 2 with a message; --json prints the SQL as o
 })
 
 test('snowid sql postgres --functions takes the layout from the environment, and refuses a bad one with exit 1', () => {
-  const r = runCli(['sql', 'postgres', '--functions'], { SNOWID_SEQUENCE_BITS: '10', SNOWID_WORKER_BITS: '7', SNOWID_EPOCH: '2024-01-01' })
+  const r = runCli(['sql', 'postgres', '--functions'], {
+    SNOWID_SEQUENCE_BITS: '10',
+    SNOWID_WORKER_BITS: '7',
+    SNOWID_EPOCH: '2024-01-01',
+  })
   assert.equal(r.status, 0, r.stderr)
   assert.match(r.stdout, /^-- {3}epoch 1704067200000 \(2024-01-01T00:00:00.000Z\), timestamp 41 bits/m)
   assert.match(r.stdout, /RETURN \(\(id >> 12\) & 127\)::integer;/, 'workerId: 7 bits above 2 + 10')
   const bad = runCli(['sql', 'postgres', '--functions'], { SNOWID_SEQUENCE_BITS: '64' })
   assert.equal(bad.status, 1)
   assert.equal(bad.stdout, '')
-  assert.match(bad.stderr, /^snowid: SNOWID_SEQUENCE_BITS: expected an integer from 0 to 32, found "64" \(ERR_SNOWID_INVALID_CONFIG\)/)
+  assert.match(
+    bad.stderr,
+    /^snowid: SNOWID_SEQUENCE_BITS: expected an integer from 0 to 32, found "64" \(ERR_SNOWID_INVALID_CONFIG\)/,
+  )
   // No lease is taken to print SQL: a lease directory that cannot be used (a file) does not matter, where
   // `snowid config` fails on it.
   const dir = cleanEnv().SNOWID_LEASE_DIR
@@ -119,7 +140,10 @@ test('postgresFunctions() refuses what is not a layout', () => {
     [{ ...base, timestampBits: 40 }, 'RangeError'],
     [{ ...base, timestampBits: 53, sequenceBits: 0, clockBackBits: 0, workerBits: 7 }, 'RangeError'],
   ]) {
-    assert.throws(() => postgresFunctions(bad), (err) => err.constructor.name === name && err.code === 'ERR_SNOWID_INVALID_ARGUMENT')
+    assert.throws(
+      () => postgresFunctions(bad),
+      err => err.constructor.name === name && err.code === 'ERR_SNOWID_INVALID_ARGUMENT',
+    )
   }
 })
 
@@ -148,7 +172,12 @@ test('snowid sql mysql prints the lease table of snowid/mysql; reserved words ar
 })
 
 test('snowid sql refuses a temporary or system table with exit 1 and a coded message', () => {
-  for (const [dialect, table] of [['postgres', 'pg_temp.t'], ['postgres', 'information_schema.tables'], ['mysql', 'mysql.user'], ['mysql', 'a-b']]) {
+  for (const [dialect, table] of [
+    ['postgres', 'pg_temp.t'],
+    ['postgres', 'information_schema.tables'],
+    ['mysql', 'mysql.user'],
+    ['mysql', 'a-b'],
+  ]) {
     const r = runCli(['sql', dialect, '--table', table])
     assert.equal(r.status, 1, `${dialect} ${table}: ${r.stdout}`)
     assert.equal(r.stdout, '')
@@ -161,9 +190,15 @@ test('postgresFunctions() refuses a config that throws when read, and an epoch i
   const boom = () => {
     throw new Error('unreadable')
   }
-  assert.throws(() => postgresFunctions(new Proxy({}, { get: boom })), (err) => err instanceof TypeError && err.code === 'ERR_SNOWID_INVALID_ARGUMENT')
+  assert.throws(
+    () => postgresFunctions(new Proxy({}, { get: boom })),
+    err => err instanceof TypeError && err.code === 'ERR_SNOWID_INVALID_ARGUMENT',
+  )
   for (const epoch of [8.64e15, 9e15, Date.parse('2100-01-01')]) {
-    assert.throws(() => postgresFunctions({ ...base, epoch }), (err) => err instanceof RangeError && err.code === 'ERR_SNOWID_INVALID_ARGUMENT' && /in the past/.test(err.message))
+    assert.throws(
+      () => postgresFunctions({ ...base, epoch }),
+      err => err instanceof RangeError && err.code === 'ERR_SNOWID_INVALID_ARGUMENT' && /in the past/.test(err.message),
+    )
   }
 })
 
@@ -183,7 +218,7 @@ async function main() {
   test.before(() => client.connect())
 
   for (const layout of LAYOUTS) {
-    test(`${layout.name} layout: the SQL functions agree with decode, minIdAt and maxIdAt for ${TOTAL} ids`, async (t) => {
+    test(`${layout.name} layout: the SQL functions agree with decode, minIdAt and maxIdAt for ${TOTAL} ids`, async t => {
       const cli = runCli(['sql', 'postgres', '--functions'], layout.env)
       assert.equal(cli.status, 0, cli.stderr)
       const sql = cli.stdout
@@ -199,14 +234,23 @@ async function main() {
         [schema],
       )
       assert.deepEqual(
-        marks.map((m) => [m.proname, m.provolatile, m.proparallel, m.proisstrict]),
-        ['snowid_clock_back', 'snowid_datacenter_id', 'snowid_max_id_at', 'snowid_min_id_at', 'snowid_sequence', 'snowid_timestamp', 'snowid_worker_id'].map(
-          (name) => [name, 'i', 's', true],
-        ),
+        marks.map(m => [m.proname, m.provolatile, m.proparallel, m.proisstrict]),
+        [
+          'snowid_clock_back',
+          'snowid_datacenter_id',
+          'snowid_max_id_at',
+          'snowid_min_id_at',
+          'snowid_sequence',
+          'snowid_timestamp',
+          'snowid_worker_id',
+        ].map(name => [name, 'i', 's', true]),
       )
 
       await client.query('CREATE TABLE ids (id bigint PRIMARY KEY, n int NOT NULL)')
-      await client.query('INSERT INTO ids SELECT * FROM unnest($1::bigint[], $2::int[])', [ids.map(String), ids.map((_, n) => n)])
+      await client.query('INSERT INTO ids SELECT * FROM unnest($1::bigint[], $2::int[])', [
+        ids.map(String),
+        ids.map((_, n) => n),
+      ])
       await client.query('ANALYZE ids')
 
       // Every field, and both bounds of the id's own ms and of a time half a ms into it, in one query.
@@ -226,7 +270,15 @@ async function main() {
         const id = ids[row.n]
         const d = reader.decode(id)
         const inSql = [row.ms, row.dc, row.w, row.cb, row.seq, row.lo, row.hi]
-        const inJs = [d.timestamp, d.datacenterId, d.workerId, d.clockBack, d.sequence, reader.minIdAt(d.timestamp), reader.maxIdAt(d.timestamp)]
+        const inJs = [
+          d.timestamp,
+          d.datacenterId,
+          d.workerId,
+          d.clockBack,
+          d.sequence,
+          reader.minIdAt(d.timestamp),
+          reader.maxIdAt(d.timestamp),
+        ]
         if (row.lo_half !== null) {
           // Half a ms in: the smallest id at or after it is in the next ms; the largest at or before it, in this one.
           inSql.push(row.lo_half, row.hi_half)
@@ -241,9 +293,13 @@ async function main() {
       // The results read no setting: the same under another time zone and DateStyle (on every tenth id).
       const digest = `SELECT md5(string_agg(concat_ws(',', extract(epoch FROM snowid_timestamp(id)), snowid_min_id_at(snowid_timestamp(id)),
                              snowid_max_id_at(snowid_timestamp(id))), ';' ORDER BY id)) AS h FROM ids WHERE n % 10 = 0`
-      const { rows: [utc] } = await client.query(digest)
+      const {
+        rows: [utc],
+      } = await client.query(digest)
       await client.query("SET TimeZone = 'Pacific/Chatham'; SET DateStyle = 'SQL, DMY'")
-      const { rows: [chatham] } = await client.query(digest)
+      const {
+        rows: [chatham],
+      } = await client.query(digest)
       await client.query('RESET TimeZone; RESET DateStyle')
       assert.equal(chatham.h, utc.h)
     })
@@ -253,12 +309,12 @@ async function main() {
       await client.query(`SET search_path TO ${schema}`)
       const reader = new Snowflake({ ...layout.options, workerId: 0, lease: false })
       const { rows } = await client.query('SELECT id FROM ids ORDER BY id')
-      const all = rows.map((r) => ({ id: r.id, ms: reader.timestampOf(r.id) }))
+      const all = rows.map(r => ({ id: r.id, ms: reader.timestampOf(r.id) }))
       const now = Date.now()
-      const recent = all.map((r) => r.ms).filter((ms) => Math.abs(ms - now) < 3_600_000)
+      const recent = all.map(r => r.ms).filter(ms => Math.abs(ms - now) < 3_600_000)
       const times = [...new Set(recent)].sort((a, b) => a - b)
       assert.ok(times.length > 20, `the ids made now span ${times.length} ms`)
-      const pick = (q) => times[Math.floor(q * (times.length - 1))]
+      const pick = q => times[Math.floor(q * (times.length - 1))]
       const ranges = [
         [pick(0.25), pick(0.75)],
         [pick(0.5), pick(0.5)],
@@ -267,20 +323,27 @@ async function main() {
         [reader.config().epoch, reader.config().epoch + 1000],
       ]
       for (const [a, b] of ranges) {
-        const iso = (ms) => new Date(Math.floor(ms)).toISOString().replace('Z', `${String(Math.round((ms % 1) * 1000)).padStart(3, '0')}Z`)
+        const iso = ms =>
+          new Date(Math.floor(ms))
+            .toISOString()
+            .replace('Z', `${String(Math.round((ms % 1) * 1000)).padStart(3, '0')}Z`)
         const { rows: found } = await client.query(
           'SELECT id FROM ids WHERE id BETWEEN snowid_min_id_at($1::timestamptz) AND snowid_max_id_at($2::timestamptz) ORDER BY id',
           [iso(a), iso(b)],
         )
-        const expected = all.filter((r) => r.ms >= a && r.ms <= b).map((r) => r.id)
+        const expected = all.filter(r => r.ms >= a && r.ms <= b).map(r => r.id)
         assert.ok(expected.length > 0, `[${iso(a)}, ${iso(b)}] holds ids`)
-        assert.deepEqual(found.map((r) => r.id), expected, `[${iso(a)}, ${iso(b)}]`)
+        assert.deepEqual(
+          found.map(r => r.id),
+          expected,
+          `[${iso(a)}, ${iso(b)}]`,
+        )
       }
       // IMMUTABLE lets the planner fold the bounds into constants, so the range is an index scan of the key.
       const { rows: plan } = await client.query(
         `EXPLAIN SELECT id FROM ids WHERE id BETWEEN snowid_min_id_at('${new Date(pick(0.5)).toISOString()}') AND snowid_max_id_at('${new Date(pick(0.5)).toISOString()}')`,
       )
-      const text = plan.map((r) => r['QUERY PLAN']).join('\n')
+      const text = plan.map(r => r['QUERY PLAN']).join('\n')
       assert.match(text, /Index (Only )?Scan/, text)
       assert.doesNotMatch(text, /snowid_/, `the bounds are constants in the plan:\n${text}`)
     })
@@ -291,24 +354,40 @@ async function main() {
     const reader = new Snowflake({ workerId: 0, lease: false })
     const { epoch, expiresAt } = reader.config()
     const cases = [
-      ['SELECT snowid_timestamp(-1)', '22003', /^snowid_timestamp: expected an id from 0 to 9223372036854775807, found -1$/],
+      [
+        'SELECT snowid_timestamp(-1)',
+        '22003',
+        /^snowid_timestamp: expected an id from 0 to 9223372036854775807, found -1$/,
+      ],
       ['SELECT snowid_worker_id(-9223372036854775808)', '22003', /^snowid_worker_id: expected an id/],
       ['SELECT snowid_sequence(-5)', '22003', /found -5$/],
-      [`SELECT snowid_min_id_at('${new Date(epoch - 1).toISOString()}')`, '22008', /^snowid_min_id_at: expected a time from 2020-01-31T16:00:00.000Z \(the epoch\) to 2089-10-07T07:47:35.551Z, found /],
-      [`SELECT snowid_max_id_at('${new Date(expiresAt + 1).toISOString()}')`, '22008', /^snowid_max_id_at: expected a time/],
+      [
+        `SELECT snowid_min_id_at('${new Date(epoch - 1).toISOString()}')`,
+        '22008',
+        /^snowid_min_id_at: expected a time from 2020-01-31T16:00:00.000Z \(the epoch\) to 2089-10-07T07:47:35.551Z, found /,
+      ],
+      [
+        `SELECT snowid_max_id_at('${new Date(expiresAt + 1).toISOString()}')`,
+        '22008',
+        /^snowid_max_id_at: expected a time/,
+      ],
       ["SELECT snowid_min_id_at('infinity')", '22008', /found infinity$/],
       ["SELECT snowid_max_id_at('-infinity')", '22008', /found -infinity$/],
     ]
     for (const [sql, code, message] of cases) {
-      await assert.rejects(client.query(sql), (err) => {
+      await assert.rejects(client.query(sql), err => {
         assert.equal(err.code, code, `${sql}: ${err.message}`)
         assert.match(err.message, message)
         return true
       })
     }
-    const { rows: [nulls] } = await client.query('SELECT snowid_timestamp(NULL) AS a, snowid_min_id_at(NULL) AS b')
+    const {
+      rows: [nulls],
+    } = await client.query('SELECT snowid_timestamp(NULL) AS a, snowid_min_id_at(NULL) AS b')
     assert.deepEqual(nulls, { a: null, b: null })
-    const { rows: [edges] } = await client.query(
+    const {
+      rows: [edges],
+    } = await client.query(
       `SELECT snowid_min_id_at('${new Date(epoch).toISOString()}') AS lo, snowid_max_id_at('${new Date(expiresAt).toISOString()}') AS hi`,
     )
     assert.deepEqual(edges, { lo: '0', hi: String(MAX_ID) })

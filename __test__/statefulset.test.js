@@ -13,7 +13,14 @@ const { ROOT, cleanEnv, probeFirstId: probe, runCli, runNode, wasiSkip } = requi
 const FROM = { SNOWID_WORKER_ID_FROM: 'statefulset' }
 
 test('the default generator takes its worker id from the pod name, and config() says so', () => {
-  for (const [host, workerId] of [['web-0', 0], ['web-3', 3], ['my-app-12', 12], ['a-b-c-7', 7], ['web-31', 31], ['db-5.db.prod.svc.cluster.local', 5]]) {
+  for (const [host, workerId] of [
+    ['web-0', 0],
+    ['web-3', 3],
+    ['my-app-12', 12],
+    ['a-b-c-7', 7],
+    ['web-31', 31],
+    ['db-5.db.prod.svc.cluster.local', 5],
+  ]) {
     const out = probe({ ...FROM, HOSTNAME: host, SNOWID_DATACENTER_ID: '2' })
     assert.equal(out.error, undefined, `${host}: ${JSON.stringify(out.error)}`)
     assert.equal(out.decoded.workerId, workerId, host)
@@ -59,7 +66,8 @@ test('a host name without an ordinal, or with one out of range, fails the first 
     assert.equal(out.error.name, name, `${host}: ${out.error.message}`)
     assert.ok(out.error.message.startsWith('HOSTNAME: expected a StatefulSet pod name'), out.error.message)
     // A name past 40 characters is cut there in the message, with its length.
-    const shown = host.length <= 40 ? JSON.stringify(host) : `${JSON.stringify(host.slice(0, 40))}... (${host.length} characters)`
+    const shown =
+      host.length <= 40 ? JSON.stringify(host) : `${JSON.stringify(host.slice(0, 40))}... (${host.length} characters)`
     assert.ok(out.error.message.endsWith(`found ${shown}`), out.error.message)
   }
   const wide = probe({ ...FROM, HOSTNAME: 'web-32', SNOWID_WORKER_BITS: '6', SNOWID_DATACENTER_BITS: '2' })
@@ -76,25 +84,33 @@ test('snowid config shows where the worker id came from', () => {
   assert.deepEqual([c.workerId, c.sources.workerId], [6, 'statefulset'])
 })
 
-test('a second process in the pod that reads the same ordinal gets ERR_SNOWID_WORKER_ID_IN_USE', wasiSkip('no flock, so no host lease to find the first process by'), async () => {
-  const env = cleanEnv({ ...FROM, HOSTNAME: 'web-4' })
-  const holder = spawn(process.execPath, ['-e', "require('.').nextId(); console.log('ready'); setInterval(() => {}, 1000)"], {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  try {
-    const [line] = await once(holder.stdout, 'data')
-    assert.equal(String(line).trim(), 'ready')
-    const out = probe({ ...FROM, HOSTNAME: 'web-4', SNOWID_LEASE_DIR: env.SNOWID_LEASE_DIR })
-    assert.equal(out.error?.code, 'ERR_SNOWID_WORKER_ID_IN_USE', JSON.stringify(out))
-    assert.match(out.error.message, /statefulset/)
-  } finally {
-    if (holder.exitCode === null && holder.signalCode === null) {
-      const exited = once(holder, 'exit')
-      holder.kill()
-      await exited
+test(
+  'a second process in the pod that reads the same ordinal gets ERR_SNOWID_WORKER_ID_IN_USE',
+  wasiSkip('no flock, so no host lease to find the first process by'),
+  async () => {
+    const env = cleanEnv({ ...FROM, HOSTNAME: 'web-4' })
+    const holder = spawn(
+      process.execPath,
+      ['-e', "require('.').nextId(); console.log('ready'); setInterval(() => {}, 1000)"],
+      {
+        cwd: ROOT,
+        env,
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    )
+    try {
+      const [line] = await once(holder.stdout, 'data')
+      assert.equal(String(line).trim(), 'ready')
+      const out = probe({ ...FROM, HOSTNAME: 'web-4', SNOWID_LEASE_DIR: env.SNOWID_LEASE_DIR })
+      assert.equal(out.error?.code, 'ERR_SNOWID_WORKER_ID_IN_USE', JSON.stringify(out))
+      assert.match(out.error.message, /statefulset/)
+    } finally {
+      if (holder.exitCode === null && holder.signalCode === null) {
+        const exited = once(holder, 'exit')
+        holder.kill()
+        await exited
+      }
+      fs.rmSync(env.SNOWID_LEASE_DIR, { recursive: true, force: true })
     }
-    fs.rmSync(env.SNOWID_LEASE_DIR, { recursive: true, force: true })
-  }
-})
+  },
+)

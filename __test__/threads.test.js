@@ -9,7 +9,9 @@ const { Worker } = require('node:worker_threads')
 require('./helpers.js').isolateLeases()
 
 // Each worker_thread instantiates the WASI build's wasm module afresh: threads do not share the generator there.
-const SHARED = require('./helpers.js').wasiSkip("each worker_thread instantiates the wasm module afresh, so threads cannot share the process's generator (a second thread with its worker id gets ERR_SNOWID_WORKER_ID_IN_USE, tested in wasi.test.js)")
+const SHARED = require('./helpers.js').wasiSkip(
+  "each worker_thread instantiates the wasm module afresh, so threads cannot share the process's generator (a second thread with its worker id gets ERR_SNOWID_WORKER_ID_IN_USE, tested in wasi.test.js)",
+)
 
 const ROOT = path.resolve(__dirname, '..')
 
@@ -24,11 +26,15 @@ parentPort.postMessage(ids, [ids.buffer])
 
 function runThreads(threads, n, useString = false) {
   return Promise.all(
-    Array.from({ length: threads }, () => new Promise((resolve, reject) => {
-      const w = new Worker(WORKER, { eval: true, workerData: { root: ROOT, n, useString } })
-      w.once('message', resolve)
-      w.once('error', reject)
-    })),
+    Array.from(
+      { length: threads },
+      () =>
+        new Promise((resolve, reject) => {
+          const w = new Worker(WORKER, { eval: true, workerData: { root: ROOT, n, useString } })
+          w.once('message', resolve)
+          w.once('error', reject)
+        }),
+    ),
   )
 }
 
@@ -43,7 +49,7 @@ test('4 worker_threads x 250k ids share the process generator with 0 duplicates'
   }
   assert.equal(all.size, 1_000_000, `duplicates: ${1_000_000 - all.size}`)
   // Threads share their process's lease: one worker id for all of them.
-  const workerIds = new Set(results.map((ids) => snowid.decode(ids[0]).workerId))
+  const workerIds = new Set(results.map(ids => snowid.decode(ids[0]).workerId))
   assert.deepEqual([...workerIds], [snowid.config().workerId])
   // The main thread draws from the same state as the threads did.
   const mine = snowid.nextId()
@@ -77,28 +83,38 @@ while (i < ids.length) {
 parentPort.postMessage(ids, [ids.buffer])
 `
 
-test('threads sharing an identity with sequence values to spare: each thread increasing, 0 duplicates, and later ids later', SHARED, async () => {
-  const { Snowflake } = require('..')
-  const options = { workerId: 5, lease: false, datacenterBits: 0, workerBits: 3, clockBackBits: 1, sequenceBits: 18 }
-  const n = 500_000
-  const results = await Promise.all(Array.from({ length: 4 }, () => new Promise((resolve, reject) => {
-    const w = new Worker(RUNS, { eval: true, workerData: { root: ROOT, n, options } })
-    w.once('message', resolve)
-    w.once('error', reject)
-  })))
-  const all = new BigInt64Array(4 * n)
-  results.forEach((ids, k) => {
-    for (let i = 1; i < ids.length; i++) assert.ok(ids[i] > ids[i - 1], `thread ${k}: ${ids[i]} after ${ids[i - 1]}`)
-    all.set(ids, k * n)
-  })
-  all.sort()
-  let duplicates = 0
-  for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) duplicates++
-  assert.equal(duplicates, 0)
-  // Every thread has returned, and this thread holds no run of that state: an id asked for now is past all of theirs.
-  const mine = new Snowflake(options).nextId()
-  assert.ok(mine > all[all.length - 1], `${mine} is not past ${all[all.length - 1]}`)
-})
+test(
+  'threads sharing an identity with sequence values to spare: each thread increasing, 0 duplicates, and later ids later',
+  SHARED,
+  async () => {
+    const { Snowflake } = require('..')
+    const options = { workerId: 5, lease: false, datacenterBits: 0, workerBits: 3, clockBackBits: 1, sequenceBits: 18 }
+    const n = 500_000
+    const results = await Promise.all(
+      Array.from(
+        { length: 4 },
+        () =>
+          new Promise((resolve, reject) => {
+            const w = new Worker(RUNS, { eval: true, workerData: { root: ROOT, n, options } })
+            w.once('message', resolve)
+            w.once('error', reject)
+          }),
+      ),
+    )
+    const all = new BigInt64Array(4 * n)
+    results.forEach((ids, k) => {
+      for (let i = 1; i < ids.length; i++) assert.ok(ids[i] > ids[i - 1], `thread ${k}: ${ids[i]} after ${ids[i - 1]}`)
+      all.set(ids, k * n)
+    })
+    all.sort()
+    let duplicates = 0
+    for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) duplicates++
+    assert.equal(duplicates, 0)
+    // Every thread has returned, and this thread holds no run of that state: an id asked for now is past all of theirs.
+    const mine = new Snowflake(options).nextId()
+    assert.ok(mine > all[all.length - 1], `${mine} is not past ${all[all.length - 1]}`)
+  },
+)
 
 // Each thread makes small batches (written to its module's scratch and copied out) and decodes each batch's last id
 // (whose fields come back through the same scratch), checking every field against the id's own bits.
@@ -118,23 +134,31 @@ for (let i = 0; i < workerData.n; i++) {
 parentPort.postMessage(ids, [ids.buffer])
 `
 
-test('threads making small batches and decoding at once each use their own scratch: every field right, 0 duplicates', SHARED, async () => {
-  const results = await Promise.all(
-    Array.from({ length: 3 }, () => new Promise((resolve, reject) => {
-      const w = new Worker(BATCHES, { eval: true, workerData: { root: ROOT, n: 50_000 } })
-      w.once('message', resolve)
-      w.once('error', reject)
-    })),
-  )
-  const all = new BigInt64Array(results.reduce((n, r) => n + r.length, 0))
-  let at = 0
-  for (const ids of results) {
-    for (let i = 1; i < ids.length; i++) assert.ok(ids[i] > ids[i - 1], 'increasing within a thread')
-    all.set(ids, at)
-    at += ids.length
-  }
-  all.sort()
-  let duplicates = 0
-  for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) duplicates++
-  assert.equal(duplicates, 0)
-})
+test(
+  'threads making small batches and decoding at once each use their own scratch: every field right, 0 duplicates',
+  SHARED,
+  async () => {
+    const results = await Promise.all(
+      Array.from(
+        { length: 3 },
+        () =>
+          new Promise((resolve, reject) => {
+            const w = new Worker(BATCHES, { eval: true, workerData: { root: ROOT, n: 50_000 } })
+            w.once('message', resolve)
+            w.once('error', reject)
+          }),
+      ),
+    )
+    const all = new BigInt64Array(results.reduce((n, r) => n + r.length, 0))
+    let at = 0
+    for (const ids of results) {
+      for (let i = 1; i < ids.length; i++) assert.ok(ids[i] > ids[i - 1], 'increasing within a thread')
+      all.set(ids, at)
+      at += ids.length
+    }
+    all.sort()
+    let duplicates = 0
+    for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) duplicates++
+    assert.equal(duplicates, 0)
+  },
+)

@@ -1,7 +1,26 @@
 // Compiled by `npm run test:types` (tsc --noEmit, strict): a typing regression fails the tests.
-import { nextId, nextIdString, nextIds, nextIdStrings, decode, config, configure, stats, workerSlots, Snowflake } from 'snowid'
+import {
+  nextId,
+  nextIdString,
+  nextIds,
+  nextIdStrings,
+  decode,
+  config,
+  configure,
+  stats,
+  workerSlots,
+  Snowflake,
+} from 'snowid'
 import { timestampOf, minIdAt, maxIdAt, encode, parse } from 'snowid'
-import type { DecodedId, SnowflakeOptions, SnowidConfig, SnowidStats, ConfigSource, OnClockBack, WorkerSlots } from 'snowid'
+import type {
+  DecodedId,
+  SnowflakeOptions,
+  SnowidConfig,
+  SnowidStats,
+  ConfigSource,
+  OnClockBack,
+  WorkerSlots,
+} from 'snowid'
 import { fork, workers } from 'snowid/cluster'
 import type { Worker } from 'snowid/cluster'
 
@@ -62,7 +81,8 @@ const ifTaken: 'fail' | 'next' = c.workerIdIfTaken
 const from: 'statefulset' | null = c.workerIdFrom
 const fromSources: ConfigSource[] = [c.sources.workerIdIfTaken, c.sources.workerIdFrom, c.sources.singleInstance]
 const single: boolean = c.singleInstance
-const where: 'kubernetes' | 'ecs' | 'cloudrun' | 'nomad' | 'heroku' | 'fly' | 'lambda' | 'container' | null = c.environment
+const where: 'kubernetes' | 'ecs' | 'cloudrun' | 'nomad' | 'heroku' | 'fly' | 'lambda' | 'container' | null =
+  c.environment
 const required: SnowidErrorCode = 'ERR_SNOWID_IDENTITY_REQUIRED'
 const statefulset: ConfigSource = 'statefulset'
 const leaseSource: ConfigSource = c.sources.datacenterId
@@ -71,7 +91,7 @@ const pm2: ConfigSource = 'pm2'
 const s: SnowidStats = stats()
 const counters: number[] = [s.leadMs, s.clockBack, s.clockBackEvents, s.waits, s.markWrites, gen.stats().markWrites]
 const slots: WorkerSlots = workerSlots({ SNOWID_DATACENTER_ID: '1' })
-const recorded: number[] = slots.recorded.map((r) => r.workerId + r.pid)
+const recorded: number[] = slots.recorded.map(r => r.workerId + r.pid)
 const worker: Worker = fork({ PORT: '3000' })
 const held: Map<number, Worker> = workers()
 
@@ -100,7 +120,39 @@ const whereText: 'docker' = c.environment
 // @ts-expect-error fork's env holds strings
 fork({ SNOWID_DATACENTER_ID: 1 })
 
-export { many, filled, texts, modMany, modTexts, ts, idText, fields, b, d, source, policy, numbers, wrong, badSource, leased, dir, ifTaken, from, fromSources, fromText, single, where, required, whereText, pm2, statefulset, counters, recorded, worker, held }
+export {
+  many,
+  filled,
+  texts,
+  modMany,
+  modTexts,
+  ts,
+  idText,
+  fields,
+  b,
+  d,
+  source,
+  policy,
+  numbers,
+  wrong,
+  badSource,
+  leased,
+  dir,
+  ifTaken,
+  from,
+  fromSources,
+  fromText,
+  single,
+  where,
+  required,
+  whereText,
+  pm2,
+  statefulset,
+  counters,
+  recorded,
+  worker,
+  held,
+}
 
 const at: number = timestampOf(id)
 const low: bigint = minIdAt(new Date())
@@ -114,10 +166,17 @@ encode(id, 'base64')
 const genAt: number = gen.timestampOf(id)
 const genRange: bigint[] = [gen.minIdAt(at), gen.maxIdAt(new Date(at))]
 
-import { acquireWorkerId, configureWorkerId, RedisLease } from 'snowid/redis'
+import { acquireWorkerId, configureWorkerId, type RedisLease } from 'snowid/redis'
 import type { RedisAcquireOptions, SnowidRedisError } from 'snowid/redis'
 declare const ioredisLike: { call(command: string, ...args: Array<string | number>): Promise<unknown> }
-const redisOptions: RedisAcquireOptions = { client: ioredisLike, datacenterId: 1, keyPrefix: 'app', ttlMs: 10000, waitMs: 5000, snowflake: { maxLeadMs: 5 } }
+const redisOptions: RedisAcquireOptions = {
+  client: ioredisLike,
+  datacenterId: 1,
+  keyPrefix: 'app',
+  ttlMs: 10000,
+  waitMs: 5000,
+  snowflake: { maxLeadMs: 5 },
+}
 async function useLease(): Promise<bigint> {
   const lease: RedisLease = await acquireWorkerId(redisOptions)
   lease.on('lost', (err: SnowidRedisError) => err.code)
@@ -158,7 +217,13 @@ export { functionsSql }
 // Reading ids of another layout, without generating.
 import { SnowflakeLayout } from 'snowid'
 import type { LayoutOptions, LayoutSpec } from 'snowid'
-const discordOptions: LayoutOptions = { epoch: 1420070400000, datacenterBits: 5, workerBits: 5, clockBackBits: 0, sequenceBits: 12 }
+const discordOptions: LayoutOptions = {
+  epoch: 1420070400000,
+  datacenterBits: 5,
+  workerBits: 5,
+  clockBackBits: 0,
+  sequenceBits: 12,
+}
 const discord = new SnowflakeLayout(discordOptions)
 const discordFields: DecodedId = discord.decode(175928847299117063n)
 const discordMs: number = discord.timestampOf('175928847299117063')
@@ -171,7 +236,7 @@ new SnowflakeLayout({ workerId: 3 })
 gen._fence(0)
 
 // snowid/postgres: the same lease object as snowid/redis.
-import { acquireWorkerId as acquireFromPostgres, PostgresLease, tableSql } from 'snowid/postgres'
+import { acquireWorkerId as acquireFromPostgres, type PostgresLease, tableSql } from 'snowid/postgres'
 import type { PostgresAcquireOptions, SnowidPostgresError } from 'snowid/postgres'
 declare const pgPool: { query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> }
 declare const postgresJs: { unsafe(text: string, values?: unknown[]): Promise<unknown[]> }

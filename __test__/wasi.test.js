@@ -21,25 +21,38 @@ if (!BUILT) process.stderr.write(`\n*** SKIPPED: the WASI build's tests: ${NEEDS
 // load as an unsupported platform would.
 const NO_NATIVE = { NAPI_RS_NATIVE_LIBRARY_PATH: '/nonexistent/snowid.node' }
 
-test('no native binary: the loader falls back to the snowid-wasm32-wasi package, which makes ids with an explicit worker id', NEEDS_WASM, () => {
-  const r = runNode(
-    `const s = require('.'); const id = s.nextId(); console.log(JSON.stringify({ target: require('./binding.js').__napiBindingTarget, workerId: s.decode(id).workerId, next: s.nextId() > id }))`,
-    { ...NO_NATIVE, SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '9' },
-  )
-  assert.equal(r.status, 0, r.stderr)
-  assert.deepEqual(JSON.parse(r.stdout), { target: 'wasm32-wasi', workerId: 9, next: true })
-})
+test(
+  'no native binary: the loader falls back to the snowid-wasm32-wasi package, which makes ids with an explicit worker id',
+  NEEDS_WASM,
+  () => {
+    const r = runNode(
+      `const s = require('.'); const id = s.nextId(); console.log(JSON.stringify({ target: require('./binding.js').__napiBindingTarget, workerId: s.decode(id).workerId, next: s.nextId() > id }))`,
+      { ...NO_NATIVE, SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '9' },
+    )
+    assert.equal(r.status, 0, r.stderr)
+    assert.deepEqual(JSON.parse(r.stdout), { target: 'wasm32-wasi', workerId: 9, next: true })
+  },
+)
 
 test('on WASI the host lease is unsupported: a coded error says what to configure', NEEDS_WASM, () => {
-  const r = runNode(`try { require('.').nextId(); console.log('made') } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })) }`, {
-    NAPI_RS_FORCE_WASI: 'error',
-    SNOWID_LEASE: undefined,
-  })
+  const r = runNode(
+    `try { require('.').nextId(); console.log('made') } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })) }`,
+    {
+      NAPI_RS_FORCE_WASI: 'error',
+      SNOWID_LEASE: undefined,
+    },
+  )
   assert.equal(r.status, 0, r.stderr)
   const e = JSON.parse(r.stdout)
   assert.equal(e.code, 'ERR_SNOWID_LEASE_UNSUPPORTED')
   assert.match(e.message, /expected a platform with flock, found WASI/)
-  for (const what of ['SNOWID_LEASE=off', 'SNOWID_WORKER_ID', 'SNOWID_WORKER_ID_FROM=statefulset', 'snowid/redis', 'snowid/postgres']) {
+  for (const what of [
+    'SNOWID_LEASE=off',
+    'SNOWID_WORKER_ID',
+    'SNOWID_WORKER_ID_FROM=statefulset',
+    'snowid/redis',
+    'snowid/postgres',
+  ]) {
     assert.ok(e.message.includes(what), what)
   }
   assert.ok(e.message.length <= 400, e.message)
@@ -88,27 +101,43 @@ next()
 `
 
 function wasiThreads(loadFirst, mode, envs) {
-  const r = runNode(WASI_THREADS, { NAPI_RS_FORCE_WASI: 'error', SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '3', NODE_OPTIONS: '--disable-warning=ExperimentalWarning' }, [
-    JSON.stringify([loadFirst, mode, envs]),
-  ])
+  const r = runNode(
+    WASI_THREADS,
+    {
+      NAPI_RS_FORCE_WASI: 'error',
+      SNOWID_LEASE: 'off',
+      SNOWID_WORKER_ID: '3',
+      NODE_OPTIONS: '--disable-warning=ExperimentalWarning',
+    },
+    [JSON.stringify([loadFirst, mode, envs])],
+  )
   assert.equal(r.status, 0, r.stderr)
   return JSON.parse(r.stdout)
 }
 
-test('WASI: a second worker_thread with the first one’s worker id gets ERR_SNOWID_WORKER_ID_IN_USE, not its ids', NEEDS_WASM, () => {
-  for (const mode of ['default', 'snowflake']) {
-    const { threads, total, distinct } = wasiThreads(true, mode, [null, null])
-    const [first, second] = threads
-    const workerId = mode === 'default' ? 3 : 5
-    assert.deepEqual(first, { count: 20000, workerIds: [workerId] })
-    assert.equal(distinct, total)
-    assert.equal(second.count, undefined, 'the second thread made ids')
-    assert.equal(second.code, 'ERR_SNOWID_WORKER_ID_IN_USE', second.message)
-    assert.match(second.message, new RegExp(`^workerId ${workerId} \\(datacenterId 0\\) in worker_thread \\d+: expected one no other thread makes ids with, found it in use by worker_thread \\d+\\. `))
-    assert.match(second.message, /SNOWID_WORKER_ID/)
-    assert.ok(second.message.length <= 400, second.message)
-  }
-})
+test(
+  'WASI: a second worker_thread with the first one’s worker id gets ERR_SNOWID_WORKER_ID_IN_USE, not its ids',
+  NEEDS_WASM,
+  () => {
+    for (const mode of ['default', 'snowflake']) {
+      const { threads, total, distinct } = wasiThreads(true, mode, [null, null])
+      const [first, second] = threads
+      const workerId = mode === 'default' ? 3 : 5
+      assert.deepEqual(first, { count: 20000, workerIds: [workerId] })
+      assert.equal(distinct, total)
+      assert.equal(second.count, undefined, 'the second thread made ids')
+      assert.equal(second.code, 'ERR_SNOWID_WORKER_ID_IN_USE', second.message)
+      assert.match(
+        second.message,
+        new RegExp(
+          `^workerId ${workerId} \\(datacenterId 0\\) in worker_thread \\d+: expected one no other thread makes ids with, found it in use by worker_thread \\d+\\. `,
+        ),
+      )
+      assert.match(second.message, /SNOWID_WORKER_ID/)
+      assert.ok(second.message.length <= 400, second.message)
+    }
+  },
+)
 
 test('WASI: worker_threads with worker ids of their own make ids side by side, with 0 duplicates', NEEDS_WASM, () => {
   const { threads, total, distinct } = wasiThreads(true, 'default', ['1', '2', '4'])
@@ -121,11 +150,18 @@ test('WASI: worker_threads with worker ids of their own make ids side by side, w
   assert.equal(distinct, 60000)
 })
 
-test('WASI: a worker_thread started before the main thread loaded snowid gets ERR_SNOWID_WASI_THREAD', NEEDS_WASM, () => {
-  const [r] = wasiThreads(false, 'default', [null]).threads
-  assert.equal(r.count, undefined, 'the thread made ids')
-  assert.equal(r.code, 'ERR_SNOWID_WASI_THREAD', r.message)
-  assert.match(r.message, /^ids in worker_thread \d+: expected snowid loaded by the main thread before this thread started/)
-  assert.match(r.message, /require\('snowid'\) in the main thread first/)
-  assert.ok(r.message.length <= 400, r.message)
-})
+test(
+  'WASI: a worker_thread started before the main thread loaded snowid gets ERR_SNOWID_WASI_THREAD',
+  NEEDS_WASM,
+  () => {
+    const [r] = wasiThreads(false, 'default', [null]).threads
+    assert.equal(r.count, undefined, 'the thread made ids')
+    assert.equal(r.code, 'ERR_SNOWID_WASI_THREAD', r.message)
+    assert.match(
+      r.message,
+      /^ids in worker_thread \d+: expected snowid loaded by the main thread before this thread started/,
+    )
+    assert.match(r.message, /require\('snowid'\) in the main thread first/)
+    assert.ok(r.message.length <= 400, r.message)
+  },
+)

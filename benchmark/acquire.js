@@ -38,8 +38,9 @@ async function timeAcquire(acquire) {
   return ms
 }
 
-const median = (values) => [...values].sort((a, b) => a - b)[values.length >> 1]
-const fmt = (values) => `${median(values).toFixed(1)} ms (min ${Math.min(...values).toFixed(1)}, max ${Math.max(...values).toFixed(1)})`
+const median = values => [...values].sort((a, b) => a - b)[values.length >> 1]
+const fmt = values =>
+  `${median(values).toFixed(1)} ms (min ${Math.min(...values).toFixed(1)}, max ${Math.max(...values).toFixed(1)})`
 
 async function measure(name, rounds, { newTable, freshSlot, usedSlot }) {
   const row = { store: name }
@@ -50,7 +51,8 @@ async function measure(name, rounds, { newTable, freshSlot, usedSlot }) {
   ]
   for (const [label, run] of cases) {
     const times = []
-    for (let i = 0; i < (label === 'new table' && name === 'Redis' ? Math.min(rounds, 2) : rounds); i++) times.push(await timeAcquire(() => run(i)))
+    for (let i = 0; i < (label === 'new table' && name === 'Redis' ? Math.min(rounds, 2) : rounds); i++)
+      times.push(await timeAcquire(() => run(i)))
     row[label] = fmt(times)
   }
   return row
@@ -65,8 +67,8 @@ async function postgres(rounds) {
   try {
     await pool.query('SELECT 1')
     return await measure('PostgreSQL (pg Pool)', rounds, {
-      newTable: (i) => acquireWorkerId({ client: pool, table: `new_${i}` }),
-      freshSlot: (i) => acquireWorkerId({ client: pool, table: 'new_0', datacenterId: 1 + (i % 7) }),
+      newTable: i => acquireWorkerId({ client: pool, table: `new_${i}` }),
+      freshSlot: i => acquireWorkerId({ client: pool, table: 'new_0', datacenterId: 1 + (i % 7) }),
       usedSlot: () => acquireWorkerId({ client: pool, table: 'new_0' }),
     })
   } finally {
@@ -82,17 +84,23 @@ async function mysql(rounds) {
   const setup = mysql2.createConnection({ host: server.host, port: server.port, user: server.user }).promise()
   await setup.query('CREATE DATABASE bench')
   await setup.end()
-  const pool = mysql2.createPool({ host: server.host, port: server.port, user: server.user, database: 'bench', connectionLimit: 4 })
+  const pool = mysql2.createPool({
+    host: server.host,
+    port: server.port,
+    user: server.user,
+    database: 'bench',
+    connectionLimit: 4,
+  })
   const { acquireWorkerId } = require(path.join(root, 'lib', 'mysql.js'))
   try {
     await pool.promise().query('SELECT 1')
     return await measure('MySQL (MariaDB, mysql2 Pool)', rounds, {
-      newTable: (i) => acquireWorkerId({ client: pool, table: `new_${i}` }),
-      freshSlot: (i) => acquireWorkerId({ client: pool, table: 'new_0', datacenterId: 1 + (i % 7) }),
+      newTable: i => acquireWorkerId({ client: pool, table: `new_${i}` }),
+      freshSlot: i => acquireWorkerId({ client: pool, table: 'new_0', datacenterId: 1 + (i % 7) }),
       usedSlot: () => acquireWorkerId({ client: pool, table: 'new_0' }),
     })
   } finally {
-    await new Promise((resolve) => pool.end(() => resolve()))
+    await new Promise(resolve => pool.end(() => resolve()))
     await server.stop()
   }
 }
@@ -106,8 +114,8 @@ async function redis(rounds) {
   try {
     await client.ping()
     return await measure('Redis (ioredis)', rounds, {
-      newTable: (i) => acquireWorkerId({ client, keyPrefix: `new${i}` }),
-      freshSlot: (i) => acquireWorkerId({ client, keyPrefix: 'new0', datacenterId: 1 + (i % 7) }),
+      newTable: i => acquireWorkerId({ client, keyPrefix: `new${i}` }),
+      freshSlot: i => acquireWorkerId({ client, keyPrefix: 'new0', datacenterId: 1 + (i % 7) }),
       usedSlot: () => acquireWorkerId({ client, keyPrefix: 'new0' }),
     })
   } finally {
@@ -119,10 +127,18 @@ async function redis(rounds) {
 async function main() {
   const { rounds } = parseArgs(process.argv.slice(2))
   const cpu = os.cpus()[0]
-  console.log(`acquireWorkerId latency, ${rounds} rounds per case (Redis new table: ${Math.min(rounds, 2)}), ttlMs 10000`)
-  console.log(`${cpu ? cpu.model : 'unknown CPU'} x ${os.cpus().length}, Node ${process.version}, ${os.platform()} ${os.release()}\n`)
+  console.log(
+    `acquireWorkerId latency, ${rounds} rounds per case (Redis new table: ${Math.min(rounds, 2)}), ttlMs 10000`,
+  )
+  console.log(
+    `${cpu ? cpu.model : 'unknown CPU'} x ${os.cpus().length}, Node ${process.version}, ${os.platform()} ${os.release()}\n`,
+  )
   const rows = []
-  for (const [name, run] of [['PostgreSQL', postgres], ['MySQL', mysql], ['Redis', redis]]) {
+  for (const [name, run] of [
+    ['PostgreSQL', postgres],
+    ['MySQL', mysql],
+    ['Redis', redis],
+  ]) {
     const row = await run(rounds)
     if (row) rows.push(row)
     else console.log(`(${name}: server not installed, skipped)`)
@@ -133,7 +149,7 @@ async function main() {
   console.log(`\nxor of one id per lease: ${xor}`)
 }
 
-main().catch((err) => {
+main().catch(err => {
   console.error(err)
   process.exitCode = 1
 })

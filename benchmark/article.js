@@ -35,6 +35,7 @@ class ArticleSnowflake {
     this.tsShift = this.datacenterIdShift + this.datacenterIdBits // 22
     this.maxTsBack = -1 ^ (-1 << this.tsBackBits)
     this.maxSequence = -1 ^ (-1 << this.sequenceBits)
+    // biome-ignore lint/complexity/useDateNow: the article's own code, kept as published
     this.lastGenTs = new Date().getTime()
   }
 
@@ -67,6 +68,7 @@ class ArticleSnowflake {
   }
 
   getTimestamp() {
+    // biome-ignore lint/complexity/useDateNow: the article's own code, kept as published
     return new Date().getTime()
   }
 

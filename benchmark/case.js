@@ -25,7 +25,11 @@ const CHECK_IDS = 1_000_000
 const THREAD_IDS = 250_000
 const ROUND_IDS = { cap: 2_000_000, ref: 1_000_000, below: 5_000_000, bulk: 20_000_000, call: 1_000_000 }
 // Constructors are timed over fewer calls: a million instances is the memory case's work.
-const ROUND_CALLS = { 'snowid new Snowflake()': 100_000, 'snowid new Snowflake({ workerId: 1, lease: false })': 100_000, '@sapphire/snowflake new Snowflake(epoch)': 100_000 }
+const ROUND_CALLS = {
+  'snowid new Snowflake()': 100_000,
+  'snowid new Snowflake({ workerId: 1, lease: false })': 100_000,
+  '@sapphire/snowflake new Snowflake(epoch)': 100_000,
+}
 const RING = 1024
 
 /** A number from any result a case returns, for the sink. */
@@ -59,11 +63,15 @@ function collect(c, n) {
 
 function inThreads(c, n, threads) {
   return Promise.all(
-    Array.from({ length: threads }, () => new Promise((resolve, reject) => {
-      const w = new Worker(__filename, { workerData: { id: c.id, n } })
-      w.once('message', resolve)
-      w.once('error', reject)
-    })),
+    Array.from(
+      { length: threads },
+      () =>
+        new Promise((resolve, reject) => {
+          const w = new Worker(__filename, { workerData: { id: c.id, n } })
+          w.once('message', resolve)
+          w.once('error', reject)
+        }),
+    ),
   )
 }
 
@@ -117,11 +125,13 @@ async function scaling(threads, floor) {
   const done = []
   for (let t = 0; t < threads; t++) {
     const w = new Worker(__filename, { workerData: { scaling: true, floor, n, go } })
-    ready.push(new Promise((resolve) => w.once('message', resolve)))
-    done.push(new Promise((resolve, reject) => {
-      w.once('error', reject)
-      w.on('message', (m) => m.sink !== undefined && resolve(m))
-    }))
+    ready.push(new Promise(resolve => w.once('message', resolve)))
+    done.push(
+      new Promise((resolve, reject) => {
+        w.once('error', reject)
+        w.on('message', m => m.sink !== undefined && resolve(m))
+      }),
+    )
   }
   await Promise.all(ready)
   const t0 = process.hrtime.bigint()
@@ -144,6 +154,7 @@ function instances() {
   const { Snowflake } = require('..')
   const before = process.memoryUsage().rss
   let sink = 0
+  // biome-ignore lint/correctness/noConstantCondition: consumes each instance, so that V8 cannot drop the work
   for (let i = 0; i < 1_000_000; i++) sink ^= new Snowflake() ? 1 : 0
   const rss = process.memoryUsage().rss
   return { before, rss, maxRss: process.resourceUsage().maxRSS * 1024, sink }
@@ -158,11 +169,13 @@ async function threadsAtCap() {
   const done = []
   for (let t = 0; t < 2; t++) {
     const w = new Worker(__filename, { workerData: { threadsAtCap: true, n, go } })
-    ready.push(new Promise((resolve) => w.once('message', resolve)))
-    done.push(new Promise((resolve, reject) => {
-      w.once('error', reject)
-      w.on('message', (m) => m instanceof BigInt64Array && resolve(m))
-    }))
+    ready.push(new Promise(resolve => w.once('message', resolve)))
+    done.push(
+      new Promise((resolve, reject) => {
+        w.once('error', reject)
+        w.on('message', m => m instanceof BigInt64Array && resolve(m))
+      }),
+    )
   }
   await Promise.all(ready)
   const t0 = process.hrtime.bigint()
@@ -213,5 +226,5 @@ if (!isMainThread) {
     instances: async () => instances(),
   }
   const run = modes[mode]()
-  run.then((r) => process.stdout.write(JSON.stringify(r) + '\n'))
+  run.then(r => process.stdout.write(JSON.stringify(r) + '\n'))
 }

@@ -34,7 +34,12 @@ function sampleIds() {
 }
 
 /** The WASI build, forced: no native binary is loaded (explicit worker id: WASI has no host lease). */
-const WASI_ENV = { NAPI_RS_FORCE_WASI: 'error', SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '0', NODE_OPTIONS: '--disable-warning=ExperimentalWarning' }
+const WASI_ENV = {
+  NAPI_RS_FORCE_WASI: 'error',
+  SNOWID_LEASE: 'off',
+  SNOWID_WORKER_ID: '0',
+  NODE_OPTIONS: '--disable-warning=ExperimentalWarning',
+}
 
 function article(opts) {
   const { ArticleSnowflake } = require('./article.js')
@@ -43,12 +48,61 @@ function article(opts) {
 
 const cases = [
   // At the cap: the default layout, 4,096 ids per ms per generator.
-  { name: 'snowid nextId()', regime: 'cap', kind: 'bigint', make: () => { const s = snowid(); return () => s.nextId() } },
-  { name: 'snowid nextIdString()', regime: 'cap', kind: 'string', make: () => { const s = snowid(); return () => s.nextIdString() } },
-  { name: 'snowid gen.nextId()', regime: 'cap', kind: 'bigint', make: () => { const g = new (snowid().Snowflake)(); return () => g.nextId() } },
-  { name: 'article nextId() (BigInt, pure JS)', regime: 'cap', kind: 'bigint', make: () => { const a = article(); return () => a.nextId() } },
-  { name: 'article nextId().toString()', regime: 'cap', kind: 'string', make: () => { const a = article(); return () => a.nextId().toString() } },
-  { name: '@sapphire/snowflake generate()', regime: 'cap', kind: 'bigint', make: () => { const { Snowflake } = require('@sapphire/snowflake'); const s = new Snowflake(1580486400000n); return () => s.generate() } },
+  {
+    name: 'snowid nextId()',
+    regime: 'cap',
+    kind: 'bigint',
+    make: () => {
+      const s = snowid()
+      return () => s.nextId()
+    },
+  },
+  {
+    name: 'snowid nextIdString()',
+    regime: 'cap',
+    kind: 'string',
+    make: () => {
+      const s = snowid()
+      return () => s.nextIdString()
+    },
+  },
+  {
+    name: 'snowid gen.nextId()',
+    regime: 'cap',
+    kind: 'bigint',
+    make: () => {
+      const g = new (snowid().Snowflake)()
+      return () => g.nextId()
+    },
+  },
+  {
+    name: 'article nextId() (BigInt, pure JS)',
+    regime: 'cap',
+    kind: 'bigint',
+    make: () => {
+      const a = article()
+      return () => a.nextId()
+    },
+  },
+  {
+    name: 'article nextId().toString()',
+    regime: 'cap',
+    kind: 'string',
+    make: () => {
+      const a = article()
+      return () => a.nextId().toString()
+    },
+  },
+  {
+    name: '@sapphire/snowflake generate()',
+    regime: 'cap',
+    kind: 'bigint',
+    make: () => {
+      const { Snowflake } = require('@sapphire/snowflake')
+      const s = new Snowflake(1580486400000n)
+      return () => s.generate()
+    },
+  },
   {
     name: 'flake-idgen next() (retried when it throws)',
     regime: 'cap',
@@ -67,40 +121,239 @@ const cases = [
       }
     },
   },
-  { name: 'nodejs-snowflake getUniqueID()', regime: 'cap', kind: 'bigint', make: () => { const { Snowflake } = require('nodejs-snowflake'); const s = new Snowflake({ custom_epoch: 1580486400000, instance_id: 0 }); return () => s.getUniqueID() } },
-  { name: 'snowflakify nextId()', regime: 'cap', kind: 'bigint', make: () => { const S = require('snowflakify').default; const s = new S(); return () => s.nextId() } },
-  { name: 'simpleflakes simpleflake()', regime: 'cap', kind: 'bigint', make: () => { const s = require('simpleflakes'); return () => s.simpleflake() } },
-  { name: 'uuid v7() (128-bit, not a snowflake)', regime: 'ref', kind: 'uuid', make: () => { const u = require('uuid'); return () => u.v7() } },
+  {
+    name: 'nodejs-snowflake getUniqueID()',
+    regime: 'cap',
+    kind: 'bigint',
+    make: () => {
+      const { Snowflake } = require('nodejs-snowflake')
+      const s = new Snowflake({ custom_epoch: 1580486400000, instance_id: 0 })
+      return () => s.getUniqueID()
+    },
+  },
+  {
+    name: 'snowflakify nextId()',
+    regime: 'cap',
+    kind: 'bigint',
+    make: () => {
+      const S = require('snowflakify').default
+      const s = new S()
+      return () => s.nextId()
+    },
+  },
+  {
+    name: 'simpleflakes simpleflake()',
+    regime: 'cap',
+    kind: 'bigint',
+    make: () => {
+      const s = require('simpleflakes')
+      return () => s.simpleflake()
+    },
+  },
+  {
+    name: 'uuid v7() (128-bit, not a snowflake)',
+    regime: 'ref',
+    kind: 'uuid',
+    make: () => {
+      const u = require('uuid')
+      return () => u.v7()
+    },
+  },
   { name: 'hyperid() (not time-sorted)', regime: 'ref', kind: 'opaque', make: () => require('hyperid')() },
   { name: 'crypto.randomUUID() (random)', regime: 'ref', kind: 'opaque', make: () => () => crypto.randomUUID() },
 
   // Below the cap: per-call cost.
-  { name: 'snowid nextId()', regime: 'below', kind: 'bigint', make: () => { const s = wideModule(); return () => s.nextId() } },
-  { name: 'snowid nextIdString()', regime: 'below', kind: 'string', make: () => { const s = wideModule(); return () => s.nextIdString() } },
-  { name: 'snowid gen.nextId()', regime: 'below', kind: 'bigint', make: () => { const g = new (snowid().Snowflake)(WIDE); return () => g.nextId() } },
-  { name: 'snowid gen.nextIdString()', regime: 'below', kind: 'string', make: () => { const g = new (snowid().Snowflake)(WIDE); return () => g.nextIdString() } },
-  { name: 'article nextId() (BigInt, pure JS)', regime: 'below', kind: 'bigint', make: () => { const a = article(WIDE_ARTICLE); return () => a.nextId() } },
-  { name: 'article nextId().toString()', regime: 'below', kind: 'string', make: () => { const a = article(WIDE_ARTICLE); return () => a.nextId().toString() } },
+  {
+    name: 'snowid nextId()',
+    regime: 'below',
+    kind: 'bigint',
+    make: () => {
+      const s = wideModule()
+      return () => s.nextId()
+    },
+  },
+  {
+    name: 'snowid nextIdString()',
+    regime: 'below',
+    kind: 'string',
+    make: () => {
+      const s = wideModule()
+      return () => s.nextIdString()
+    },
+  },
+  {
+    name: 'snowid gen.nextId()',
+    regime: 'below',
+    kind: 'bigint',
+    make: () => {
+      const g = new (snowid().Snowflake)(WIDE)
+      return () => g.nextId()
+    },
+  },
+  {
+    name: 'snowid gen.nextIdString()',
+    regime: 'below',
+    kind: 'string',
+    make: () => {
+      const g = new (snowid().Snowflake)(WIDE)
+      return () => g.nextIdString()
+    },
+  },
+  {
+    name: 'article nextId() (BigInt, pure JS)',
+    regime: 'below',
+    kind: 'bigint',
+    make: () => {
+      const a = article(WIDE_ARTICLE)
+      return () => a.nextId()
+    },
+  },
+  {
+    name: 'article nextId().toString()',
+    regime: 'below',
+    kind: 'string',
+    make: () => {
+      const a = article(WIDE_ARTICLE)
+      return () => a.nextId().toString()
+    },
+  },
 
-  { name: 'N-API floor: one call, one clock read, one BigInt', regime: 'below', kind: 'none', make: () => { const { floor, why } = require('./floor.js').floorAddon(); if (!floor) throw new Error(why); return () => floor() } },
+  {
+    name: 'N-API floor: one call, one clock read, one BigInt',
+    regime: 'below',
+    kind: 'none',
+    make: () => {
+      const { floor, why } = require('./floor.js').floorAddon()
+      if (!floor) throw new Error(why)
+      return () => floor()
+    },
+  },
   // On WASI each thread needs a worker id of its own (a second thread with one gets ERR_SNOWID_WORKER_ID_IN_USE), so
   // there is no cross-thread check: `threads: false`.
-  { name: 'snowid nextId(), WASI build', regime: 'below', kind: 'bigint', threads: false, env: WASI_ENV, make: () => { const s = wideModule(); return () => s.nextId() } },
-  { name: 'snowid nextIds(2), per id', regime: 'below', kind: 'bigint', batch: 2, make: () => { const s = wideModule(); return () => s.nextIds(2) } },
-  { name: 'snowid nextIdStrings(100), per id', regime: 'below', kind: 'string', batch: 100, make: () => { const s = wideModule(); return () => s.nextIdStrings(100) } },
+  {
+    name: 'snowid nextId(), WASI build',
+    regime: 'below',
+    kind: 'bigint',
+    threads: false,
+    env: WASI_ENV,
+    make: () => {
+      const s = wideModule()
+      return () => s.nextId()
+    },
+  },
+  {
+    name: 'snowid nextIds(2), per id',
+    regime: 'below',
+    kind: 'bigint',
+    batch: 2,
+    make: () => {
+      const s = wideModule()
+      return () => s.nextIds(2)
+    },
+  },
+  {
+    name: 'snowid nextIdStrings(100), per id',
+    regime: 'below',
+    kind: 'string',
+    batch: 100,
+    make: () => {
+      const s = wideModule()
+      return () => s.nextIdStrings(100)
+    },
+  },
 
   // Reading ids, and making generators: the cost of one call.
-  { name: 'snowid decode(id)', regime: 'call', kind: 'none', make: () => { const s = snowid(); const id = sampleIds(); return () => s.decode(id()) } },
-  { name: 'snowid gen.decode(id)', regime: 'call', kind: 'none', make: () => { const g = new (snowid().Snowflake)(); const id = sampleIds(); return () => g.decode(id()) } },
-  { name: 'snowid decode(id), WASI build', regime: 'call', kind: 'none', env: WASI_ENV, make: () => { const s = snowid(); const id = sampleIds(); return () => s.decode(id()) } },
-  { name: '@sapphire/snowflake deconstruct(id)', regime: 'call', kind: 'none', make: () => { const { Snowflake } = require('@sapphire/snowflake'); const s = new Snowflake(1580486400000n); const id = sampleIds(); return () => s.deconstruct(id()) } },
-  { name: 'snowid new Snowflake()', regime: 'call', kind: 'none', make: () => { const { Snowflake } = snowid(); return () => new Snowflake() } },
-  { name: 'snowid new Snowflake({ workerId: 1, lease: false })', regime: 'call', kind: 'none', make: () => { const { Snowflake } = snowid(); return () => new Snowflake({ workerId: 1, lease: false }) } },
-  { name: '@sapphire/snowflake new Snowflake(epoch)', regime: 'call', kind: 'none', make: () => { const { Snowflake } = require('@sapphire/snowflake'); return () => new Snowflake(1580486400000n) } },
+  {
+    name: 'snowid decode(id)',
+    regime: 'call',
+    kind: 'none',
+    make: () => {
+      const s = snowid()
+      const id = sampleIds()
+      return () => s.decode(id())
+    },
+  },
+  {
+    name: 'snowid gen.decode(id)',
+    regime: 'call',
+    kind: 'none',
+    make: () => {
+      const g = new (snowid().Snowflake)()
+      const id = sampleIds()
+      return () => g.decode(id())
+    },
+  },
+  {
+    name: 'snowid decode(id), WASI build',
+    regime: 'call',
+    kind: 'none',
+    env: WASI_ENV,
+    make: () => {
+      const s = snowid()
+      const id = sampleIds()
+      return () => s.decode(id())
+    },
+  },
+  {
+    name: '@sapphire/snowflake deconstruct(id)',
+    regime: 'call',
+    kind: 'none',
+    make: () => {
+      const { Snowflake } = require('@sapphire/snowflake')
+      const s = new Snowflake(1580486400000n)
+      const id = sampleIds()
+      return () => s.deconstruct(id())
+    },
+  },
+  {
+    name: 'snowid new Snowflake()',
+    regime: 'call',
+    kind: 'none',
+    make: () => {
+      const { Snowflake } = snowid()
+      return () => new Snowflake()
+    },
+  },
+  {
+    name: 'snowid new Snowflake({ workerId: 1, lease: false })',
+    regime: 'call',
+    kind: 'none',
+    make: () => {
+      const { Snowflake } = snowid()
+      return () => new Snowflake({ workerId: 1, lease: false })
+    },
+  },
+  {
+    name: '@sapphire/snowflake new Snowflake(epoch)',
+    regime: 'call',
+    kind: 'none',
+    make: () => {
+      const { Snowflake } = require('@sapphire/snowflake')
+      return () => new Snowflake(1580486400000n)
+    },
+  },
 
   // Bulk: batches of 4,096 with a lead large enough not to wait.
-  { name: 'snowid nextIds(4096)', regime: 'bulk', kind: 'bigint', batch: 4096, make: () => { const g = new (snowid().Snowflake)({ maxLeadMs: 60000 }); return () => g.nextIds(4096) } },
-  { name: 'snowid nextIdStrings(4096)', regime: 'bulk', kind: 'string', batch: 4096, make: () => { const g = new (snowid().Snowflake)({ maxLeadMs: 60000 }); return () => g.nextIdStrings(4096) } },
+  {
+    name: 'snowid nextIds(4096)',
+    regime: 'bulk',
+    kind: 'bigint',
+    batch: 4096,
+    make: () => {
+      const g = new (snowid().Snowflake)({ maxLeadMs: 60000 })
+      return () => g.nextIds(4096)
+    },
+  },
+  {
+    name: 'snowid nextIdStrings(4096)',
+    regime: 'bulk',
+    kind: 'string',
+    batch: 4096,
+    make: () => {
+      const g = new (snowid().Snowflake)({ maxLeadMs: 60000 })
+      return () => g.nextIdStrings(4096)
+    },
+  },
 ]
 
 cases.forEach((c, i) => {

@@ -16,9 +16,18 @@ function floorAddon() {
     if (!fs.existsSync(path.join(include, 'node_api.h'))) return { floor: null, why: `no N-API headers in ${include}` }
     fs.mkdirSync(path.dirname(out), { recursive: true })
     try {
-      execFileSync('cc', ['-O2', '-shared', '-fPIC', '-I', include, '-o', out, path.join(__dirname, 'floor.c')], { stdio: 'pipe' })
+      execFileSync('cc', ['-O2', '-shared', '-fPIC', '-I', include, '-o', out, path.join(__dirname, 'floor.c')], {
+        stdio: 'pipe',
+      })
     } catch (e) {
-      return { floor: null, why: `cc failed: ${String(e.stderr || e.message).trim().split('\n')[0]}` }
+      return {
+        floor: null,
+        why: `cc failed: ${
+          String(e.stderr || e.message)
+            .trim()
+            .split('\n')[0]
+        }`,
+      }
     }
   }
   return { floor: require(out).floor, why: null }

@@ -4,7 +4,8 @@
 // call waits. node benchmark/instr-case.js <case> <n>
 
 // benchmark/instr.js gives each run a lease directory of its own, and removes it.
-if (!process.env.SNOWID_LEASE_DIR) throw new Error('instr-case.js: expected SNOWID_LEASE_DIR, set by benchmark/instr.js')
+if (!process.env.SNOWID_LEASE_DIR)
+  throw new Error('instr-case.js: expected SNOWID_LEASE_DIR, set by benchmark/instr.js')
 const WIDE = { datacenterBits: 0, workerBits: 0, clockBackBits: 0, sequenceBits: 22 }
 
 // Each call is written as users write it (\`snowid.nextId()\`): calling an extracted function with no receiver
@@ -39,12 +40,26 @@ const makers = {
   },
   'article nextId()': () => {
     const { ArticleSnowflake } = require('./article.js')
-    const a = new ArticleSnowflake({ datacenterId: 0, workerId: 0, datacenterIdBits: 0, workerIdBits: 0, tsBackBits: 0, sequenceBits: 22 })
+    const a = new ArticleSnowflake({
+      datacenterId: 0,
+      workerId: 0,
+      datacenterIdBits: 0,
+      workerIdBits: 0,
+      tsBackBits: 0,
+      sequenceBits: 22,
+    })
     return () => a.nextId()
   },
   'article nextId().toString()': () => {
     const { ArticleSnowflake } = require('./article.js')
-    const a = new ArticleSnowflake({ datacenterId: 0, workerId: 0, datacenterIdBits: 0, workerIdBits: 0, tsBackBits: 0, sequenceBits: 22 })
+    const a = new ArticleSnowflake({
+      datacenterId: 0,
+      workerId: 0,
+      datacenterIdBits: 0,
+      workerIdBits: 0,
+      tsBackBits: 0,
+      sequenceBits: 22,
+    })
     return () => a.nextId().toString()
   },
 }
@@ -59,7 +74,17 @@ function burst(k) {
   let sink = 0
   const ring = new Array(64)
   for (let i = 0; i < k; i++) ring[i & 63] = next()
-  for (const v of ring) sink ^= typeof v === 'bigint' ? Number(v & 1n) : v instanceof BigInt64Array ? Number(v[v.length - 1] & 1n) : typeof v === 'object' ? v.sequence ^ v.id.length : v === undefined ? 0 : 1
+  for (const v of ring)
+    sink ^=
+      typeof v === 'bigint'
+        ? Number(v & 1n)
+        : v instanceof BigInt64Array
+          ? Number(v[v.length - 1] & 1n)
+          : typeof v === 'object'
+            ? v.sequence ^ v.id.length
+            : v === undefined
+              ? 0
+              : 1
   return sink
 }
 let sink = 0

@@ -18,7 +18,15 @@ const N = 500_000
 // What is reached today, with a margin for the spread between runs of one tree (up to about 20 instructions): a
 // change that costs more fails the gate.
 const BUDGET = { 'nextId()': 500, 'nextIdString()': 680, 'decode(id)': 690, 'nextIds(2)': 850 }
-const CASES = ['nextId()', 'nextIdString()', 'gen.nextId()', 'decode(id)', 'nextIds(2)', 'article nextId()', 'article nextId().toString()']
+const CASES = [
+  'nextId()',
+  'nextIdString()',
+  'gen.nextId()',
+  'decode(id)',
+  'nextIds(2)',
+  'article nextId()',
+  'article nextId().toString()',
+]
 
 function hasValgrind() {
   return spawnSync('valgrind', ['--version'], { encoding: 'utf8' }).status === 0
@@ -38,7 +46,15 @@ function instructions(name, n) {
 function countIn(out, leaseDir, name, n) {
   execFileSync(
     'valgrind',
-    ['--tool=callgrind', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', path.join(__dirname, 'instr-case.js'), name, String(n)],
+    [
+      '--tool=callgrind',
+      `--callgrind-out-file=${out}`,
+      process.execPath,
+      '--single-threaded',
+      path.join(__dirname, 'instr-case.js'),
+      name,
+      String(n),
+    ],
     { stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 64 << 20, env: { ...process.env, ...leaseEnv(leaseDir) } },
   )
   const totals = fs.readFileSync(out, 'utf8').match(/^(?:summary|totals): (\d+)/m)
@@ -57,8 +73,10 @@ function main() {
     const perCall = (instructions(name, N) - instructions(name, 0)) / N
     rows.push({ name, perCall })
   }
-  const article = rows.find((r) => r.name === 'article nextId()').perCall
-  console.log(`Node ${process.version}, ${os.cpus()[0]?.model ?? 'unknown CPU'}; below the cap (22-bit sequence); N = ${N.toLocaleString('en-US')}`)
+  const article = rows.find(r => r.name === 'article nextId()').perCall
+  console.log(
+    `Node ${process.version}, ${os.cpus()[0]?.model ?? 'unknown CPU'}; below the cap (22-bit sequence); N = ${N.toLocaleString('en-US')}`,
+  )
   console.log('')
   console.log('| call | instructions per call | vs the article nextId() | budget |')
   console.log('|---|---|---|---|')

@@ -22,7 +22,8 @@ function parseArgs(argv) {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     if (a === '--rounds') args.rounds = Number(argv[++i])
-    else if (a === '--json') args.json = argv[i + 1] && !argv[i + 1].startsWith('--') ? argv[++i] : 'benchmark/results.json'
+    else if (a === '--json')
+      args.json = argv[i + 1] && !argv[i + 1].startsWith('--') ? argv[++i] : 'benchmark/results.json'
     else if (a === '--filter') args.filter = argv[++i]
     else if (a === '--starts') args.starts = Number(argv[++i])
     else throw new Error(`unknown argument ${a}`)
@@ -35,7 +36,12 @@ function parseArgs(argv) {
 function runCase(mode, id, env = {}) {
   const args = [path.join(__dirname, 'case.js'), mode]
   if (id !== undefined) args.push(String(id))
-  const out = execFileSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 300_000, env: { ...process.env, ...env } })
+  const out = execFileSync(process.execPath, args, {
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+    timeout: 300_000,
+    env: { ...process.env, ...env },
+  })
   return JSON.parse(out.trim().split('\n').pop())
 }
 
@@ -44,7 +50,11 @@ function tryCase(mode, c) {
   try {
     return runCase(mode, c.id, c.env)
   } catch (e) {
-    const why = String(e.stderr || e.message).trim().split('\n').find((l) => /Error/.test(l)) ?? 'failed'
+    const why =
+      String(e.stderr || e.message)
+        .trim()
+        .split('\n')
+        .find(l => /Error/.test(l)) ?? 'failed'
     return { error: why.slice(0, 200) }
   }
 }
@@ -75,10 +85,10 @@ function machine() {
 
 function main() {
   const args = parseArgs(process.argv.slice(2))
-  const selected = cases.filter((c) => !args.filter || `${c.regime} ${c.name}`.includes(args.filter))
+  const selected = cases.filter(c => !args.filter || `${c.regime} ${c.name}`.includes(args.filter))
   const m = machine()
   process.stderr.write(`checking ${selected.length} cases...\n`)
-  const results = selected.map((c) => ({ case: c, check: tryCase('check', c), rounds: [] }))
+  const results = selected.map(c => ({ case: c, check: tryCase('check', c), rounds: [] }))
   let threads = null
   const includeThreads = !args.filter || 'cap snowid nextId() in 2 worker_threads'.includes(args.filter)
   const threadRounds = []
@@ -95,24 +105,28 @@ function main() {
   const memory = includeThreads ? runCase('instances') : null
   if (includeThreads) {
     threads = {
-      rate: stats(threadRounds.map((t) => t.idsPerSec)),
+      rate: stats(threadRounds.map(t => t.idsPerSec)),
       duplicates: threadRounds.reduce((n, t) => n + t.duplicates, 0),
       ids: threadRounds.reduce((n, t) => n + t.ids, 0),
     }
   }
 
-  const rows = results.map((res) => {
-    const ok = res.rounds.filter((x) => !x.error)
-    const error = res.check.error ?? res.rounds.find((x) => x.error)?.error ?? null
-    const rate = ok.length ? stats(ok.map((x) => x.idsPerSec)) : { median: NaN, min: NaN, max: NaN }
+  const rows = results.map(res => {
+    const ok = res.rounds.filter(x => !x.error)
+    const error = res.check.error ?? res.rounds.find(x => x.error)?.error ?? null
+    const rate = ok.length ? stats(ok.map(x => x.idsPerSec)) : { median: NaN, min: NaN, max: NaN }
     return { ...res, error, rate, nsPerId: 1e9 / rate.median }
   })
 
   const out = []
-  out.push(`Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB; ${m.os}; Node ${m.node} (N-API ${m.napi}); ${m.date}`)
-  out.push(`Command: npm run bench -- --rounds ${args.rounds}. Each figure: median of ${args.rounds} rounds, each in its own process (min–max in brackets).`)
+  out.push(
+    `Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB; ${m.os}; Node ${m.node} (N-API ${m.napi}); ${m.date}`,
+  )
+  out.push(
+    `Command: npm run bench -- --rounds ${args.rounds}. Each figure: median of ${args.rounds} rounds, each in its own process (min–max in brackets).`,
+  )
   const table = (title, regime, note) => {
-    const mine = rows.filter((r) => r.case.regime === regime)
+    const mine = rows.filter(r => r.case.regime === regime)
     if (mine.length === 0) return
     out.push('', `### ${title}`, '')
     if (note) out.push(note, '')
@@ -124,7 +138,7 @@ function main() {
         continue
       }
       const inc = r.check.increasing === null ? 'n/a' : r.check.increasing ? 'yes' : '**no**'
-      const dup = (n) => (n === null ? 'n/a' : n === 0 ? '0' : `**${n.toLocaleString('en-US')}**`)
+      const dup = n => (n === null ? 'n/a' : n === 0 ? '0' : `**${n.toLocaleString('en-US')}**`)
       out.push(
         `| ${r.case.name} | ${fmtRate(r.rate.median)} (${fmtRate(r.rate.min)}–${fmtRate(r.rate.max)}) | ${r.nsPerId.toFixed(1)} | ${dup(r.check.duplicates)} | ${inc} | ${dup(r.check.threadDuplicates)} |`,
       )
@@ -135,68 +149,119 @@ function main() {
       )
     }
   }
-  table('At the cap: default layout (4,096 ids per ms per generator, 4.096M ids/s)', 'cap', 'A correct generator cannot pass 4.096M ids/s here. A faster figure comes with duplicates.')
-  table('Reference: not snowflakes', 'ref', 'uuid v7 is 128-bit; hyperid and randomUUID are not time-sorted. Listed for their cost, not as peers.')
+  table(
+    'At the cap: default layout (4,096 ids per ms per generator, 4.096M ids/s)',
+    'cap',
+    'A correct generator cannot pass 4.096M ids/s here. A faster figure comes with duplicates.',
+  )
+  table(
+    'Reference: not snowflakes',
+    'ref',
+    'uuid v7 is 128-bit; hyperid and randomUUID are not time-sorted. Listed for their cost, not as peers.',
+  )
   table('Below the cap: the cost of a call (22-bit sequence, so no generator waits)', 'below')
   table('Bulk: batches of 4,096 ids (maxLeadMs 60000, so no batch waits)', 'bulk')
-  const calls = rows.filter((r) => r.case.regime === 'call')
+  const calls = rows.filter(r => r.case.regime === 'call')
   if (calls.length) {
     out.push('', '### Reading ids and making generators: the cost of one call', '')
     out.push('| call | calls/s | ns/call |', '|---|---|---|')
     for (const r of calls) {
-      out.push(r.error ? `| ${r.case.name} | not run: ${r.error} | |` : `| ${r.case.name} | ${fmtRate(r.rate.median)} (${fmtRate(r.rate.min)}–${fmtRate(r.rate.max)}) | ${r.nsPerId.toFixed(1)} |`)
+      out.push(
+        r.error
+          ? `| ${r.case.name} | not run: ${r.error} | |`
+          : `| ${r.case.name} | ${fmtRate(r.rate.median)} (${fmtRate(r.rate.min)}–${fmtRate(r.rate.max)}) | ${r.nsPerId.toFixed(1)} |`,
+      )
     }
   }
   let scalingRatio = null
   if (scalingRounds.length) {
-    const one = stats(scalingRounds.map((x) => x.one.idsPerSec))
-    const two = stats(scalingRounds.map((x) => x.two.idsPerSec))
+    const one = stats(scalingRounds.map(x => x.one.idsPerSec))
+    const two = stats(scalingRounds.map(x => x.two.idsPerSec))
     scalingRatio = two.median / one.median
     out.push('', '### Threads below the cap: the shared default generator (22-bit sequence)', '')
-    out.push('Each thread warms up, then all start together; ids/s is all their ids over the time to the last one\'s end.', '')
+    out.push(
+      "Each thread warms up, then all start together; ids/s is all their ids over the time to the last one's end.",
+      '',
+    )
     out.push('| threads | ids/s together |', '|---|---|')
     out.push(`| 1 | ${fmtRate(one.median)} (${fmtRate(one.min)}–${fmtRate(one.max)}) |`)
     out.push(`| 2 | ${fmtRate(two.median)} (${fmtRate(two.min)}–${fmtRate(two.max)}) |`)
   }
   if (memory) {
-    out.push('', `1M \`new Snowflake()\` in one synchronous loop: RSS ${(memory.before / 2 ** 20).toFixed(0)} MiB before, ${(memory.rss / 2 ** 20).toFixed(0)} MiB after.`)
+    out.push(
+      '',
+      `1M \`new Snowflake()\` in one synchronous loop: RSS ${(memory.before / 2 ** 20).toFixed(0)} MiB before, ${(memory.rss / 2 ** 20).toFixed(0)} MiB after.`,
+    )
   }
 
-  const find = (regime, name) => rows.find((r) => r.case.regime === regime && r.case.name === name)
+  const find = (regime, name) => rows.find(r => r.case.regime === regime && r.case.name === name)
   const ratio = (a, b) => (a && b ? a.rate.median / b.rate.median : null)
   const targets = []
-  const pct = (r) => (r ? `${((r.rate.median / CAP) * 100).toFixed(1)}% of 4.096M` : 'not run')
-  const x = (v) => (v === null ? 'not run' : `${v.toFixed(2)}×`)
+  const pct = r => (r ? `${((r.rate.median / CAP) * 100).toFixed(1)}% of 4.096M` : 'not run')
+  const x = v => (v === null ? 'not run' : `${v.toFixed(2)}×`)
   targets.push(['at the cap: nextId() ≥ 99% of 4.096M ids/s', pct(find('cap', 'snowid nextId()'))])
   targets.push(['at the cap: nextIdString() ≥ 99% of 4.096M ids/s', pct(find('cap', 'snowid nextIdString()'))])
-  targets.push(['below the cap: nextId() ≥ 2× the article (BigInt)', x(ratio(find('below', 'snowid nextId()'), find('below', 'article nextId() (BigInt, pure JS)')))])
-  targets.push(['below the cap: nextIdString() ≥ 1.8× the article with .toString()', x(ratio(find('below', 'snowid nextIdString()'), find('below', 'article nextId().toString()')))])
+  targets.push([
+    'below the cap: nextId() ≥ 2× the article (BigInt)',
+    x(ratio(find('below', 'snowid nextId()'), find('below', 'article nextId() (BigInt, pure JS)'))),
+  ])
+  targets.push([
+    'below the cap: nextIdString() ≥ 1.8× the article with .toString()',
+    x(ratio(find('below', 'snowid nextIdString()'), find('below', 'article nextId().toString()'))),
+  ])
   const inst = find('below', 'snowid gen.nextId()')
   const mod = find('below', 'snowid nextId()')
-  targets.push(['below the cap: gen.nextId() within 1.3× of nextId() (time per call)', inst && mod ? `${(mod.rate.median / inst.rate.median).toFixed(2)}×` : 'not run'])
+  targets.push([
+    'below the cap: gen.nextId() within 1.3× of nextId() (time per call)',
+    inst && mod ? `${(mod.rate.median / inst.rate.median).toFixed(2)}×` : 'not run',
+  ])
   const per = (a, b) => (a && b && !a.error && !b.error ? a.rate.median / b.rate.median : null)
   const cost = (a, b) => (a && b && !a.error && !b.error ? b.rate.median / a.rate.median : null)
-  targets.push(['below the cap: nextId() at most 1.2× the N-API floor (time per call)', x(cost(mod, find('below', 'N-API floor: one call, one clock read, one BigInt')))])
+  targets.push([
+    'below the cap: nextId() at most 1.2× the N-API floor (time per call)',
+    x(cost(mod, find('below', 'N-API floor: one call, one clock read, one BigInt'))),
+  ])
   targets.push(['decode(id) at most 2× nextId() (time per call)', x(cost(find('call', 'snowid decode(id)'), mod))])
-  targets.push(['decode(id) faster than @sapphire/snowflake deconstruct(id)', x(per(find('call', 'snowid decode(id)'), find('call', '@sapphire/snowflake deconstruct(id)')))])
+  targets.push([
+    'decode(id) faster than @sapphire/snowflake deconstruct(id)',
+    x(per(find('call', 'snowid decode(id)'), find('call', '@sapphire/snowflake deconstruct(id)'))),
+  ])
   const ctor = find('call', 'snowid new Snowflake()')
-  targets.push(['new Snowflake() at most 3 µs', ctor && !ctor.error ? `${(ctor.nsPerId / 1000).toFixed(1)} µs` : 'not run'])
-  targets.push(['1M new Snowflake() in a synchronous loop within 100 MiB RSS', memory ? `${(memory.rss / 2 ** 20).toFixed(0)} MiB` : 'not run'])
+  targets.push([
+    'new Snowflake() at most 3 µs',
+    ctor && !ctor.error ? `${(ctor.nsPerId / 1000).toFixed(1)} µs` : 'not run',
+  ])
+  targets.push([
+    '1M new Snowflake() in a synchronous loop within 100 MiB RSS',
+    memory ? `${(memory.rss / 2 ** 20).toFixed(0)} MiB` : 'not run',
+  ])
   targets.push(['nextIds(2) beats 2 nextId() calls (ids/s)', x(per(find('below', 'snowid nextIds(2), per id'), mod))])
-  targets.push(['nextIdStrings(100) at least 1.5× 100 nextIdString() calls (ids/s)', x(per(find('below', 'snowid nextIdStrings(100), per id'), find('below', 'snowid nextIdString()')))])
-  targets.push(['2 threads on the shared default generator below the cap: at least 0.9× one thread, together', x(scalingRatio)])
+  targets.push([
+    'nextIdStrings(100) at least 1.5× 100 nextIdString() calls (ids/s)',
+    x(per(find('below', 'snowid nextIdStrings(100), per id'), find('below', 'snowid nextIdString()'))),
+  ])
+  targets.push([
+    '2 threads on the shared default generator below the cap: at least 0.9× one thread, together',
+    x(scalingRatio),
+  ])
   const bulk = find('bulk', 'snowid nextIds(4096)')
   targets.push(['bulk: nextIds(4096) ≥ 100M ids/s', bulk ? `${fmtRate(bulk.rate.median)} ids/s` : 'not run'])
   const bulkS = find('bulk', 'snowid nextIdStrings(4096)')
   targets.push(['bulk: nextIdStrings(4096) ≥ 10M ids/s', bulkS ? `${fmtRate(bulkS.rate.median)} ids/s` : 'not run'])
-  targets.push(['2 worker_threads at the cap ≥ 95% of 4.096M, 0 duplicates', threads ? `${((threads.rate.median / CAP) * 100).toFixed(1)}%, ${threads.duplicates} duplicates` : 'not run'])
+  targets.push([
+    '2 worker_threads at the cap ≥ 95% of 4.096M, 0 duplicates',
+    threads ? `${((threads.rate.median / CAP) * 100).toFixed(1)}%, ${threads.duplicates} duplicates` : 'not run',
+  ])
   let first = null
   if (!args.filter || 'startup first id'.includes(args.filter)) {
     process.stderr.write(`time to first id: ${args.starts} starts of each command...\n`)
     first = startup.timeToFirstId(args.starts)
     out.push(...startup.table(first.rows, args.starts), '', `(xor of the first ids: ${first.sink})`)
     const lease = first.rows[1]
-    targets.push(['startup: the first nextId() (host lease) returns within 5 ms of require', `${lease.firstIdMs.toFixed(3)} ms (+${lease.overNodeMs.toFixed(1)} ms wall over node -e 0)`])
+    targets.push([
+      'startup: the first nextId() (host lease) returns within 5 ms of require',
+      `${lease.firstIdMs.toFixed(3)} ms (+${lease.overNodeMs.toFixed(1)} ms wall over node -e 0)`,
+    ])
   }
   out.push('', '### Targets', '', '| target | measured |', '|---|---|')
   for (const [t, v] of targets) out.push(`| ${t} | ${v} |`)
@@ -206,7 +271,13 @@ function main() {
     const raw = {
       machine: m,
       rounds: args.rounds,
-      cases: rows.map((r) => ({ name: r.case.name, regime: r.case.regime, check: r.check, rounds: r.rounds, idsPerSec: r.rate })),
+      cases: rows.map(r => ({
+        name: r.case.name,
+        regime: r.case.regime,
+        check: r.check,
+        rounds: r.rounds,
+        idsPerSec: r.rate,
+      })),
       threads: threadRounds,
       scaling: scalingRounds,
       memory,

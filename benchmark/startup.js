@@ -26,7 +26,11 @@ function commands(leaseDir) {
   return [
     { name: 'node -e 0', argv: ['-e', '0'], env: {} },
     { name: 'first nextId(), host lease (default)', argv: ['-e', FIRST_ID], env: lease },
-    { name: 'first nextId(), host lease, SNOWID_MAX_LEAD_MS=500', argv: ['-e', FIRST_ID], env: { ...lease, SNOWID_MAX_LEAD_MS: '500' } },
+    {
+      name: 'first nextId(), host lease, SNOWID_MAX_LEAD_MS=500',
+      argv: ['-e', FIRST_ID],
+      env: { ...lease, SNOWID_MAX_LEAD_MS: '500' },
+    },
     { name: 'first nextId(), SNOWID_LEASE=off', argv: ['-e', FIRST_ID], env: { SNOWID_LEASE: 'off' } },
   ]
 }
@@ -86,7 +90,9 @@ function table(rows, rounds) {
   const ms = (v, digits) => (v === null ? '–' : `${v.toFixed(digits)} ms`)
   for (const r of rows) {
     const over = `${r.overNodeMs >= 0 ? '+' : ''}${r.overNodeMs.toFixed(1)} ms`
-    out.push(`| ${r.name} | ${r.wallMs.toFixed(1)} | ${over} | ${r.ratio.toFixed(2)} | ${ms(r.requireMs, 2)} | ${ms(r.firstIdMs, 3)} |`)
+    out.push(
+      `| ${r.name} | ${r.wallMs.toFixed(1)} | ${over} | ${r.ratio.toFixed(2)} | ${ms(r.requireMs, 2)} | ${ms(r.firstIdMs, 3)} |`,
+    )
   }
   return out
 }

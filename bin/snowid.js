@@ -54,19 +54,29 @@ function parseArgs(argv) {
   let table
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
-    if (arg === '--json' || arg === '--help' || arg === '-h' || arg === '--functions') flags.add(arg === '-h' ? '--help' : arg)
+    if (arg === '--json' || arg === '--help' || arg === '-h' || arg === '--functions')
+      flags.add(arg === '-h' ? '--help' : arg)
     else if (arg === '--encoding') encoding = parseEncoding(argv[++i])
     else if (arg.startsWith('--encoding=')) encoding = parseEncoding(arg.slice('--encoding='.length))
     else if (arg === '--table') table = parseTable(argv[++i])
     else if (arg.startsWith('--table=')) table = parseTable(arg.slice('--table='.length))
-    else if (arg.startsWith('-') && !/^-\d/.test(arg)) throw new UsageError(`unknown option ${shown(arg)} (snowid --help lists them)`)
+    else if (arg.startsWith('-') && !/^-\d/.test(arg))
+      throw new UsageError(`unknown option ${shown(arg)} (snowid --help lists them)`)
     else words.push(arg)
   }
-  return { json: flags.has('--json'), help: flags.has('--help'), functions: flags.has('--functions'), encoding, table, words }
+  return {
+    json: flags.has('--json'),
+    help: flags.has('--help'),
+    functions: flags.has('--functions'),
+    encoding,
+    table,
+    words,
+  }
 }
 
 function parseTable(text) {
-  if (text === undefined || text === '') throw new UsageError(`--table: expected a table name, found ${text === '' ? 'an empty name' : 'nothing'}`)
+  if (text === undefined || text === '')
+    throw new UsageError(`--table: expected a table name, found ${text === '' ? 'an empty name' : 'nothing'}`)
   return text
 }
 
@@ -76,18 +86,25 @@ const DIALECTS = ['postgres', 'mysql']
 function printSql(rest, { json, functions, table }) {
   const [dialect, ...extra] = rest
   if (!DIALECTS.includes(dialect)) {
-    throw new UsageError(`sql: expected a dialect (${DIALECTS.join(', ')}), found ${dialect === undefined ? 'nothing' : shown(dialect)}`)
+    throw new UsageError(
+      `sql: expected a dialect (${DIALECTS.join(', ')}), found ${dialect === undefined ? 'nothing' : shown(dialect)}`,
+    )
   }
   if (extra.length > 0) throw new UsageError(`sql: expected one dialect, found also ${shown(extra[0])}`)
-  if (functions && table !== undefined) throw new UsageError('sql: --table applies to the lease table, not to --functions')
-  if (functions && dialect !== 'postgres') throw new UsageError(`sql: --functions applies to postgres only, found ${dialect}`)
+  if (functions && table !== undefined)
+    throw new UsageError('sql: --table applies to the lease table, not to --functions')
+  if (functions && dialect !== 'postgres')
+    throw new UsageError(`sql: --functions applies to postgres only, found ${dialect}`)
   // The layout and epoch as reading ids resolves them (SNOWID_* env, defaults): no worker id, no lease.
   const layout = layoutFromEnv()
   let text
   if (functions) {
     text = require('../lib/sql.js').postgresFunctions(layout)
   } else {
-    text = require(`../lib/${dialect}.js`).tableSql(table, { datacenterBits: layout.datacenterBits, workerBits: layout.workerBits })
+    text = require(`../lib/${dialect}.js`).tableSql(table, {
+      datacenterBits: layout.datacenterBits,
+      workerBits: layout.workerBits,
+    })
   }
   process.stdout.write(json ? JSON.stringify(text) + '\n' : text.endsWith('\n') ? text : text + '\n')
 }
@@ -97,7 +114,7 @@ function printSql(rest, { json, functions, table }) {
 // id 0's timestamp, and each field's width follows from its value in the largest id.
 function layoutFromEnv() {
   const max = snowid.decode((1n << 63n) - 1n)
-  const bits = (n) => Math.log2(n + 1)
+  const bits = n => Math.log2(n + 1)
   const widths = {
     datacenterBits: bits(max.datacenterId),
     workerBits: bits(max.workerId),
@@ -124,8 +141,8 @@ function printIds(count, json, encoding) {
 
 function printDecoded(ids, json, encoding) {
   if (ids.length === 0) throw new UsageError('decode: expected at least one id')
-  const decoded = ids.map((id) => snowid.decode(encoding ? snowid.parse(id, encoding) : id))
-  const text = json ? JSON.stringify(decoded) : decoded.map((d) => JSON.stringify(d)).join('\n')
+  const decoded = ids.map(id => snowid.decode(encoding ? snowid.parse(id, encoding) : id))
+  const text = json ? JSON.stringify(decoded) : decoded.map(d => JSON.stringify(d)).join('\n')
   process.stdout.write(text + '\n')
 }
 
@@ -170,7 +187,7 @@ function main(argv) {
 
 // Output that cannot be written: a reader that went away (`snowid 1000000 | head -1`) ends the CLI quietly, as it
 // does other Unix tools; any other failure (a full disk) is one line on stderr.
-process.stdout.on('error', (err) => {
+process.stdout.on('error', err => {
   if (err.code === 'EPIPE') process.exit(0)
   // Synchronously, since the process ends here.
   require('node:fs').writeSync(2, `snowid: cannot write the output: ${err.message} (${err.code})\n`)

@@ -34,7 +34,11 @@ function fork(env = {}) {
     throw fail(Error, 'ERR_SNOWID_NOT_PRIMARY', 'fork: expected to run in the cluster primary, found a worker')
   }
   if (env === null || typeof env !== 'object') {
-    throw fail(TypeError, 'ERR_SNOWID_INVALID_CONFIG', `env: expected an object, found ${env === null ? 'null' : typeof env}`)
+    throw fail(
+      TypeError,
+      'ERR_SNOWID_INVALID_CONFIG',
+      `env: expected an object, found ${env === null ? 'null' : typeof env}`,
+    )
   }
   const slots = workerSlots(env)
   lastEnv = env
@@ -42,7 +46,7 @@ function fork(env = {}) {
   const total = 2 ** slots.workerBits
   // Slots a live process outside this primary's workers holds (the primary itself, or another service).
   const elsewhere = new Set(
-    slots.recorded.filter((r) => !assigned.has(r.workerId) && isAlive(r.pid)).map((r) => r.workerId),
+    slots.recorded.filter(r => !assigned.has(r.workerId) && isAlive(r.pid)).map(r => r.workerId),
   )
   for (let workerId = 0; workerId < total; workerId++) {
     if (assigned.has(workerId) || elsewhere.has(workerId)) continue
@@ -65,7 +69,7 @@ function fork(env = {}) {
 
 /** Moves each of this primary's workers to the slot whose lease file names its pid, where that differs. */
 function follow(recorded) {
-  const slotOf = new Map(recorded.map((r) => [r.pid, r.workerId]))
+  const slotOf = new Map(recorded.map(r => [r.pid, r.workerId]))
   const moved = [...assigned].map(([w, worker]) => [slotOf.get(worker.process.pid) ?? w, worker])
   assigned.clear()
   for (const [w, worker] of moved) assigned.set(w, worker)

@@ -73,10 +73,18 @@ function integerOption(options, name, min, max, fallback) {
   const v = options[name]
   if (v === undefined) return fallback
   if (typeof v !== 'number') {
-    throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', `${name}: expected an integer from ${min} to ${max}, found ${typeof v}`)
+    throw codedError(
+      TypeError,
+      'ERR_SNOWID_INVALID_ARGUMENT',
+      `${name}: expected an integer from ${min} to ${max}, found ${typeof v}`,
+    )
   }
   if (!Number.isInteger(v) || v < min || v > max) {
-    throw codedError(RangeError, 'ERR_SNOWID_INVALID_ARGUMENT', `${name}: expected an integer from ${min} to ${max}, found ${v}`)
+    throw codedError(
+      RangeError,
+      'ERR_SNOWID_INVALID_ARGUMENT',
+      `${name}: expected an integer from ${min} to ${max}, found ${v}`,
+    )
   }
   return v
 }
@@ -91,7 +99,12 @@ function readOptions(options, storeOptions) {
   } catch (err) {
     if (isCoded(err)) throw err
     // A getter or a Proxy that throws: the options cannot be read.
-    throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', `options: expected plain objects, found one that threw when read: ${String((err && err.message) || err).slice(0, 160)}`, err)
+    throw codedError(
+      TypeError,
+      'ERR_SNOWID_INVALID_ARGUMENT',
+      `options: expected plain objects, found one that threw when read: ${String((err && err.message) || err).slice(0, 160)}`,
+      err,
+    )
   }
 }
 
@@ -102,7 +115,11 @@ function readOptionsOf(options, storeOptions) {
   const known = [...OPTION_NAMES, ...storeOptions]
   for (const key of Object.keys(options)) {
     if (!known.includes(key)) {
-      throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', `options: expected only ${known.join(', ')}, found ${JSON.stringify(key).slice(0, 60)}`)
+      throw codedError(
+        TypeError,
+        'ERR_SNOWID_INVALID_ARGUMENT',
+        `options: expected only ${known.join(', ')}, found ${JSON.stringify(key).slice(0, 60)}`,
+      )
     }
   }
   const ttlMs = integerOption(options, 'ttlMs', 100, 3_600_000, DEFAULTS.ttlMs)
@@ -115,7 +132,11 @@ function readOptionsOf(options, storeOptions) {
   const snowflake = { ...given }
   for (const key of ['datacenterId', 'workerId', 'lease', 'leaseDir', 'leaseNamespace']) {
     if (key in snowflake) {
-      throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', `snowflake.${key}: expected it left out, since the lease decides it`)
+      throw codedError(
+        TypeError,
+        'ERR_SNOWID_INVALID_ARGUMENT',
+        `snowflake.${key}: expected it left out, since the lease decides it`,
+      )
     }
   }
   // The slot's count and the datacenter id, as the generator will see them (options over SNOWID_* variables).
@@ -128,12 +149,21 @@ function readOptionsOf(options, storeOptions) {
   }
   const slots = snowid.workerSlots(env)
   // The generator's options are checked up front, on a layout-only reading of them where possible.
-  const probe = new snowid.Snowflake({ ...snowflake, datacenterId: slots.datacenterId, workerId: 0, lease: false }).config()
+  const probe = new snowid.Snowflake({
+    ...snowflake,
+    datacenterId: slots.datacenterId,
+    workerId: 0,
+    lease: false,
+  }).config()
   const maxLeadMs = probe.maxLeadMs
   // The margin covers the time between reading the clock and the store running the renewal, and the lead.
   const marginMs = integerOption(options, 'marginMs', 1, ttlMs - 1, Math.max(Math.floor(ttlMs / 5), 50) + maxLeadMs)
   if (marginMs <= maxLeadMs) {
-    throw codedError(RangeError, 'ERR_SNOWID_INVALID_ARGUMENT', `marginMs: expected more than maxLeadMs (${maxLeadMs}), found ${marginMs}`)
+    throw codedError(
+      RangeError,
+      'ERR_SNOWID_INVALID_ARGUMENT',
+      `marginMs: expected more than maxLeadMs (${maxLeadMs}), found ${marginMs}`,
+    )
   }
   if (options.reacquire !== undefined && typeof options.reacquire !== 'boolean') {
     throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', 'reacquire: expected a boolean')
@@ -156,13 +186,16 @@ function readOptionsOf(options, storeOptions) {
 }
 
 // No timer of a lease keeps the process alive: while a lease waits for the store, the client's connection does.
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref())
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms).unref())
 
 /** `promise`, or a rejection after `ms` that says the store did not answer. */
 function withTimeout(store, promise, ms) {
   let timer
   const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(Object.assign(new Error(`no answer from ${store.name} within ${ms} ms`), { timedOut: true })), ms)
+    timer = setTimeout(
+      () => reject(Object.assign(new Error(`no answer from ${store.name} within ${ms} ms`), { timedOut: true })),
+      ms,
+    )
     timer.unref()
   })
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
@@ -233,7 +266,11 @@ class StoreLease extends EventEmitter {
     // The generator issues ids stamped at most maxLeadMs past the clock, and only before the deadline.
     const until = withMark ? deadline + maxLeadMs : null
     const clockBack = this.snowflake && this.workerId === this.#slot ? this.snowflake.stats().clockBack : 0
-    const held = await withTimeout(this.#store, this.#store.renew(this.#slot, this.#token, until, clockBack), renewTimeoutMs)
+    const held = await withTimeout(
+      this.#store,
+      this.#store.renew(this.#slot, this.#token, until, clockBack),
+      renewTimeoutMs,
+    )
     return held ? deadline : 0
   }
 
@@ -260,12 +297,19 @@ class StoreLease extends EventEmitter {
   async #start(mark, confirmed = 0) {
     const deadline = confirmed || (await this.#renew())
     const name = this.#store.slotName(this.#slot)
-    if (!deadline) throw codedError(Error, 'ERR_SNOWID_LEASE_LOST', `lease: the slot ${name} was lost before it was used`)
+    if (!deadline)
+      throw codedError(Error, 'ERR_SNOWID_LEASE_LOST', `lease: the slot ${name} was lost before it was used`)
     // release() may have run while the renewal was out: the slot is given back, so no generator may be opened on it.
-    if (this.#released) throw codedError(Error, 'ERR_SNOWID_LEASE_LOST', `lease: released before the slot ${name} was used`)
+    if (this.#released)
+      throw codedError(Error, 'ERR_SNOWID_LEASE_LOST', `lease: released before the slot ${name} was used`)
     let snowflake = this.snowflake
     if (!snowflake || this.workerId !== this.#slot) {
-      snowflake = new snowid.Snowflake({ ...this.#o.snowflake, datacenterId: this.datacenterId, workerId: this.#slot, lease: false })
+      snowflake = new snowid.Snowflake({
+        ...this.#o.snowflake,
+        datacenterId: this.datacenterId,
+        workerId: this.#slot,
+        lease: false,
+      })
     }
     fenceSnowflake(snowflake, deadline, mark)
     this.workerId = this.#slot
@@ -319,7 +363,9 @@ class StoreLease extends EventEmitter {
     fenceSnowflake(this.snowflake, 0)
     this.#deadline = 0
     clearTimeout(this.#timer)
-    const next = this.#o.reacquire ? 'until the lease takes a slot again (listen for reacquired)' : 'from now on: acquire a new lease'
+    const next = this.#o.reacquire
+      ? 'until the lease takes a slot again (listen for reacquired)'
+      : 'from now on: acquire a new lease'
     const err = codedError(
       Error,
       'ERR_SNOWID_LEASE_LOST',
@@ -455,7 +501,9 @@ async function acquire(store, o, Lease, onDefault) {
   const retryMs = Math.max(Math.floor(Math.min(o.ttlMs, 1000) / 10), 10)
   // A take or a first renewal that got no answer in time, or a slot lost before use (its key evicted, its row changed
   // by hand), is tried again within waitMs; every other error ends the acquire.
-  const retried = (coded) => (coded.code === 'ERR_SNOWID_LEASE_LOST' || Boolean(coded.cause && coded.cause.timedOut)) && Date.now() - started < o.waitMs
+  const retried = coded =>
+    (coded.code === 'ERR_SNOWID_LEASE_LOST' || Boolean(coded.cause && coded.cause.timedOut)) &&
+    Date.now() - started < o.waitMs
   for (;;) {
     let taken = null
     try {
@@ -475,7 +523,13 @@ async function acquire(store, o, Lease, onDefault) {
     }
     const left = o.waitMs - (Date.now() - started)
     if (left <= 0) {
-      if (taken && taken.ahead !== undefined) throw markAhead(o, taken.ahead, Date.now(), `every free slot's mark is a TTL or more ahead (waited ${Date.now() - started} ms, waitMs ${o.waitMs})`)
+      if (taken && taken.ahead !== undefined)
+        throw markAhead(
+          o,
+          taken.ahead,
+          Date.now(),
+          `every free slot's mark is a TTL or more ahead (waited ${Date.now() - started} ms, waitMs ${o.waitMs})`,
+        )
       throw codedError(
         Error,
         'ERR_SNOWID_NO_FREE_WORKER_ID',
@@ -500,14 +554,19 @@ async function startLease(options, storeOptions, makeStore, Lease, configure) {
     store = makeStore(options, o)
   } catch (err) {
     if (isCoded(err)) throw err
-    throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', `options: expected plain objects, found one that threw when read: ${String((err && err.message) || err).slice(0, 160)}`, err)
+    throw codedError(
+      TypeError,
+      'ERR_SNOWID_INVALID_ARGUMENT',
+      `options: expected plain objects, found one that threw when read: ${String((err && err.message) || err).slice(0, 160)}`,
+      err,
+    )
   }
   return acquire(store, o, Lease, configure ? configureDefault(o.snowflake) : null)
 }
 
 /** The default generator configured with a lease's slot, for `configureWorkerId`. */
 function configureDefault(snowflake) {
-  return (lease) => {
+  return lease => {
     snowid.configure({ ...snowflake, datacenterId: lease.datacenterId, workerId: lease.workerId, lease: false })
   }
 }

@@ -42,7 +42,7 @@ const NOW_MS = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP
 function quoteTable(name) {
   const parts = typeof name === 'string' ? name.split('.') : []
   const found = typeof name === 'string' ? JSON.stringify(name).slice(0, 80) : typeof name
-  if (parts.length < 1 || parts.length > 2 || !parts.every((p) => IDENTIFIER.test(p))) {
+  if (parts.length < 1 || parts.length > 2 || !parts.every(p => IDENTIFIER.test(p))) {
     throw codedError(
       TypeError,
       'ERR_SNOWID_INVALID_ARGUMENT',
@@ -50,9 +50,13 @@ function quoteTable(name) {
     )
   }
   if (parts.length === 2 && SYSTEM_SCHEMAS.includes(parts[0].toLowerCase())) {
-    throw codedError(RangeError, 'ERR_SNOWID_INVALID_ARGUMENT', `table: expected a table outside the server's own databases (${SYSTEM_SCHEMAS.join(', ')}), found ${found}`)
+    throw codedError(
+      RangeError,
+      'ERR_SNOWID_INVALID_ARGUMENT',
+      `table: expected a table outside the server's own databases (${SYSTEM_SCHEMAS.join(', ')}), found ${found}`,
+    )
   }
-  return parts.map((p) => `\`${p}\``).join('.')
+  return parts.map(p => `\`${p}\``).join('.')
 }
 
 // The lease table's columns, as information_schema's COLUMN_TYPE names them, and whether each may be NULL.
@@ -99,7 +103,11 @@ WHERE n.i < ${count}`
 const layoutNumber = (layout, key, fallback) => {
   const v = layout && layout[key] !== undefined ? layout[key] : fallback
   if (!Number.isInteger(v) || v < 0 || v > 16) {
-    throw codedError(RangeError, 'ERR_SNOWID_INVALID_ARGUMENT', `layout.${key}: expected an integer from 0 to 16, found ${typeof v === 'number' ? v : typeof v}`)
+    throw codedError(
+      RangeError,
+      'ERR_SNOWID_INVALID_ARGUMENT',
+      `layout.${key}: expected an integer from 0 to 16, found ${typeof v === 'number' ? v : typeof v}`,
+    )
   }
   return v
 }
@@ -140,7 +148,16 @@ function queryRunner(client) {
 
 /** A MySQL permission error (ER_TABLEACCESS_DENIED_ERROR and its kin) as ERR_SNOWID_STORE_PERMISSION_DENIED; else null. */
 function classify(err) {
-  if (!err || !['ER_TABLEACCESS_DENIED_ERROR', 'ER_COLUMNACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_SPECIFIC_ACCESS_DENIED_ERROR'].includes(err.code)) return null
+  if (
+    !err ||
+    ![
+      'ER_TABLEACCESS_DENIED_ERROR',
+      'ER_COLUMNACCESS_DENIED_ERROR',
+      'ER_DBACCESS_DENIED_ERROR',
+      'ER_SPECIFIC_ACCESS_DENIED_ERROR',
+    ].includes(err.code)
+  )
+    return null
   return codedError(
     Error,
     'ERR_SNOWID_STORE_PERMISSION_DENIED',
@@ -184,43 +201,68 @@ function mysqlStore(options, o) {
   async function prepare() {
     // The schema and table as constants, so that the server reads only that table's entries of information_schema.
     const db = schema ?? (await query('SELECT DATABASE() AS db', []))[0].db
-    const [exists] = await query('SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = ? AND table_name = ?', [db, name])
+    const [exists] = await query(
+      'SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = ? AND table_name = ?',
+      [db, name],
+    )
     if (Number(exists.n) === 0) {
       const everyDc = 2 ** o.datacenterBits * o.slotCount <= MAX_FRESH_ROWS
       try {
-        await query(everyDc ? createTable(t, 0, 2 ** o.datacenterBits - 1, workerBits) : createTable(t, dc, dc, workerBits), [])
+        await query(
+          everyDc ? createTable(t, 0, 2 ** o.datacenterBits - 1, workerBits) : createTable(t, dc, dc, workerBits),
+          [],
+        )
       } catch (err) {
         // Two processes making the table at once: it is there either way.
         if (!(err && err.code === 'ER_TABLE_EXISTS_ERROR')) throw err
       }
     }
     await verify(db)
-    await query(`INSERT IGNORE INTO ${t} (datacenter_id, worker_id) SELECT ?, n.i FROM ${series(o.slotCount)} WHERE n.i < ?`, [dc, o.slotCount])
+    await query(
+      `INSERT IGNORE INTO ${t} (datacenter_id, worker_id) SELECT ?, n.i FROM ${series(o.slotCount)} WHERE n.i < ?`,
+      [dc, o.slotCount],
+    )
   }
 
   /** Checks that the table (in the database `db`) is an InnoDB table with the lease's columns and primary key. */
   async function verify(db) {
     const where = 'WHERE table_schema = ? AND table_name = ?'
-    const [found] = await query(`SELECT engine FROM information_schema.tables ${where} AND table_type = 'BASE TABLE'`, [db, name])
+    const [found] = await query(`SELECT engine FROM information_schema.tables ${where} AND table_type = 'BASE TABLE'`, [
+      db,
+      name,
+    ])
     if (found) {
-      const columns = await query(`SELECT column_name AS name, column_type AS type, is_nullable AS nullable FROM information_schema.columns ${where}`, [db, name])
-      const key = await query(`SELECT column_name AS name FROM information_schema.key_column_usage ${where} AND constraint_name = 'PRIMARY' ORDER BY ordinal_position`, [db, name])
-      found.columns = columns.map((c) => `${c.name} ${c.type}${c.nullable === 'YES' ? ' null' : ''}`).join(', ')
-      found.primary_key = key.map((k) => k.name).join(', ')
+      const columns = await query(
+        `SELECT column_name AS name, column_type AS type, is_nullable AS nullable FROM information_schema.columns ${where}`,
+        [db, name],
+      )
+      const key = await query(
+        `SELECT column_name AS name FROM information_schema.key_column_usage ${where} AND constraint_name = 'PRIMARY' ORDER BY ordinal_position`,
+        [db, name],
+      )
+      found.columns = columns.map(c => `${c.name} ${c.type}${c.nullable === 'YES' ? ' null' : ''}`).join(', ')
+      found.primary_key = key.map(k => k.name).join(', ')
     }
     const problem = tableProblem(found)
     if (problem) {
       throw codedError(
         Error,
         'ERR_SNOWID_STORE_TABLE_INVALID',
-        `mysql: expected ${table} to be an InnoDB table with the columns and primary key (${KEY}) that snowid sql mysql prints, found ${problem}`.slice(0, 400),
+        `mysql: expected ${table} to be an InnoDB table with the columns and primary key (${KEY}) that snowid sql mysql prints, found ${problem}`.slice(
+          0,
+          400,
+        ),
       )
     }
   }
 
-  const rowName = (workerId) => `the row (${dc}, ${workerId}) of ${table}`
+  const rowName = workerId => `the row (${dc}, ${workerId}) of ${table}`
   const corrupt = (workerId, found) =>
-    codedError(Error, 'ERR_SNOWID_LEASE_CORRUPT', `lease: expected ${rowName(workerId)} to hold a mark_ms of Unix ms and a clock_back snowid wrote, found ${found}; the row is left as found`)
+    codedError(
+      Error,
+      'ERR_SNOWID_LEASE_CORRUPT',
+      `lease: expected ${rowName(workerId)} to hold a mark_ms of Unix ms and a clock_back snowid wrote, found ${found}; the row is left as found`,
+    )
   const expiry = `${NOW_MS} + ${o.ttlMs}`
 
   return {
@@ -228,12 +270,14 @@ function mysqlStore(options, o) {
     unavailableCode: 'ERR_SNOWID_MYSQL_UNAVAILABLE',
     slotName: rowName,
     classify,
-    closed: (err) => closed(options.client, err),
+    closed: err => closed(options.client, err),
     prepare() {
-      prepared = prepared ?? prepare().catch((err) => {
-        prepared = null
-        throw err
-      })
+      prepared =
+        prepared ??
+        prepare().catch(err => {
+          prepared = null
+          throw err
+        })
       return prepared
     },
     async take(token, preferred, only, { now, limit }) {
@@ -249,13 +293,26 @@ function mysqlStore(options, o) {
         [token, ...args, limit, preferred, now],
       )
       if (claimed.affectedRows === 1) {
-        const [row] = await query(`SELECT worker_id, CAST(mark_ms AS CHAR) AS mark FROM ${t} WHERE datacenter_id = ? AND token = ?`, [dc, token])
-        return { workerId: Number(row.worker_id), mark: row.mark === null ? undefined : Number(row.mark), confirmed: false }
+        const [row] = await query(
+          `SELECT worker_id, CAST(mark_ms AS CHAR) AS mark FROM ${t} WHERE datacenter_id = ? AND token = ?`,
+          [dc, token],
+        )
+        return {
+          workerId: Number(row.worker_id),
+          mark: row.mark === null ? undefined : Number(row.mark),
+          confirmed: false,
+        }
       }
       // None taken: a free row snowid did not write is reported, untouched; else the earliest mark skipped, if any.
-      const [bad] = await query(`SELECT worker_id, CAST(mark_ms AS CHAR) AS mark, CAST(clock_back AS CHAR) AS clock_back FROM ${t} WHERE ${filter} AND NOT (${valid}) LIMIT 1`, args)
+      const [bad] = await query(
+        `SELECT worker_id, CAST(mark_ms AS CHAR) AS mark, CAST(clock_back AS CHAR) AS clock_back FROM ${t} WHERE ${filter} AND NOT (${valid}) LIMIT 1`,
+        args,
+      )
       if (bad) throw corrupt(Number(bad.worker_id), `mark_ms ${bad.mark} and clock_back ${bad.clock_back}`)
-      const [ahead] = await query(`SELECT CAST(MIN(mark_ms) AS CHAR) AS mark FROM ${t} WHERE ${filter} AND mark_ms >= ?`, [...args, limit])
+      const [ahead] = await query(
+        `SELECT CAST(MIN(mark_ms) AS CHAR) AS mark FROM ${t} WHERE ${filter} AND mark_ms >= ?`,
+        [...args, limit],
+      )
       return ahead && ahead.mark !== null ? { ahead: Number(ahead.mark) } : null
     },
     async renew(workerId, token, until, clockBack) {
@@ -270,7 +327,10 @@ function mysqlStore(options, o) {
         [until, clockBack, until, until, dc, workerId, token],
       )
       if (renewed.affectedRows === 1) return true
-      const [row] = await query(`SELECT CAST(mark_ms AS CHAR) AS mark, CAST(clock_back AS CHAR) AS clock_back FROM ${t} WHERE ${held}`, [dc, workerId, token])
+      const [row] = await query(
+        `SELECT CAST(mark_ms AS CHAR) AS mark, CAST(clock_back AS CHAR) AS clock_back FROM ${t} WHERE ${held}`,
+        [dc, workerId, token],
+      )
       if (row) throw corrupt(workerId, `mark_ms ${row.mark} and clock_back ${row.clock_back}`)
       return false
     },
@@ -292,19 +352,20 @@ function mysqlStore(options, o) {
 /** What is wrong with the table `verify` found (a row of information_schema.tables, or none), or null. */
 function tableProblem(found) {
   if (!found) return 'no base table by that name after making it'
-  if (String(found.engine).toLowerCase() !== 'innodb') return `the engine ${found.engine} (the lease needs InnoDB's row locks and durability)`
+  if (String(found.engine).toLowerCase() !== 'innodb')
+    return `the engine ${found.engine} (the lease needs InnoDB's row locks and durability)`
   const have = new Map(
     String(found.columns || '')
       .split(', ')
       .filter(Boolean)
       // MariaDB and MySQL before 8.0.19 show a display width: int(11), bigint(20).
-      .map((c) => [c.slice(0, c.indexOf(' ')), c.slice(c.indexOf(' ') + 1).replace(/^(int|bigint)\(\d+\)/, '$1')]),
+      .map(c => [c.slice(0, c.indexOf(' ')), c.slice(c.indexOf(' ') + 1).replace(/^(int|bigint)\(\d+\)/, '$1')]),
   )
   const want = new Map(COLUMNS.map(([n, type, nullable]) => [n, nullable ? `${type} null` : type]))
   const wrong = [
-    ...[...want.keys()].filter((n) => !have.has(n)).map((n) => `no ${n}`),
+    ...[...want.keys()].filter(n => !have.has(n)).map(n => `no ${n}`),
     ...[...want].filter(([n, type]) => have.has(n) && have.get(n) !== type).map(([n]) => `${n} ${have.get(n)}`),
-    ...[...have.keys()].filter((n) => !want.has(n)).map((n) => `an extra ${n}`),
+    ...[...have.keys()].filter(n => !want.has(n)).map(n => `an extra ${n}`),
   ]
   if (wrong.length) return `columns with ${wrong.join(', ')}`
   if (found.primary_key !== KEY) return found.primary_key ? `the primary key (${found.primary_key})` : 'no primary key'

@@ -5,15 +5,15 @@
 
 const ARCH = { x86_64: 'x64', aarch64: 'arm64', i686: 'ia32', armv7: 'arm', riscv64gc: 'riscv64', powerpc64le: 'ppc64' }
 const OS = [
-  [/^unknown-linux-gnueabihf$/, (arch) => `linux-${arch}-gnueabihf`],
+  [/^unknown-linux-gnueabihf$/, arch => `linux-${arch}-gnueabihf`],
   [/^wasip1-threads$/, () => 'wasm32-wasi'],
-  [/^unknown-linux-gnu/, (arch) => `linux-${arch}-gnu`],
-  [/^unknown-linux-musl/, (arch) => `linux-${arch}-musl`],
-  [/^apple-darwin$/, (arch) => `darwin-${arch}`],
-  [/^pc-windows-msvc$/, (arch) => `win32-${arch}-msvc`],
-  [/^unknown-freebsd$/, (arch) => `freebsd-${arch}`],
-  [/^linux-androideabi$/, (arch) => `android-${arch}-eabi`],
-  [/^linux-android$/, (arch) => `android-${arch}`],
+  [/^unknown-linux-gnu/, arch => `linux-${arch}-gnu`],
+  [/^unknown-linux-musl/, arch => `linux-${arch}-musl`],
+  [/^apple-darwin$/, arch => `darwin-${arch}`],
+  [/^pc-windows-msvc$/, arch => `win32-${arch}-msvc`],
+  [/^unknown-freebsd$/, arch => `freebsd-${arch}`],
+  [/^linux-androideabi$/, arch => `android-${arch}-eabi`],
+  [/^linux-android$/, arch => `android-${arch}`],
 ]
 
 // A Rust target triple as napi-rs names its platform package: x86_64-unknown-linux-gnu is linux-x64-gnu.
@@ -58,7 +58,9 @@ function noBinary(cause) {
   const supported = napi.targets.map(platformName).join(', ')
   const c = libc()
   const here = `${process.platform}-${process.arch}${c ? ` (${c})` : ''}`
-  const url = String(repository.url).replace(/^git\+/, '').replace(/\.git$/, '')
+  const url = String(repository.url)
+    .replace(/^git\+/, '')
+    .replace(/\.git$/, '')
   const glibc = glibcTooOld(cause)
   if (glibc) {
     const e = new Error(

@@ -36,21 +36,21 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 function quoteTable(name) {
   const parts = typeof name === 'string' ? name.split('.') : []
   const found = typeof name === 'string' ? JSON.stringify(name).slice(0, 80) : typeof name
-  if (parts.length < 1 || parts.length > 2 || !parts.every((p) => IDENTIFIER.test(p))) {
+  if (parts.length < 1 || parts.length > 2 || !parts.every(p => IDENTIFIER.test(p))) {
     throw codedError(
       TypeError,
       'ERR_SNOWID_INVALID_ARGUMENT',
       `table: expected a table name, or schema.table, each of letters, digits and _ (at most 63, not starting with a digit), found ${found}`,
     )
   }
-  if (parts.some((p) => /^pg_/i.test(p) || p.toLowerCase() === 'information_schema')) {
+  if (parts.some(p => /^pg_/i.test(p) || p.toLowerCase() === 'information_schema')) {
     throw codedError(
       RangeError,
       'ERR_SNOWID_INVALID_ARGUMENT',
       `table: expected a permanent table outside PostgreSQL's own schemas (no part starting with pg_, such as pg_temp, nor information_schema), found ${found}`,
     )
   }
-  return parts.map((p) => `"${p}"`).join('.')
+  return parts.map(p => `"${p}"`).join('.')
 }
 
 // The lease table's columns; `verify` checks a table against them, as format_type names the types.
@@ -67,7 +67,7 @@ const KEY = 'datacenter_id, worker_id'
 /** `CREATE TABLE` of the lease table named `t` (quoted), indented by `pad`. */
 const createTable = (t, pad = '') =>
   [`CREATE TABLE ${t} (`, ...COLUMNS.map(([name, type]) => `  ${name} ${type},`), `  PRIMARY KEY (${KEY})`, ');']
-    .map((line) => pad + line)
+    .map(line => pad + line)
     .join('\n')
 
 /** `INSERT` of a row with mark_ms 0 (never held) for every slot of datacenters `dcLo..dcHi`, `slots` each. */
@@ -77,7 +77,11 @@ const insertFresh = (t, dcLo, dcHi, slots) =>
 const layoutNumber = (layout, key, fallback) => {
   const v = layout && layout[key] !== undefined ? layout[key] : fallback
   if (!Number.isInteger(v) || v < 0 || v > 16) {
-    throw codedError(RangeError, 'ERR_SNOWID_INVALID_ARGUMENT', `layout.${key}: expected an integer from 0 to 16, found ${typeof v === 'number' ? v : typeof v}`)
+    throw codedError(
+      RangeError,
+      'ERR_SNOWID_INVALID_ARGUMENT',
+      `layout.${key}: expected an integer from 0 to 16, found ${typeof v === 'number' ? v : typeof v}`,
+    )
   }
   return v
 }
@@ -131,12 +135,12 @@ function tableProblem(found) {
     String(found.columns || '')
       .split(', ')
       .filter(Boolean)
-      .map((c) => [c.slice(0, c.indexOf(' ')), c.slice(c.indexOf(' ') + 1)]),
+      .map(c => [c.slice(0, c.indexOf(' ')), c.slice(c.indexOf(' ') + 1)]),
   )
   const wrong = [
     ...COLUMNS.filter(([n]) => !have.has(n)).map(([n]) => `no ${n}`),
     ...COLUMNS.filter(([n, , type]) => have.has(n) && have.get(n) !== type).map(([n]) => `${n} ${have.get(n)}`),
-    ...[...have.keys()].filter((n) => !COLUMNS.some(([c]) => c === n)).map((n) => `an extra ${n}`),
+    ...[...have.keys()].filter(n => !COLUMNS.some(([c]) => c === n)).map(n => `an extra ${n}`),
   ]
   if (wrong.length) return `columns with ${wrong.join(', ')}`
   if (found.primary_key !== KEY) return found.primary_key ? `the primary key (${found.primary_key})` : 'no primary key'
@@ -221,26 +225,35 @@ END $snowid$`,
       throw codedError(
         Error,
         'ERR_SNOWID_STORE_TABLE_INVALID',
-        `postgres: expected ${table} to be a permanent table with the columns and primary key (${KEY}) that snowid sql postgres prints, found ${problem}`.slice(0, 400),
+        `postgres: expected ${table} to be a permanent table with the columns and primary key (${KEY}) that snowid sql postgres prints, found ${problem}`.slice(
+          0,
+          400,
+        ),
       )
     }
   }
 
-  const rowName = (workerId) => `the row (${dc}, ${workerId}) of ${table}`
+  const rowName = workerId => `the row (${dc}, ${workerId}) of ${table}`
   const corrupt = (workerId, found) =>
-    codedError(Error, 'ERR_SNOWID_LEASE_CORRUPT', `lease: expected ${rowName(workerId)} to hold a mark_ms of Unix ms and a clock_back snowid wrote, found ${found}; the row is left as found`)
+    codedError(
+      Error,
+      'ERR_SNOWID_LEASE_CORRUPT',
+      `lease: expected ${rowName(workerId)} to hold a mark_ms of Unix ms and a clock_back snowid wrote, found ${found}; the row is left as found`,
+    )
 
   return {
     name: 'PostgreSQL',
     unavailableCode: 'ERR_SNOWID_POSTGRES_UNAVAILABLE',
     slotName: rowName,
     classify,
-    closed: (err) => closed(options.client, err),
+    closed: err => closed(options.client, err),
     prepare() {
-      prepared = prepared ?? prepare().catch((err) => {
-        prepared = null
-        throw err
-      })
+      prepared =
+        prepared ??
+        prepare().catch(err => {
+          prepared = null
+          throw err
+        })
       return prepared
     },
     async take(token, preferred, only, { now, until, limit }) {
@@ -299,7 +312,8 @@ END $snowid$`,
                 (SELECT mark_ms::text FROM cur) AS mark, (SELECT clock_back::text FROM cur) AS clock_back`,
         [dc, workerId, token, until, clockBack],
       )
-      if (Number(row.held) === 1 && Number(row.renewed) !== 1) throw corrupt(workerId, `mark_ms ${row.mark} and clock_back ${row.clock_back}`)
+      if (Number(row.held) === 1 && Number(row.renewed) !== 1)
+        throw corrupt(workerId, `mark_ms ${row.mark} and clock_back ${row.clock_back}`)
       return Number(row.renewed) === 1
     },
     async release(workerId, token, last) {
@@ -312,7 +326,10 @@ END $snowid$`,
       )
     },
     async abandon(token) {
-      await query(`UPDATE ${t} SET token = NULL, expires_at = NULL WHERE datacenter_id = $1 AND token = $2`, [dc, token])
+      await query(`UPDATE ${t} SET token = NULL, expires_at = NULL WHERE datacenter_id = $1 AND token = $2`, [
+        dc,
+        token,
+      ])
     },
   }
 }

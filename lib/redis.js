@@ -42,7 +42,9 @@ end
 // ARGV[9], as a renewal does, when it has a mark snowid wrote. Returns { workerId, until, clockBack, raised } of the
 // slot taken, with the marks as found (false when there are none), or 'corrupt' and the error when the marks cannot
 // be read; else { 'ahead', the earliest mark skipped } or false.
-const ACQUIRE = PRELUDE + `
+const ACQUIRE =
+  PRELUDE +
+  `
 local prefix, dc, slots, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local now, raise, limit = tonumber(ARGV[8]), ARGV[9], tonumber(ARGV[10])
 local ahead = false
@@ -81,7 +83,9 @@ return ahead and {'ahead', tostring(ahead)} or false
 
 // Extends the lease if it still holds our token, and first raises the mark to ARGV[3] (when given). Returns 1, 0
 // when the lease is gone or held by another token, or -1 when the stored mark is not a number.
-const RENEW = PRELUDE + `
+const RENEW =
+  PRELUDE +
+  `
 if must('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if ARGV[3] ~= '' then
   local ok, old = call('HGET', KEYS[2], 'until')
@@ -97,7 +101,9 @@ return 1
 
 // Gives the lease back if it still holds our token. With ARGV[2], first lowers the mark to it: the generator has
 // stopped, and ARGV[2] is the time of its last id, so the next holder need not wait for the deadline's mark.
-const RELEASE = PRELUDE + `
+const RELEASE =
+  PRELUDE +
+  `
 if must('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if ARGV[2] and ARGV[2] ~= '' then
   local ok, old = call('HGET', KEYS[2], 'until')
@@ -110,7 +116,9 @@ return must('DEL', KEYS[1])
 
 // Deletes every lease key of a datacenter that holds the token ARGV[3]: sent after a take whose answer timed out. Redis
 // runs the commands of one connection in order, so this runs after the stray take, whatever it took.
-const ABANDON = PRELUDE + `
+const ABANDON =
+  PRELUDE +
+  `
 local prefix, dc, slots, token = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local n = 0
 for w = 0, slots - 1 do
@@ -124,7 +132,8 @@ return n
 function scriptRunner(client) {
   if (client && typeof client === 'object' && 'isOpen' in client && typeof client.sendCommand === 'function') {
     // node-redis (the `redis` package): raw commands take strings only.
-    return (script, keys, args) => client.sendCommand(['EVAL', script, String(keys.length), ...keys, ...args.map(String)])
+    return (script, keys, args) =>
+      client.sendCommand(['EVAL', script, String(keys.length), ...keys, ...args.map(String)])
   }
   if (client && typeof client === 'object' && typeof client.call === 'function') {
     // ioredis
@@ -172,39 +181,67 @@ function redisStore(options, o) {
   const run = scriptRunner(options.client)
   const keyPrefix = options.keyPrefix ?? DEFAULT_PREFIX
   if (typeof keyPrefix !== 'string' || keyPrefix === '' || /[{}]/.test(keyPrefix)) {
-    throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', `keyPrefix: expected a non-empty string without braces, found ${JSON.stringify(keyPrefix).slice(0, 60)}`)
+    throw codedError(
+      TypeError,
+      'ERR_SNOWID_INVALID_ARGUMENT',
+      `keyPrefix: expected a non-empty string without braces, found ${JSON.stringify(keyPrefix).slice(0, 60)}`,
+    )
   }
   /** The lease key and the marks key of a slot. */
-  const slotKeys = (workerId) => {
+  const slotKeys = workerId => {
     const base = `{${keyPrefix}}:${o.datacenterId}:${workerId}`
     return [`${base}:lease`, `${base}:marks`]
   }
   const store = {
     name: 'Redis',
     unavailableCode: 'ERR_SNOWID_REDIS_UNAVAILABLE',
-    slotName: (workerId) => slotKeys(workerId)[0],
+    slotName: workerId => slotKeys(workerId)[0],
     classify,
-    closed: (err) => closed(options.client, err),
+    closed: err => closed(options.client, err),
     async take(token, preferred, only, { now, until: raise, limit }) {
-      const args = [`{${keyPrefix}}`, o.datacenterId, o.slotCount, token, o.ttlMs, preferred, only ? 'only' : 'any', now, raise, limit]
+      const args = [
+        `{${keyPrefix}}`,
+        o.datacenterId,
+        o.slotCount,
+        token,
+        o.ttlMs,
+        preferred,
+        only ? 'only' : 'any',
+        now,
+        raise,
+        limit,
+      ]
       const reply = await run(ACQUIRE, [], args)
       if (!reply) return null
       if (reply[0] === 'ahead') return { ahead: Number(reply[1]) }
       const [workerId, until, clockBack, raised] = reply
       const w = Number(workerId)
-      const bad = async (found) => {
+      const bad = async found => {
         await store.release(w, token, null).catch(() => {})
-        return codedError(Error, 'ERR_SNOWID_LEASE_CORRUPT', `lease: expected ${slotKeys(w)[1]} to be a hash with a whole number of ms in until, found ${found}; the key is left as found`)
+        return codedError(
+          Error,
+          'ERR_SNOWID_LEASE_CORRUPT',
+          `lease: expected ${slotKeys(w)[1]} to be a hash with a whole number of ms in until, found ${found}; the key is left as found`,
+        )
       }
       if (until === 'corrupt') {
-        throw classify(clockBack) ?? (await bad(`a key Redis cannot read as a hash (${String(clockBack).slice(0, 120)})`))
+        throw (
+          classify(clockBack) ?? (await bad(`a key Redis cannot read as a hash (${String(clockBack).slice(0, 120)})`))
+        )
       }
       if (until === null || until === undefined || until === false) {
-        if (clockBack !== null && clockBack !== undefined && clockBack !== false) throw await bad('a clockBack with no until')
+        if (clockBack !== null && clockBack !== undefined && clockBack !== false)
+          throw await bad('a clockBack with no until')
         return { workerId: w, mark: undefined }
       }
-      if (!/^\d{1,16}$/.test(String(until)) || !Number.isSafeInteger(Number(until))) throw await bad(JSON.stringify(String(until)).slice(0, 60))
-      if (clockBack !== null && clockBack !== undefined && clockBack !== false && !/^\d{1,3}$/.test(String(clockBack))) {
+      if (!/^\d{1,16}$/.test(String(until)) || !Number.isSafeInteger(Number(until)))
+        throw await bad(JSON.stringify(String(until)).slice(0, 60))
+      if (
+        clockBack !== null &&
+        clockBack !== undefined &&
+        clockBack !== false &&
+        !/^\d{1,3}$/.test(String(clockBack))
+      ) {
         throw await bad(`clockBack ${JSON.stringify(String(clockBack)).slice(0, 60)}`)
       }
       return { workerId: w, mark: Number(until), confirmed: Number(raised) === 1 }
@@ -213,7 +250,11 @@ function redisStore(options, o) {
       const keys = slotKeys(workerId)
       const reply = Number(await run(RENEW, keys, [token, o.ttlMs, until === null ? '' : until, clockBack]))
       if (reply === -1) {
-        throw codedError(Error, 'ERR_SNOWID_LEASE_CORRUPT', `lease: expected a number of ms in ${keys[1]} field until, found something else; the key is left as found`)
+        throw codedError(
+          Error,
+          'ERR_SNOWID_LEASE_CORRUPT',
+          `lease: expected a number of ms in ${keys[1]} field until, found something else; the key is left as found`,
+        )
       }
       return reply === 1
     },

@@ -25,7 +25,15 @@ function readLayout(config) {
       v = config[key]
     } catch (err) {
       // A getter or a Proxy that throws.
-      throw Object.assign(invalid(TypeError, `config.${key}`, 'a readable value', `one that threw: ${String((err && err.message) || err).slice(0, 160)}`), { cause: err })
+      throw Object.assign(
+        invalid(
+          TypeError,
+          `config.${key}`,
+          'a readable value',
+          `one that threw: ${String((err && err.message) || err).slice(0, 160)}`,
+        ),
+        { cause: err },
+      )
     }
     if (!Number.isSafeInteger(v) || v < 0) {
       throw invalid(RangeError, `config.${key}`, 'a non-negative integer', typeof v === 'number' ? String(v) : typeof v)
@@ -56,7 +64,7 @@ function fieldsOf(layout) {
   return out
 }
 
-const iso = (ms) => new Date(ms).toISOString()
+const iso = ms => new Date(ms).toISOString()
 
 /**
  * `CREATE OR REPLACE FUNCTION` statements for PostgreSQL 14 or later that read ids of the layout and epoch of
@@ -69,7 +77,7 @@ function postgresFunctions(config) {
   const epoch = BigInt(layout.epoch)
   const expiresAt = epoch + f.timestampBits.mask
   const lowMask = (1n << f.timestampBits.shift) - 1n
-  const idCheck = (name) => `  IF id < 0 THEN
+  const idCheck = name => `  IF id < 0 THEN
     RAISE EXCEPTION '${name}: expected an id from 0 to 9223372036854775807, found %', id USING ERRCODE = '22003';
   END IF;`
   const decoder = (name, key, comment) => `-- ${comment}

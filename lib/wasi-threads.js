@@ -22,7 +22,8 @@ const binding = require('./native.js')
 
 // The load of the binding this copy of snowid makes ids with, named on the binding itself: copies that share a load
 // share its generators.
-const LOAD = binding.__wasiLoad ?? (binding.__wasiLoad = randomUUID())
+binding.__wasiLoad ??= randomUUID()
+const LOAD = binding.__wasiLoad
 
 const KEY = 'snowid:wasi-thread-claims'
 // Int32 0: a lock; Int32 1: the length of the claims' JSON (identity -> { thread, load }), which follows from byte 8.
@@ -69,7 +70,10 @@ function withClaims(sab, fn) {
     if (next === undefined) return
     const text = Buffer.from(JSON.stringify(next), 'utf8')
     if (text.length > bytes.length) {
-      throw coded('ERR_SNOWID_WASI_THREAD', `generators claimed by threads: expected at most ${bytes.length} bytes of claims, found ${text.length}; make ids in fewer threads`)
+      throw coded(
+        'ERR_SNOWID_WASI_THREAD',
+        `generators claimed by threads: expected at most ${bytes.length} bytes of claims, found ${text.length}; make ids in fewer threads`,
+      )
     }
     bytes.set(text)
     Atomics.store(lock, 1, text.length)
@@ -85,8 +89,18 @@ function withClaims(sab, fn) {
  * when another thread, or another load in this thread, holds it, or when this worker_thread cannot see the registry.
  */
 function claim(config) {
-  const { epoch, datacenterBits, workerBits, clockBackBits, sequenceBits, timestampBits, datacenterId, workerId } = config
-  const identity = [epoch, timestampBits, datacenterBits, workerBits, clockBackBits, sequenceBits, datacenterId, workerId].join('/')
+  const { epoch, datacenterBits, workerBits, clockBackBits, sequenceBits, timestampBits, datacenterId, workerId } =
+    config
+  const identity = [
+    epoch,
+    timestampBits,
+    datacenterBits,
+    workerBits,
+    clockBackBits,
+    sequenceBits,
+    datacenterId,
+    workerId,
+  ].join('/')
   const sab = registry()
   if (sab === null) {
     throw coded(
@@ -95,7 +109,7 @@ function claim(config) {
         `sign of it, so other threads' worker ids cannot be checked; require('snowid') in the main thread first. ${RULE}`,
     )
   }
-  withClaims(sab, (claims) => {
+  withClaims(sab, claims => {
     // A copy of an earlier snowid in this process names its claims' threads alone.
     const holder = typeof claims[identity] === 'number' ? { thread: claims[identity], load: null } : claims[identity]
     if (holder === undefined) return { ...claims, [identity]: { thread: threadId, load: LOAD } }

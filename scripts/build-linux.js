@@ -20,11 +20,12 @@ function sh(cmd, args, options = {}) {
 async function main() {
   const at = process.argv.indexOf('--only')
   const only = at > 0 ? process.argv[at + 1].split(',') : null
-  const targets = only ? TARGETS.filter((t) => only.includes(t.platform)) : TARGETS
-  if (only && targets.length !== only.length) throw new Error(`--only: expected names among ${TARGETS.map((t) => t.platform).join(', ')}`)
+  const targets = only ? TARGETS.filter(t => only.includes(t.platform)) : TARGETS
+  if (only && targets.length !== only.length)
+    throw new Error(`--only: expected names among ${TARGETS.map(t => t.platform).join(', ')}`)
   const bin = await cachedPython('zig', ZIG_TOOLS)
   const installed = spawnSync('rustup', ['target', 'list', '--installed'], { encoding: 'utf8' }).stdout ?? ''
-  const missing = targets.map((t) => t.triple).filter((t) => !installed.split('\n').includes(t))
+  const missing = targets.map(t => t.triple).filter(t => !installed.split('\n').includes(t))
   if (missing.length) sh('rustup', ['target', 'add', ...missing])
   // The venv's bin first: cargo-zigbuild, and the `python3 -m ziglang` it runs zig through.
   const env = { ...process.env, PATH: `${bin}${path.delimiter}${process.env.PATH}` }
@@ -42,7 +43,7 @@ async function main() {
   }
 }
 
-main().catch((err) => {
+main().catch(err => {
   console.error(`build:linux: ${err.message}`)
   process.exitCode = 1
 })

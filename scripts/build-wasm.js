@@ -26,7 +26,20 @@ const out = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-wasm-'))
 try {
   const napi = path.join(ROOT, 'node_modules', '@napi-rs', 'cli', 'dist', 'cli.js')
   // A target dir of its own, so that this build and `npm run build` do not invalidate each other.
-  sh(process.execPath, [napi, 'build', '--platform', '--release', '--no-const-enum', '--target', TRIPLE, '--target-dir', path.join(ROOT, 'target', 'wasm'), '--output-dir', out, '--no-js'])
+  sh(process.execPath, [
+    napi,
+    'build',
+    '--platform',
+    '--release',
+    '--no-const-enum',
+    '--target',
+    TRIPLE,
+    '--target-dir',
+    path.join(ROOT, 'target', 'wasm'),
+    '--output-dir',
+    out,
+    '--no-js',
+  ])
   // What the package ships (its `files`): the rest (a debug copy, browser.js for a `browser` field) is not used.
   const { files } = JSON.parse(fs.readFileSync(path.join(DEST, 'package.json'), 'utf8'))
   for (const f of files) {

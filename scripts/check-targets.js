@@ -10,20 +10,26 @@ const { spawnSync } = require('node:child_process')
 const { TARGETS } = require('./linux-targets.js')
 
 const ROOT = path.resolve(__dirname, '..')
-const BUILT_HERE = new Set([...TARGETS.map((t) => t.triple), 'wasm32-wasip1-threads'])
-const targets = require('../package.json').napi.targets.filter((t) => !BUILT_HERE.has(t))
+const BUILT_HERE = new Set([...TARGETS.map(t => t.triple), 'wasm32-wasip1-threads'])
+const targets = require('../package.json').napi.targets.filter(t => !BUILT_HERE.has(t))
 
 function sh(cmd, args) {
   console.log(`$ ${cmd} ${args.join(' ')}`)
-  const r = spawnSync(cmd, args, { cwd: ROOT, stdio: 'inherit', env: { ...process.env, CARGO_TARGET_DIR: path.join(ROOT, 'target', 'check') } })
+  const r = spawnSync(cmd, args, {
+    cwd: ROOT,
+    stdio: 'inherit',
+    env: { ...process.env, CARGO_TARGET_DIR: path.join(ROOT, 'target', 'check') },
+  })
   if (r.status !== 0) {
     console.error(`${cmd}: ${r.signal ?? `exit ${r.status}`}`)
     process.exit(1)
   }
 }
 
-const installed = (spawnSync('rustup', ['target', 'list', '--installed'], { encoding: 'utf8' }).stdout ?? '').split('\n')
-const missing = targets.filter((t) => !installed.includes(t))
+const installed = (spawnSync('rustup', ['target', 'list', '--installed'], { encoding: 'utf8' }).stdout ?? '').split(
+  '\n',
+)
+const missing = targets.filter(t => !installed.includes(t))
 if (missing.length) sh('rustup', ['target', 'add', ...missing])
-sh('cargo', ['clippy', '--locked', '--lib', ...targets.flatMap((t) => ['--target', t]), '--', '-D', 'warnings'])
+sh('cargo', ['clippy', '--locked', '--lib', ...targets.flatMap(t => ['--target', t]), '--', '-D', 'warnings'])
 console.log(`clippy is clean on ${targets.length} targets: ${targets.join(', ')}`)

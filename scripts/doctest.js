@@ -29,7 +29,6 @@
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const util = require('node:util')
 const { spawnSync } = require('node:child_process')
 
 const ROOT = path.join(__dirname, '..')
@@ -48,7 +47,7 @@ function blocks(file) {
     while (j < lines.length && !/^\s*```\s*$/.test(lines[j])) j++
     const code = lines
       .slice(i + 1, j)
-      .map((l) => l.slice(Math.min(indent, l.length - l.trimStart().length)))
+      .map(l => l.slice(Math.min(indent, l.length - l.trimStart().length)))
       .join('\n')
     let k = i - 1
     while (k >= 0 && lines[k].trim() === '') k--
@@ -62,7 +61,8 @@ function blocks(file) {
 // A comment that shows a value: a number or bigint, a quoted string, an object, an array, or a keyword.
 const LITERAL = /^(-?\d[\d_.]*n?|'.*'|".*"|\{.*\}|\[.*\]|true|false|null|undefined)$/
 // A line that starts a statement rather than an expression.
-const STATEMENT = /^(const|let|var|import|export|if|for|while|return|await|throw|try|function|class|async|}|\)|\/\/)\b|^[})\]]/
+const STATEMENT =
+  /^(const|let|var|import|export|if|for|while|return|await|throw|try|function|class|async|}|\)|\/\/)\b|^[})\]]/
 
 /** The block's code with each `expression // value` line turned into a check of the value. */
 function instrument(code, where) {
@@ -147,16 +147,30 @@ function run(block, code, dir, env) {
   if (block.lang === 'sh') {
     const bin = path.join(dir, '.bin')
     fs.mkdirSync(bin, { recursive: true })
-    fs.writeFileSync(path.join(bin, 'snowid'), `#!/bin/sh\nexec "${process.execPath}" "${path.join(ROOT, 'bin', 'snowid.js')}" "$@"\n`, { mode: 0o755 })
+    fs.writeFileSync(
+      path.join(bin, 'snowid'),
+      `#!/bin/sh\nexec "${process.execPath}" "${path.join(ROOT, 'bin', 'snowid.js')}" "$@"\n`,
+      { mode: 0o755 },
+    )
     const script = `npx() { "$@"; }\n${code}\n`
     const PATH = `${bin}:${path.join(ROOT, 'node_modules', '.bin')}:${env.PATH}`
-    return spawnSync('bash', ['-uo', 'pipefail', '-c', script], { cwd: dir, env: { ...env, PATH }, encoding: 'utf8', timeout: TIMEOUT_MS })
+    return spawnSync('bash', ['-uo', 'pipefail', '-c', script], {
+      cwd: dir,
+      env: { ...env, PATH },
+      encoding: 'utf8',
+      timeout: TIMEOUT_MS,
+    })
   }
   if (block.lang === 'sql') {
-    return spawnSync('psql', [env.DATABASE_URL, '-v', 'ON_ERROR_STOP=1', '-q', '-c', code], { cwd: dir, env, encoding: 'utf8', timeout: TIMEOUT_MS })
+    return spawnSync('psql', [env.DATABASE_URL, '-v', 'ON_ERROR_STOP=1', '-q', '-c', code], {
+      cwd: dir,
+      env,
+      encoding: 'utf8',
+      timeout: TIMEOUT_MS,
+    })
   }
   let source = instrument(code, block)
-  let esm = block.lang === 'mjs' || isModule(code)
+  const esm = block.lang === 'mjs' || isModule(code)
   if (block.lang === 'ts') {
     const ts = require('typescript')
     const module = esm ? ts.ModuleKind.ESNext : ts.ModuleKind.CommonJS
@@ -171,8 +185,15 @@ function run(block, code, dir, env) {
 async function main() {
   const args = process.argv.slice(2)
   const files = args.length
-    ? args.map((f) => path.resolve(f))
-    : [path.join(ROOT, 'README.md'), ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => path.join(ROOT, 'docs', f))]
+    ? args.map(f => path.resolve(f))
+    : [
+        path.join(ROOT, 'README.md'),
+        ...fs
+          .readdirSync(path.join(ROOT, 'docs'))
+          .filter(f => f.endsWith('.md'))
+          .sort()
+          .map(f => path.join(ROOT, 'docs', f)),
+      ]
   const services = new Services()
   const work = fs.mkdtempSync(path.join(ROOT, '.doctest-'))
   const results = { passed: 0, failed: [], skipped: [] }
@@ -238,11 +259,13 @@ async function main() {
   }
   for (const s of results.skipped) process.stdout.write(`skipped ${s}\n`)
   for (const f of results.failed) process.stdout.write(`FAILED ${f}\n`)
-  process.stdout.write(`doctest: ${results.passed} passed, ${results.failed.length} failed, ${results.skipped.length} skipped\n`)
+  process.stdout.write(
+    `doctest: ${results.passed} passed, ${results.failed.length} failed, ${results.skipped.length} skipped\n`,
+  )
   if (results.failed.length) process.exitCode = 1
 }
 
-main().catch((e) => {
+main().catch(e => {
   process.stderr.write(`doctest: ${e.stack}\n`)
   process.exitCode = 1
 })

@@ -16,14 +16,18 @@ async function main() {
   const actionlint = path.join(await cachedPython('actionlint', ACTIONLINT), 'actionlint')
   const version = await run(actionlint, ['-version'], { cwd: ROOT, env: process.env, timeoutMs: 60_000 })
   console.log(`actionlint ${version.stdout.split('\n')[0]}`)
-  const r = await run(actionlint, ['-shellcheck=', '-pyflakes=', '-no-color'], { cwd: ROOT, env: process.env, timeoutMs: 300_000 })
+  const r = await run(actionlint, ['-shellcheck=', '-pyflakes=', '-no-color'], {
+    cwd: ROOT,
+    env: process.env,
+    timeoutMs: 300_000,
+  })
   process.stdout.write(r.stdout)
   process.stderr.write(r.stderr)
   console.log(r.code === 0 ? 'actionlint: no problems in .github/workflows/' : `actionlint: exit ${r.code}`)
   process.exitCode = r.code === 0 ? 0 : 1
 }
 
-main().catch((err) => {
+main().catch(err => {
   console.error(err)
   process.exitCode = 1
 })

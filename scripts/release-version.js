@@ -28,7 +28,8 @@ function parseArgs(argv) {
   }
   if (words.length !== 1) fail(`expected one version (for example 0.2.0), found ${words.length}`)
   const version = words[0]
-  if (!SEMVER.test(version)) fail(`expected a semantic version such as 0.2.0 or 1.0.0-rc.1, found ${JSON.stringify(version.slice(0, 40))}`)
+  if (!SEMVER.test(version))
+    fail(`expected a semantic version such as 0.2.0 or 1.0.0-rc.1, found ${JSON.stringify(version.slice(0, 40))}`)
   return { root, version }
 }
 
@@ -41,15 +42,20 @@ function main() {
   const pkg = read(path.join(root, 'package.json'))
   const platforms = fs
     .readdirSync(path.join(root, 'npm'), { withFileTypes: true })
-    .filter((d) => d.isDirectory())
-    .map((d) => read(path.join(root, 'npm', d.name, 'package.json')))
+    .filter(d => d.isDirectory())
+    .map(d => read(path.join(root, 'npm', d.name, 'package.json')))
   // The native packages are optional dependencies; the WASI fallback is a plain dependency.
   const optional = pkg.json.optionalDependencies ?? {}
   const required = pkg.json.dependencies ?? {}
-  const names = platforms.map((p) => p.json.name).sort()
-  const listed = [...Object.keys(optional), ...Object.keys(required).filter((n) => n.startsWith(`${pkg.json.name}-`))].sort()
+  const names = platforms.map(p => p.json.name).sort()
+  const listed = [
+    ...Object.keys(optional),
+    ...Object.keys(required).filter(n => n.startsWith(`${pkg.json.name}-`)),
+  ].sort()
   if (JSON.stringify(names) !== JSON.stringify(listed)) {
-    fail(`the optional and platform dependencies (${listed.join(', ')}) are not the packages in npm/ (${names.join(', ')})`)
+    fail(
+      `the optional and platform dependencies (${listed.join(', ')}) are not the packages in npm/ (${names.join(', ')})`,
+    )
   }
   pkg.json.version = version
   for (const name of names) (name in optional ? optional : required)[name] = version
@@ -69,7 +75,7 @@ function main() {
     changed.push(lock)
   }
   for (const { file, json } of changed) fs.writeFileSync(file, JSON.stringify(json, null, 2) + '\n')
-  process.stdout.write(`${pkg.json.name} ${version}: ${changed.map((c) => path.relative(root, c.file)).join(', ')}\n`)
+  process.stdout.write(`${pkg.json.name} ${version}: ${changed.map(c => path.relative(root, c.file)).join(', ')}\n`)
 }
 
 main()

@@ -28,33 +28,39 @@ function testFiles() {
   const servers = process.argv.includes('--no-servers')
   return fs
     .readdirSync(dir)
-    .filter((f) => /\.test\.[cm]?[jt]s$/.test(f) && !(servers && SERVER_FILES.includes(f)))
+    .filter(f => /\.test\.[cm]?[jt]s$/.test(f) && !(servers && SERVER_FILES.includes(f)))
     .sort()
-    .map((f) => path.join('__test__', f))
+    .map(f => path.join('__test__', f))
 }
 
 async function main() {
   const at = process.argv.indexOf('--lines')
   const host = process.versions.node.split('.')[0]
   const wasi = process.argv.includes('--wasi')
-  const lines = at > 0 ? process.argv[at + 1].split(',') : Object.keys(NODE_VERSIONS).filter((l) => wasi || l !== host)
-  const extra = wasi ? { NAPI_RS_FORCE_WASI: 'error', SNOWID_LEASE: 'off', NODE_OPTIONS: '--disable-warning=ExperimentalWarning' } : {}
+  const lines = at > 0 ? process.argv[at + 1].split(',') : Object.keys(NODE_VERSIONS).filter(l => wasi || l !== host)
+  const extra = wasi
+    ? { NAPI_RS_FORCE_WASI: 'error', SNOWID_LEASE: 'off', NODE_OPTIONS: '--disable-warning=ExperimentalWarning' }
+    : {}
   const results = []
   for (const line of lines) {
     const node = await cachedNode(line)
     const env = { ...process.env, ...extra, PATH: `${path.dirname(node)}${path.delimiter}${process.env.PATH}` }
     const started = Date.now()
-    console.log(`\n=== Node ${NODE_VERSIONS[line]}${wasi ? ' (WASI)' : ''}: node --test ${testFiles().length} files ===`)
+    console.log(
+      `\n=== Node ${NODE_VERSIONS[line]}${wasi ? ' (WASI)' : ''}: node --test ${testFiles().length} files ===`,
+    )
     const r = spawnSync(node, ['--test', ...testFiles()], { cwd: ROOT, env, stdio: 'inherit', timeout: TIMEOUT_MS })
     const s = Math.round((Date.now() - started) / 1000)
     const ok = r.status === 0
-    results.push(`Node ${NODE_VERSIONS[line]}${wasi ? ' (WASI)' : ''}: ${ok ? 'passed' : `FAILED (${r.signal ?? `exit ${r.status}`})`} in ${s} s`)
+    results.push(
+      `Node ${NODE_VERSIONS[line]}${wasi ? ' (WASI)' : ''}: ${ok ? 'passed' : `FAILED (${r.signal ?? `exit ${r.status}`})`} in ${s} s`,
+    )
   }
   console.log(`\n${results.join('\n')}`)
-  if (results.some((r) => r.includes('FAILED'))) process.exitCode = 1
+  if (results.some(r => r.includes('FAILED'))) process.exitCode = 1
 }
 
-main().catch((err) => {
+main().catch(err => {
   console.error(err)
   process.exitCode = 1
 })

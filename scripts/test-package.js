@@ -46,16 +46,16 @@ function projects() {
     name,
     label,
     async tools(bin) {
-      const node = await cachedNode(Object.keys(NODE).find((line) => NODE[line] === nodeVersion))
+      const node = await cachedNode(Object.keys(NODE).find(line => NODE[line] === nodeVersion))
       fs.symlinkSync(node, path.join(bin, 'node'))
       for (const [shim, script] of Object.entries(await shims())) shell(bin, shim, `exec "${node}" "${script}" "$@"`)
     },
     probe: ['node', ['-p', 'process.version'], `v${nodeVersion}`],
     install,
-    smoke: (file) => ['node', [file]],
+    smoke: file => ['node', [file]],
     cli,
   })
-  const npm = Object.keys(NODE).map((line) =>
+  const npm = Object.keys(NODE).map(line =>
     nodeProject(
       `npm-node${line}`,
       `npm ${NPM[line]} on Node ${NODE[line]}`,
@@ -70,15 +70,25 @@ function projects() {
   )
   const WASI_NODE = NODE[24]
   const lost = (name, label, install) => ({
-    ...nodeProject(name, label, WASI_NODE, async () => {
-      const dir = await cachedPackage('npm', NPM[24], 'npm')
-      return { npm: path.join(dir, 'bin', 'npm-cli.js'), npx: path.join(dir, 'bin', 'npx-cli.js') }
-    }, install, ['npx', ['--no', 'snowid']]),
+    ...nodeProject(
+      name,
+      label,
+      WASI_NODE,
+      async () => {
+        const dir = await cachedPackage('npm', NPM[24], 'npm')
+        return { npm: path.join(dir, 'bin', 'npm-cli.js'), npx: path.join(dir, 'bin', 'npx-cli.js') }
+      },
+      install,
+      ['npx', ['--no', 'snowid']],
+    ),
     wasi: true,
   })
   return [
     ...npm,
-    lost('npm-omit-optional', `npm ${NPM[24]} install --omit=optional on Node ${WASI_NODE}`, ['npm', ['install', 'snowid', '--omit=optional', '--no-audit', '--no-fund']]),
+    lost('npm-omit-optional', `npm ${NPM[24]} install --omit=optional on Node ${WASI_NODE}`, [
+      'npm',
+      ['install', 'snowid', '--omit=optional', '--no-audit', '--no-fund'],
+    ]),
     // npm 11 refuses the lock in `npm ci` (out of sync: the message names the package and says to run npm install),
     // and `npm install` restores the entry: the native package loads.
     nodeProject(
@@ -118,7 +128,7 @@ function projects() {
       },
       probe: ['bun', ['--version'], BUN],
       install: ['bun', ['add', 'snowid']],
-      smoke: (file) => ['bun', [file]],
+      smoke: file => ['bun', [file]],
       cli: ['bun', ['x', 'snowid']],
     },
     {
@@ -131,7 +141,7 @@ function projects() {
       probe: ['deno', ['eval', 'console.log(Deno.version.deno)'], DENO],
       // Deno refuses versions younger than a day by default (its minimum dependency age), and this one is new.
       install: ['deno', ['add', '--min-dep-age=0', 'npm:snowid']],
-      smoke: (file) => ['deno', ['run', '-A', file]],
+      smoke: file => ['deno', ['run', '-A', file]],
       cli: ['deno', ['x', '-A', 'snowid']],
     },
   ]
@@ -161,7 +171,7 @@ function why(result, timeoutMs) {
       : `exit code ${result.code}`
   const lines = `${result.stdout}\n${result.stderr}`.trim().split('\n')
   // The first error line, which a stack trace or a dump of the error's fields would push out of the tail.
-  const first = lines.findIndex((line) => /^\s*(\w*Error( \[\w+\])?:|(npm )?error\b|not ok)/.test(line))
+  const first = lines.findIndex(line => /^\s*(\w*Error( \[\w+\])?:|(npm )?error\b|not ok)/.test(line))
   const shown = first >= 0 && first < lines.length - 10 ? [lines[first], '...', ...lines.slice(-10)] : lines.slice(-12)
   return `${exit}${shown.length ? `\n    ${shown.join('\n    ')}` : ''}`
 }
@@ -199,11 +209,14 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
  * build at the root for the host's target.
  */
 function platformPackages() {
-  return fs.readdirSync(path.join(ROOT, 'npm')).sort().map((target) => {
-    const file = `${PKG.napi.binaryName}.${target}.${target === 'wasm32-wasi' ? 'wasm' : 'node'}`
-    const candidates = [path.join(ROOT, 'npm', target, file), path.join(ROOT, file)]
-    return { target, file, binary: candidates.find((candidate) => fs.existsSync(candidate)) }
-  })
+  return fs
+    .readdirSync(path.join(ROOT, 'npm'))
+    .sort()
+    .map(target => {
+      const file = `${PKG.napi.binaryName}.${target}.${target === 'wasm32-wasi' ? 'wasm' : 'node'}`
+      const candidates = [path.join(ROOT, 'npm', target, file), path.join(ROOT, file)]
+      return { target, file, binary: candidates.find(candidate => fs.existsSync(candidate)) }
+    })
 }
 
 /** Packs the package folders `dirs` into `dest` with one npm, and returns each tarball's path and file list. */
@@ -214,7 +227,10 @@ async function pack(dirs, dest) {
     timeoutMs: TIMEOUT_MS.publish,
   })
   if (result.code !== 0) throw new Error(`npm pack: ${why(result, TIMEOUT_MS.publish)}`)
-  return JSON.parse(result.stdout).map((info) => ({ tarball: path.join(dest, info.filename), files: info.files.map((f) => f.path) }))
+  return JSON.parse(result.stdout).map(info => ({
+    tarball: path.join(dest, info.filename),
+    files: info.files.map(f => f.path),
+  }))
 }
 
 async function startRegistry() {
@@ -229,7 +245,7 @@ async function startRegistry() {
     uplinks: { npmjs: { url: uplink, timeout: '60s' } },
     packages: {
       // Only what this run publishes: never the public registry's packages of the same names.
-      'snowid': { access: '$all', publish: '$authenticated' },
+      snowid: { access: '$all', publish: '$authenticated' },
       'snowid-*': { access: '$all', publish: '$authenticated' },
       '**': { access: '$all', proxy: 'npmjs' },
     },
@@ -250,15 +266,18 @@ async function startRegistry() {
     signal: AbortSignal.timeout(TIMEOUT_MS.probe),
   })
   const body = await response.json()
-  if (!response.ok || !body.token) throw new Error(`verdaccio: adding a user: HTTP ${response.status} ${JSON.stringify(body)}`)
+  if (!response.ok || !body.token)
+    throw new Error(`verdaccio: adding a user: HTTP ${response.status} ${JSON.stringify(body)}`)
   const npmrc = path.join(dir, 'npmrc')
-  fs.writeFileSync(npmrc, `registry=${url}\n//127.0.0.1:${server.address().port}/:_authToken=${body.token}\n`, { mode: 0o600 })
+  fs.writeFileSync(npmrc, `registry=${url}\n//127.0.0.1:${server.address().port}/:_authToken=${body.token}\n`, {
+    mode: 0o600,
+  })
   return { url, npmrc }
 }
 
 async function publishAll(registry) {
   const platforms = platformPackages()
-  if (!platforms.some((p) => p.target === HOST_TARGET && p.binary)) {
+  if (!platforms.some(p => p.target === HOST_TARGET && p.binary)) {
     throw new Error(`no ${HOST_BINARY} in ${ROOT} or npm/${HOST_TARGET}/: run 'npm run build' first`)
   }
   const stage = path.join(tmp, 'stage')
@@ -274,26 +293,31 @@ async function publishAll(registry) {
     // optional dependency: yarn 1 fails on one it cannot find, whatever the platform. Nothing here installs it.
     if (binary) fs.copyFileSync(binary, path.join(dir, file))
   }
-  const packed = await pack([...platforms.map((p) => path.join(stage, p.target)), ROOT], packs)
+  const packed = await pack([...platforms.map(p => path.join(stage, p.target)), ROOT], packs)
   platforms.forEach(({ target, file, binary }, i) => {
     const ok = packed[i].files.includes(file) === Boolean(binary)
     const from = binary ? path.relative(ROOT, binary) : 'no binary built here'
     record('pack', `snowid-${target} (${from})`, ok, ok ? '' : `the tarball's files: [${packed[i].files}]`)
   })
-  const natives = packed[platforms.length].files.filter((f) => f.endsWith('.node'))
+  const natives = packed[platforms.length].files.filter(f => f.endsWith('.node'))
   record('pack', 'snowid', natives.length === 0, natives.length ? `the main package ships ${natives}` : '')
   // Two at a time: CI has two cores.
-  const queue = packed.map((p) => p.tarball)
+  const queue = packed.map(p => p.tarball)
   const publish = async () => {
     for (let tarball = queue.shift(); tarball; tarball = queue.shift()) {
       const args = ['publish', tarball, '--ignore-scripts', '--registry', registry.url, '--userconfig', registry.npmrc]
       const result = await run('npm', args, { cwd: tmp, env: process.env, timeoutMs: TIMEOUT_MS.publish })
-      record('publish', path.basename(tarball), result.code === 0, result.code === 0 ? '' : why(result, TIMEOUT_MS.publish))
+      record(
+        'publish',
+        path.basename(tarball),
+        result.code === 0,
+        result.code === 0 ? '' : why(result, TIMEOUT_MS.publish),
+      )
     }
   }
   await Promise.all([publish(), publish()])
-  if (results.some((r) => !r.ok)) throw new Error('packing or publishing failed: no project can install')
-  return platforms.filter((p) => p.binary).map((p) => p.target)
+  if (results.some(r => !r.ok)) throw new Error('packing or publishing failed: no project can install')
+  return platforms.filter(p => p.binary).map(p => p.target)
 }
 
 // ---- a project -------------------------------------------------------------------------------------------------
@@ -324,7 +348,7 @@ function systemBin() {
 }
 
 function onPath(name, PATH) {
-  return PATH.split(':').some((dir) => {
+  return PATH.split(':').some(dir => {
     try {
       fs.accessSync(path.join(dir, name), fs.constants.X_OK)
       return true
@@ -387,25 +411,30 @@ async function runProject(project, registry, sysbin, repeat) {
     ...leaseEnv(path.join(tmp, 'lease', project.name)),
     SMOKE_EXPECT_BINARY: project.wasi ? 'wasm32-wasi' : path.join(`${PKG.napi.binaryName}-${HOST_TARGET}`, HOST_BINARY),
     // On WASI there is no host lease: an explicit worker id with leases off (what the lease error asks for).
-    ...(project.wasi ? { SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '5', NODE_OPTIONS: '--disable-warning=ExperimentalWarning' } : {}),
+    ...(project.wasi
+      ? { SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '5', NODE_OPTIONS: '--disable-warning=ExperimentalWarning' }
+      : {}),
   }
-  const rust = ['cargo', 'rustc'].filter((tool) => onPath(tool, PATH))
+  const rust = ['cargo', 'rustc'].filter(tool => onPath(tool, PATH))
   record(project.label, 'no cargo or rustc on PATH', rust.length === 0, rust.length ? `found ${rust}` : '')
   if (rust.length) return
-  const options = (timeoutMs) => ({ cwd: dir, env, timeoutMs })
+  const options = timeoutMs => ({ cwd: dir, env, timeoutMs })
   const [probeCmd, probeArgs, expected] = project.probe
-  const probed = await step(project, 'runtime', [probeCmd, probeArgs], options(TIMEOUT_MS.probe), (r) =>
+  const probed = await step(project, 'runtime', [probeCmd, probeArgs], options(TIMEOUT_MS.probe), r =>
     r.stdout.trim() === expected ? '' : `expected ${expected}, found ${r.stdout.trim()}`,
   )
   if (!probed) return
 
   // A user's fresh project: a package.json, the registry in the project's .npmrc, then the package manager's add.
-  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: `smoke-${project.name}`, version: '1.0.0', private: true }, null, 2))
+  fs.writeFileSync(
+    path.join(dir, 'package.json'),
+    JSON.stringify({ name: `smoke-${project.name}`, version: '1.0.0', private: true }, null, 2),
+  )
   fs.writeFileSync(path.join(dir, '.npmrc'), `registry=${registry.url}\n`)
   for (const file of fs.readdirSync(SMOKE)) fs.copyFileSync(path.join(SMOKE, file), path.join(dir, file))
-  const installed = await step(project, 'install', project.install, options(TIMEOUT_MS.install), (r) => {
+  const installed = await step(project, 'install', project.install, options(TIMEOUT_MS.install), r => {
     // `engines` must admit every runtime tested: npm and pnpm only warn, and skip a platform package it excludes.
-    const engine = `${r.stdout}\n${r.stderr}`.split('\n').find((line) => /EBADENGINE|Unsupported engine/i.test(line))
+    const engine = `${r.stdout}\n${r.stderr}`.split('\n').find(line => /EBADENGINE|Unsupported engine/i.test(line))
     if (engine) return `a package's engines excludes this runtime: ${engine.trim()}`
     const manifest = path.join(dir, 'node_modules', 'snowid', 'package.json')
     if (!fs.existsSync(manifest)) return 'node_modules/snowid/package.json is missing'
@@ -415,25 +444,26 @@ async function runProject(project, registry, sysbin, repeat) {
   if (!installed) return
 
   for (const file of Array.from({ length: repeat }, () => ['smoke.cjs', 'smoke.mjs']).flat()) {
-    const checks = project.wasi ? SMOKE_CHECKS.filter((name) => !WASI_SKIPS.includes(name)) : SMOKE_CHECKS
+    const checks = project.wasi ? SMOKE_CHECKS.filter(name => !WASI_SKIPS.includes(name)) : SMOKE_CHECKS
     const expected = file.endsWith('.mjs') ? ['esm exports', ...checks] : checks
-    await step(project, file, project.smoke(file), { ...options(TIMEOUT_MS.smoke), echo: true }, (r) => {
-      const failed = [...r.stdout.matchAll(/^not ok - (.*)$/gm)].map((m) => m[1])
-      const passed = [...r.stdout.matchAll(/^ok - (\S.*)$/gm)].map((m) => m[1])
-      const missing = expected.filter((name) => !passed.includes(name) && !failed.some((f) => f.startsWith(`${name}:`)))
-      return [...failed, ...missing.map((name) => `${name}: did not report`)].join('; ')
+    await step(project, file, project.smoke(file), { ...options(TIMEOUT_MS.smoke), echo: true }, r => {
+      const failed = [...r.stdout.matchAll(/^not ok - (.*)$/gm)].map(m => m[1])
+      const passed = [...r.stdout.matchAll(/^ok - (\S.*)$/gm)].map(m => m[1])
+      const missing = expected.filter(name => !passed.includes(name) && !failed.some(f => f.startsWith(`${name}:`)))
+      return [...failed, ...missing.map(name => `${name}: did not report`)].join('; ')
     })
   }
 
   const [cliCmd, cliArgs] = project.cli
-  const printed = await step(project, 'cli', [cliCmd, [...cliArgs, '3']], options(TIMEOUT_MS.cli), (r) => {
+  const printed = await step(project, 'cli', [cliCmd, [...cliArgs, '3']], options(TIMEOUT_MS.cli), r => {
     const ids = r.stdout.trim().split('\n')
-    if (ids.length !== 3 || !ids.every((id) => /^[1-9]\d*$/.test(id))) return `expected 3 ids, found ${JSON.stringify(r.stdout)}`
+    if (ids.length !== 3 || !ids.every(id => /^[1-9]\d*$/.test(id)))
+      return `expected 3 ids, found ${JSON.stringify(r.stdout)}`
     return BigInt(ids[0]) < BigInt(ids[1]) && BigInt(ids[1]) < BigInt(ids[2]) ? '' : `ids not increasing: ${ids}`
   })
   if (!printed) return
   const id = printed.stdout.trim().split('\n')[0]
-  await step(project, 'cli decode', [cliCmd, [...cliArgs, 'decode', '--json', id]], options(TIMEOUT_MS.cli), (r) => {
+  await step(project, 'cli decode', [cliCmd, [...cliArgs, 'decode', '--json', id]], options(TIMEOUT_MS.cli), r => {
     try {
       const [decoded] = JSON.parse(r.stdout)
       return decoded.id === id ? '' : `expected id ${id}, found ${JSON.stringify(decoded)}`
@@ -448,10 +478,11 @@ async function runProject(project, registry, sysbin, repeat) {
 async function main() {
   const at = process.argv.indexOf('--only')
   const only = at >= 0 ? String(process.argv[at + 1]).split(',') : null
-  const names = projects().map((p) => p.name)
-  const unknown = (only || []).filter((name) => !names.includes(name))
-  if (unknown.length) throw new UsageError(`--only: expected names among ${names.join(', ')}, found ${unknown.join(', ')}`)
-  const selected = projects().filter((p) => !only || only.includes(p.name))
+  const names = projects().map(p => p.name)
+  const unknown = (only || []).filter(name => !names.includes(name))
+  if (unknown.length)
+    throw new UsageError(`--only: expected names among ${names.join(', ')}, found ${unknown.join(', ')}`)
+  const selected = projects().filter(p => !only || only.includes(p.name))
   const repeatAt = process.argv.indexOf('--repeat')
   const repeat = repeatAt >= 0 ? Number(process.argv[repeatAt + 1]) : 1
   if (!Number.isInteger(repeat) || repeat < 1) {
@@ -465,21 +496,24 @@ async function main() {
   console.log(`test:package: published snowid ${PKG.version} with binaries for ${targets.join(', ')}`)
   const sysbin = systemBin()
   // Bun makes a folder bun-node-<version> in the OS temp dir whatever TMPDIR says: one that this run made is removed.
-  const bunFolders = () => new Set(fs.readdirSync(os.tmpdir()).filter((name) => name.startsWith('bun-node-')))
+  const bunFolders = () => new Set(fs.readdirSync(os.tmpdir()).filter(name => name.startsWith('bun-node-')))
   const before = bunFolders()
   try {
     for (const project of selected) await runProject(project, registry, sysbin, repeat)
   } finally {
-    for (const name of bunFolders()) if (!before.has(name)) fs.rmSync(path.join(os.tmpdir(), name), { recursive: true, force: true })
+    for (const name of bunFolders())
+      if (!before.has(name)) fs.rmSync(path.join(os.tmpdir(), name), { recursive: true, force: true })
   }
   console.log(`test:package: ${((Date.now() - started) / 1000).toFixed(0)} s`)
 }
 
 main()
-  .catch((err) => record('test:package', 'setup', false, err instanceof UsageError ? err.message : err.stack || String(err)))
+  .catch(err =>
+    record('test:package', 'setup', false, err instanceof UsageError ? err.message : err.stack || String(err)),
+  )
   .finally(() => {
     cleanUp()
-    const failed = results.filter((r) => !r.ok)
+    const failed = results.filter(r => !r.ok)
     for (const r of failed) console.log(`failed: ${r.label}: ${r.step}`)
     console.log(`${results.length - failed.length} passed, ${failed.length} failed`)
     process.exit(failed.length ? 1 : 0)

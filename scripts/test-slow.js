@@ -21,12 +21,15 @@ if (rust.status !== 0) {
 }
 
 const files = (fs.existsSync(path.join(ROOT, DIR)) ? fs.readdirSync(path.join(ROOT, DIR)) : [])
-  .filter((f) => /\.test\.[cm]?[jt]s$/.test(f))
+  .filter(f => /\.test\.[cm]?[jt]s$/.test(f))
   .sort()
-  .map((f) => path.join(DIR, f))
+  .map(f => path.join(DIR, f))
 if (files.length === 0) {
   console.log(`test:slow: no test files in ${DIR}/`)
 } else {
-  const r = spawnSync(process.execPath, ['--test', '--test-concurrency=1', ...process.argv.slice(2), ...files], { cwd: ROOT, stdio: 'inherit' })
+  const r = spawnSync(process.execPath, ['--test', '--test-concurrency=1', ...process.argv.slice(2), ...files], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  })
   process.exitCode = r.status ?? 1
 }

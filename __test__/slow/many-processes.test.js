@@ -24,8 +24,8 @@ let out
 test.after(async () => {
   await Promise.all(
     children.map(
-      (child) =>
-        new Promise((resolve) => {
+      child =>
+        new Promise(resolve => {
           if (child.exitCode !== null || child.signalCode !== null) return resolve()
           child.once('exit', resolve)
           child.kill('SIGTERM')
@@ -35,7 +35,10 @@ test.after(async () => {
   if (out) fs.rmSync(out, { recursive: true, force: true })
 })
 
-test(`${PROCESSES} processes at once with the default configuration: every one gets its own slot, 0 duplicates`, { ...wasiSkip('no flock, so no host lease'), timeout: 300_000 }, async (t) => {
+test(`${PROCESSES} processes at once with the default configuration: every one gets its own slot, 0 duplicates`, {
+  ...wasiSkip('no flock, so no host lease'),
+  timeout: 300_000,
+}, async t => {
   const leaseDir = freshLeaseDir()
   out = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-many-'))
   const env = cleanEnv({ SNOWID_LEASE_DIR: leaseDir, IDS_OUT_DIR: out })
@@ -43,7 +46,7 @@ test(`${PROCESSES} processes at once with the default configuration: every one g
   for (let i = 0; i < PROCESSES; i++) {
     const child = spawn(process.execPath, [WRITER], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] })
     let stderr = ''
-    child.stderr.on('data', (d) => (stderr += d))
+    child.stderr.on('data', d => (stderr += d))
     child.once('exit', (code, signal) => exits.push({ pid: child.pid, code, signal, stderr }))
     children.push(child)
   }
@@ -52,9 +55,15 @@ test(`${PROCESSES} processes at once with the default configuration: every one g
   const found = await waitForSummaries(out, PROCESSES, 180_000, alive)
   const all = [...found.values()]
 
-  const failed = all.filter((s) => s.error)
-  t.diagnostic(`${all.length - failed.length} of ${all.length} processes took a slot; errors: ${JSON.stringify([...new Set(failed.map((s) => s.error.code))])}`)
-  assert.equal(failed.length, 0, `every process gets a slot; ${failed.length} failed, the first with ${JSON.stringify(failed[0]?.error)}`)
+  const failed = all.filter(s => s.error)
+  t.diagnostic(
+    `${all.length - failed.length} of ${all.length} processes took a slot; errors: ${JSON.stringify([...new Set(failed.map(s => s.error.code))])}`,
+  )
+  assert.equal(
+    failed.length,
+    0,
+    `every process gets a slot; ${failed.length} failed, the first with ${JSON.stringify(failed[0]?.error)}`,
+  )
   const slots = leaseSlots(all, PROCESSES, 'the lease chose both ids')
   // The slots are filled in order: datacenterId 0's 32 worker ids, then datacenterId 1's.
   const expected = Array.from({ length: PROCESSES }, (_, i) => `${i >> 5}:${i & 31}`)

@@ -36,11 +36,12 @@ function listed(names) {
   const text = pm2(['jlist'])
   // pm2 may print a notice before the JSON.
   const list = JSON.parse(text.slice(text.indexOf('[')))
-  return list.filter((p) => names.includes(p.name))
+  return list.filter(p => names.includes(p.name))
 }
 
 test.after(() => {
-  if (fs.existsSync(home)) spawnSync(process.execPath, [PM2, 'kill'], { env: cleanEnv({ PM2_HOME: home }), timeout: 60_000 })
+  if (fs.existsSync(home))
+    spawnSync(process.execPath, [PM2, 'kill'], { env: cleanEnv({ PM2_HOME: home }), timeout: 60_000 })
   fs.rmSync(temp, { recursive: true, force: true })
 })
 
@@ -50,9 +51,9 @@ async function round(t, label, apps) {
   const leaseDir = freshLeaseDir()
   const env = { SNOWID_LEASE_DIR: leaseDir, IDS_OUT_DIR: out }
   const ecosystem = path.join(temp, `${label}.config.js`)
-  const entries = apps.map((a) => ({ script: WRITER, cwd: ROOT, autorestart: true, env, ...a }))
+  const entries = apps.map(a => ({ script: WRITER, cwd: ROOT, autorestart: true, env, ...a }))
   fs.writeFileSync(ecosystem, `module.exports = ${JSON.stringify({ apps: entries }, null, 2)}\n`)
-  const names = apps.map((a) => a.name)
+  const names = apps.map(a => a.name)
   const processes = apps.reduce((n, a) => n + (a.instances ?? 1), 0)
   try {
     pm2(['start', ecosystem])
@@ -61,20 +62,28 @@ async function round(t, label, apps) {
     await sleep(500)
     const shown = listed(names)
     const all = [...found.values()]
-    const failed = all.filter((s) => s.error)
+    const failed = all.filter(s => s.error)
     const restarts = shown.reduce((n, p) => n + p.pm2_env.restart_time, 0)
     t.diagnostic(
       `${label}: ${all.length - failed.length} of ${all.length} processes took a slot ` +
-        `(errors: ${JSON.stringify(failed.map((s) => s.error.code))}); pm2 shows ` +
-        `${shown.filter((p) => p.pm2_env.status === 'online').length} of ${shown.length} online, ${restarts} restarts`,
+        `(errors: ${JSON.stringify(failed.map(s => s.error.code))}); pm2 shows ` +
+        `${shown.filter(p => p.pm2_env.status === 'online').length} of ${shown.length} online, ${restarts} restarts`,
     )
-    assert.equal(failed.length, 0, `every process gets a slot; ${failed.length} failed, the first with ${JSON.stringify(failed[0]?.error)}`)
+    assert.equal(
+      failed.length,
+      0,
+      `every process gets a slot; ${failed.length} failed, the first with ${JSON.stringify(failed[0]?.error)}`,
+    )
     assert.equal(shown.length, processes, 'pm2 lists every process')
     for (const p of shown) {
       assert.equal(p.pm2_env.status, 'online', `${p.name} online`)
       assert.equal(p.pm2_env.restart_time, 0, `${p.name}: no restart`)
     }
-    assert.deepEqual(shown.map((p) => p.pid).sort(), [...found.keys()].sort(), 'the processes pm2 shows are the ones that wrote ids')
+    assert.deepEqual(
+      shown.map(p => p.pid).sort(),
+      [...found.keys()].sort(),
+      'the processes pm2 shows are the ones that wrote ids',
+    )
     const slots = leaseSlots(all, processes, 'NODE_APP_INSTANCE is not a worker id: the lease chose both ids')
     const { total, dups } = checkIds(out, found)
     t.diagnostic(`${label}: ${processes} processes, ${slots.size} slots, ${total} ids, ${dups} duplicates`)
@@ -86,16 +95,24 @@ async function round(t, label, apps) {
 
 const options = { ...wasiSkip('no flock, so no host lease'), timeout: 300_000 }
 
-test('two PM2 apps in fork mode, one instance each, default configuration: distinct slots, 0 duplicates, online, 0 restarts', options, async (t) => {
-  await round(t, 'fork', [
-    { name: 'snowid-a', exec_mode: 'fork' },
-    { name: 'snowid-b', exec_mode: 'fork' },
-  ])
-})
+test(
+  'two PM2 apps in fork mode, one instance each, default configuration: distinct slots, 0 duplicates, online, 0 restarts',
+  options,
+  async t => {
+    await round(t, 'fork', [
+      { name: 'snowid-a', exec_mode: 'fork' },
+      { name: 'snowid-b', exec_mode: 'fork' },
+    ])
+  },
+)
 
-test('two PM2 apps in cluster mode, 2 instances each, default configuration: distinct slots, 0 duplicates, online, 0 restarts', options, async (t) => {
-  await round(t, 'cluster', [
-    { name: 'snowid-c', exec_mode: 'cluster', instances: 2 },
-    { name: 'snowid-d', exec_mode: 'cluster', instances: 2 },
-  ])
-})
+test(
+  'two PM2 apps in cluster mode, 2 instances each, default configuration: distinct slots, 0 duplicates, online, 0 restarts',
+  options,
+  async t => {
+    await round(t, 'cluster', [
+      { name: 'snowid-c', exec_mode: 'cluster', instances: 2 },
+      { name: 'snowid-d', exec_mode: 'cluster', instances: 2 },
+    ])
+  },
+)

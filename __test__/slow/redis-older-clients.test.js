@@ -17,7 +17,7 @@ async function main() {
     return
   }
   await probe.stop()
-  for (const kind of ['ioredis-5', 'redis-4']) test(`with ${kind}`, (t) => withClient(t, kind))
+  for (const kind of ['ioredis-5', 'redis-4']) test(`with ${kind}`, t => withClient(t, kind))
 }
 
 main()

@@ -26,7 +26,8 @@ function missing() {
   if (process.platform !== 'linux') return 'namespaces are Linux only'
   if (process.getuid() !== 0) return 'unshare --net --mount needs root'
   if (spawnSync('unshare', ['--version']).status !== 0) return 'unshare (util-linux) is not installed'
-  if (spawnSync('unshare', ['--net', '--mount', '--fork', 'true']).status !== 0) return 'unshare --net --mount fails here'
+  if (spawnSync('unshare', ['--net', '--mount', '--fork', 'true']).status !== 0)
+    return 'unshare --net --mount fails here'
   return null
 }
 
@@ -40,7 +41,7 @@ if (why && process.env.CI) {
 }
 
 // The package, as a replica reaches it: a checkout under one of the private directories is bound to /mnt first.
-const HIDDEN = PRIVATE_DIRS.some((d) => ROOT === d || ROOT.startsWith(d + '/'))
+const HIDDEN = PRIVATE_DIRS.some(d => ROOT === d || ROOT.startsWith(d + '/'))
 const PACKAGE = HIDDEN ? '/mnt' : ROOT
 
 // One replica: its first id, or the error that refused it, on stdout; then, for RUN_MS, ids at full speed, written
@@ -86,14 +87,27 @@ async function replicas(dir, envOf) {
     const env = cleanEnv({ SNOWID_LEASE_DIR: undefined, ...envOf(i) })
     const child = spawn(
       'unshare',
-      ['--net', '--mount', '--fork', 'sh', '-c', SHELL, 'replica', HIDDEN ? ROOT : '', process.execPath, REPLICA, PACKAGE, String(RUN_MS)],
+      [
+        '--net',
+        '--mount',
+        '--fork',
+        'sh',
+        '-c',
+        SHELL,
+        'replica',
+        HIDDEN ? ROOT : '',
+        process.execPath,
+        REPLICA,
+        PACKAGE,
+        String(RUN_MS),
+      ],
       { env, stdio: ['ignore', 'pipe', 'pipe', fd] },
     )
     fs.closeSync(fd)
     let out = ''
     let err = ''
-    child.stdout.on('data', (d) => (out += d))
-    child.stderr.on('data', (d) => (err += d))
+    child.stdout.on('data', d => (out += d))
+    child.stderr.on('data', d => (err += d))
     runs.push(
       new Promise((resolve, reject) => {
         const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
@@ -122,12 +136,19 @@ test.after(() => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true })
 })
 
-test('replicas in Kubernetes with no identity chosen all refuse their first id', { skip: why ?? false, timeout: 120_000 }, async () => {
+test('replicas in Kubernetes with no identity chosen all refuse their first id', {
+  skip: why ?? false,
+  timeout: 120_000,
+}, async () => {
   const runs = await replicas(dir, () => ({ KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' }))
-  const issued = runs.filter((r) => r.ids.length > 0)
+  const issued = runs.filter(r => r.ids.length > 0)
   // Were they issued, as before this refusal, the replicas would all have taken workerId 0 of their own leases.
-  const { dups: dup, total } = countDuplicates(runs.map((r) => r.ids))
-  assert.equal(issued.length, 0, `${issued.length} of ${REPLICAS} replicas issued ids (${dup} duplicates in ${total}): ${JSON.stringify(issued.map((r) => ({ ids: r.report.ids, workerId: r.report.workerId, from: r.report.sources.workerId })))}`)
+  const { dups: dup, total } = countDuplicates(runs.map(r => r.ids))
+  assert.equal(
+    issued.length,
+    0,
+    `${issued.length} of ${REPLICAS} replicas issued ids (${dup} duplicates in ${total}): ${JSON.stringify(issued.map(r => ({ ids: r.report.ids, workerId: r.report.workerId, from: r.report.sources.workerId })))}`,
+  )
   for (const { report } of runs) {
     assert.equal(report.code, 'ERR_SNOWID_IDENTITY_REQUIRED', JSON.stringify(report))
     assert.match(report.message, /in Kubernetes \(KUBERNETES_SERVICE_HOST is set\)/)
@@ -135,14 +156,17 @@ test('replicas in Kubernetes with no identity chosen all refuse their first id',
   }
 })
 
-test('replicas with a SNOWID_WORKER_ID each issue ids at full speed with no duplicate', { skip: why ?? false, timeout: 120_000 }, async (t) => {
-  const runs = await replicas(dir, (i) => ({ KUBERNETES_SERVICE_HOST: '10.96.0.1', SNOWID_WORKER_ID: String(i) }))
+test('replicas with a SNOWID_WORKER_ID each issue ids at full speed with no duplicate', {
+  skip: why ?? false,
+  timeout: 120_000,
+}, async t => {
+  const runs = await replicas(dir, i => ({ KUBERNETES_SERVICE_HOST: '10.96.0.1', SNOWID_WORKER_ID: String(i) }))
   runs.forEach(({ report, ids }, i) => {
     assert.equal(report.workerId, i, JSON.stringify(report))
     assert.equal(report.sources.workerId, 'env')
     assert.ok(ids.length > 1000, `replica ${i} issued ${ids.length} ids`)
   })
-  const { dups: dup, total } = countDuplicates(runs.map((r) => r.ids))
+  const { dups: dup, total } = countDuplicates(runs.map(r => r.ids))
   assert.equal(dup, 0, `${dup} duplicates in ${total} ids`)
   t.diagnostic(`${REPLICAS} replicas, ${RUN_MS} ms: ${total} ids, ${dup} duplicates`)
 })

@@ -51,7 +51,7 @@ function start(role, leaseDir, outFile, netns) {
     async line(prefix, ms = 30_000) {
       const end = Date.now() + ms
       for (;;) {
-        const found = run.out.split('\n').find((l) => l.startsWith(prefix))
+        const found = run.out.split('\n').find(l => l.startsWith(prefix))
         if (found) return found
         if (Date.now() > end) throw new Error(`${role}: no '${prefix}' line in ${ms} ms: ${run.out} ${run.err}`)
         await sleep(5)
@@ -69,7 +69,7 @@ function start(role, leaseDir, outFile, netns) {
   }
 }
 
-const ms = (id) => decode(id).timestamp
+const ms = id => decode(id).timestamp
 
 /**
  * One trial: A holds workerId 0 in `base/lease` and issues ids; B, in another network namespace, tries to take the
@@ -111,12 +111,15 @@ async function trial(base, k) {
     aAfterChange: aLast - changedAt,
     overlap: bFirst === null ? null : aLast - bFirst,
     aLast,
-    aIdsInOverlap: bFirst === null ? 0 : ra.ids.filter((id) => ms(id) >= bFirst).length,
+    aIdsInOverlap: bFirst === null ? 0 : ra.ids.filter(id => ms(id) >= bFirst).length,
     error: ra.error,
   }
 }
 
-test('a lease directory replaced under its holder, the slot taken from another network namespace', { skip: (!process.env.CI && problem) || false, timeout: 300_000 }, async () => {
+test('a lease directory replaced under its holder, the slot taken from another network namespace', {
+  skip: (!process.env.CI && problem) || false,
+  timeout: 300_000,
+}, async () => {
   assert.equal(problem, null, `this test needs network namespaces when CI is set: ${problem}`)
   const base = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-volume-'))
   try {
@@ -138,14 +141,25 @@ test('a lease directory replaced under its holder, the slot taken from another n
       }
       // The other process took the slot: the holder stops, naming it, and saying which of its ids may collide.
       assert.equal(t.error?.code, 'ERR_SNOWID_LEASE_LOST', what)
-      assert.match(t.error.message, new RegExp(`locked by another process; the record there names pid ${t.bPid} as its holder\\.`), what)
-      assert.match(t.error.message, /ids it issued after its last check that found its own file there, at \S+ \(\d+ ms before\), may collide/, what)
+      assert.match(
+        t.error.message,
+        new RegExp(`locked by another process; the record there names pid ${t.bPid} as its holder\\.`),
+        what,
+      )
+      assert.match(
+        t.error.message,
+        /ids it issued after its last check that found its own file there, at \S+ \(\d+ ms before\), may collide/,
+        what,
+      )
       // Within the documented window: one repair period (10 ms) after the other process's first id, plus the
       // scheduling delay of a busy machine. The only duplicates are ids of that window.
       assert.ok(t.overlap <= WINDOW_MS, `the holder issued ids ${t.overlap} ms past the other process's first: ${what}`)
       if (t.dups) assert.ok(t.dupMs[0] >= t.aLast - t.overlap && t.dupMs[1] <= t.aLast, what)
     }
-    assert.ok(trials.some((t) => t.bTook), 'in no trial did the other process take the slot: the window was not tried')
+    assert.ok(
+      trials.some(t => t.bTook),
+      'in no trial did the other process take the slot: the window was not tried',
+    )
   } finally {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
     fs.rmSync(base, { recursive: true, force: true })

@@ -30,20 +30,21 @@ async function serverFor(t, start, what, install) {
 }
 
 for (const kind of ['ioredis', 'redis', 'ioredis-5', 'redis-4']) {
-  test(`Redis with ${kind}: ${SCENARIO}`, async (t) => {
+  test(`Redis with ${kind}: ${SCENARIO}`, async t => {
     const server = await serverFor(t, startRedis, 'redis-server', "apt-get install redis-server (Debian's package)")
     if (server) await manyAtOnce(t, { store: 'redis', client: kind, port: server.port })
   })
 }
 
-test(`PostgreSQL: ${SCENARIO}`, async (t) => {
+test(`PostgreSQL: ${SCENARIO}`, async t => {
   const server = await serverFor(t, startPostgres, 'PostgreSQL', "apt-get install postgresql (Debian's package)")
   if (!server) return
   const { host, port, user, database } = server
-  for (const kind of ['pg', 'postgres']) await t.test(`with ${kind}`, (tt) => manyAtOnce(tt, { store: 'postgres', client: kind, host, port, user, database }))
+  for (const kind of ['pg', 'postgres'])
+    await t.test(`with ${kind}`, tt => manyAtOnce(tt, { store: 'postgres', client: kind, host, port, user, database }))
 })
 
-test(`MariaDB with mysql2: ${SCENARIO}`, async (t) => {
+test(`MariaDB with mysql2: ${SCENARIO}`, async t => {
   const server = await serverFor(t, startMariadb, 'MariaDB', "apt-get install mariadb-server (Debian's package)")
   if (!server) return
   const { host, port, user } = server

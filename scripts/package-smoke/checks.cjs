@@ -38,13 +38,17 @@ function skip(name, why) {
 async function primary(api, { threadFile }) {
   await check('package', () => {
     const dir = path.dirname(require.resolve('snowid/package.json'))
-    const own = fs.readdirSync(dir).filter((f) => f.endsWith('.node'))
+    const own = fs.readdirSync(dir).filter(f => f.endsWith('.node'))
     assert.deepEqual(own, [], 'snowid itself ships no .node file')
     // The native files this process has mapped: exactly one, from the platform package the test expects.
     const loaded = [...new Set(fs.readFileSync('/proc/self/maps', 'utf8').match(/\/\S+\.node$/gm) || [])]
     if (WASI) {
       assert.deepEqual(loaded, [], 'no native binary loads')
-      assert.throws(() => require.resolve('snowid-linux-x64-gnu'), /Cannot find module/, 'the platform package is not installed')
+      assert.throws(
+        () => require.resolve('snowid-linux-x64-gnu'),
+        /Cannot find module/,
+        'the platform package is not installed',
+      )
       assert.equal(require(path.join(dir, 'binding.js')).__napiBindingTarget, 'wasm32-wasi')
       const wasi = path.dirname(require.resolve('snowid-wasm32-wasi/package.json', { paths: [dir] }))
       console.log(`# loaded ${wasi} (no native binary)`)
@@ -84,11 +88,18 @@ async function primary(api, { threadFile }) {
     // A bigint decoded again is split in JS: the same fields, at the edges too.
     assert.deepEqual(api.decode(id), decoded)
     const max = 2n ** 63n - 1n
-    assert.deepEqual(api.decode(max), { id: max.toString(), timestamp: 1580486400000 + 2 ** 41 - 1, datacenterId: 7, workerId: 31, clockBack: 3, sequence: 4095 })
+    assert.deepEqual(api.decode(max), {
+      id: max.toString(),
+      timestamp: 1580486400000 + 2 ** 41 - 1,
+      datacenterId: 7,
+      workerId: 31,
+      clockBack: 3,
+      sequence: 4095,
+    })
     assert.deepEqual(api.decode(max), api.decode(max.toString()))
     // A bigint out of range is refused, whatever its size: runtimes differ in how N-API reports a long one.
     for (const bad of [-1n, 2n ** 63n, 2n ** 64n, 2n ** 64n + 5n, -(2n ** 64n), 2n ** 100n + 7n]) {
-      for (const read of [api.decode, api.timestampOf, (v) => new api.SnowflakeLayout().decode(v)]) {
+      for (const read of [api.decode, api.timestampOf, v => new api.SnowflakeLayout().decode(v)]) {
         assert.throws(() => read(bad), { code: 'ERR_SNOWID_INVALID_ID' }, `${bad} is refused`)
       }
     }
@@ -97,57 +108,67 @@ async function primary(api, { threadFile }) {
   // On WASI each thread instantiates the wasm module, so threads cannot share the generator: a thread asking for the
   // worker id this thread makes ids with is refused, not given the same ids.
   if (WASI) {
-    await check('worker_threads: a second thread with the process worker id gets ERR_SNOWID_WORKER_ID_IN_USE', async () => {
+    await check(
+      'worker_threads: a second thread with the process worker id gets ERR_SNOWID_WORKER_ID_IN_USE',
+      async () => {
+        const worker = new Worker(threadFile)
+        const other = await threadIds(worker, () => {})
+        await worker.terminate()
+        assert.equal(other.code, 'ERR_SNOWID_WORKER_ID_IN_USE', other.message)
+        assert.match(other.message, /found it in use by the main thread/)
+      },
+    )
+  } else
+    await check('worker_threads', async () => {
       const worker = new Worker(threadFile)
-      const other = await threadIds(worker, () => {})
+      const mine = []
+      const other = await threadIds(worker, () => {
+        for (let i = 0; i < IDS; i++) mine.push(api.nextId())
+      })
       await worker.terminate()
-      assert.equal(other.code, 'ERR_SNOWID_WORKER_ID_IN_USE', other.message)
-      assert.match(other.message, /found it in use by the main thread/)
+      assert.equal(other.code, undefined, other.message)
+      assert.equal(other.length, IDS)
+      increasing(mine, 'main thread')
+      increasing(other, 'worker thread')
+      const all = new Set([...mine, ...other])
+      assert.equal(all.size, 2 * IDS, `${2 * IDS - all.size} ids made by both threads`)
+      assert.equal(api.decode(other[0]).workerId, api.decode(mine[0]).workerId, 'threads share the process slot')
     })
-  } else await check('worker_threads', async () => {
-    const worker = new Worker(threadFile)
-    const mine = []
-    const other = await threadIds(worker, () => {
-      for (let i = 0; i < IDS; i++) mine.push(api.nextId())
-    })
-    await worker.terminate()
-    assert.equal(other.code, undefined, other.message)
-    assert.equal(other.length, IDS)
-    increasing(mine, 'main thread')
-    increasing(other, 'worker thread')
-    const all = new Set([...mine, ...other])
-    assert.equal(all.size, 2 * IDS, `${2 * IDS - all.size} ids made by both threads`)
-    assert.equal(api.decode(other[0]).workerId, api.decode(mine[0]).workerId, 'threads share the process slot')
-  })
 
-  if (WASI) skip('cluster', "snowid/cluster follows workers through host lease files, and WASI has no host lease")
-  else await check('cluster', async () => {
-    const ownWorkerId = api.config().workerId
-    const worker = api.fork()
-    const reply = await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        worker.process.kill('SIGKILL')
-        reject(new Error(`no answer from the cluster worker within ${CLUSTER_TIMEOUT_MS} ms`))
-      }, CLUSTER_TIMEOUT_MS)
-      let message
-      // The primary ends the worker once it has its answer: a worker that exits by itself may be reported gone
-      // before its last message arrives (seen on Deno).
-      worker.on('message', (m) => {
-        message = m
-        worker.disconnect()
+  if (WASI) skip('cluster', 'snowid/cluster follows workers through host lease files, and WASI has no host lease')
+  else
+    await check('cluster', async () => {
+      const ownWorkerId = api.config().workerId
+      const worker = api.fork()
+      const reply = await new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          worker.process.kill('SIGKILL')
+          reject(new Error(`no answer from the cluster worker within ${CLUSTER_TIMEOUT_MS} ms`))
+        }, CLUSTER_TIMEOUT_MS)
+        let message
+        // The primary ends the worker once it has its answer: a worker that exits by itself may be reported gone
+        // before its last message arrives (seen on Deno).
+        worker.on('message', m => {
+          message = m
+          worker.disconnect()
+        })
+        worker.on('error', reject)
+        worker.on('exit', (code, signal) => {
+          clearTimeout(timer)
+          if (code === 0 && message) resolve(message)
+          else
+            reject(
+              new Error(
+                `the cluster worker exited with code ${code}, signal ${signal}, message ${JSON.stringify(message)}`,
+              ),
+            )
+        })
       })
-      worker.on('error', reject)
-      worker.on('exit', (code, signal) => {
-        clearTimeout(timer)
-        if (code === 0 && message) resolve(message)
-        else reject(new Error(`the cluster worker exited with code ${code}, signal ${signal}, message ${JSON.stringify(message)}`))
-      })
+      assert.equal(reply.source, 'env', 'the worker id came from the SNOWID_WORKER_ID that fork() set')
+      assert.notEqual(reply.workerId, ownWorkerId, 'the worker got a slot other than the primary’s')
+      assert.equal(api.decode(reply.id).workerId, reply.workerId)
+      assert.ok(!api.workers().has(reply.workerId), 'fork() took the slot back when the worker exited')
     })
-    assert.equal(reply.source, 'env', 'the worker id came from the SNOWID_WORKER_ID that fork() set')
-    assert.notEqual(reply.workerId, ownWorkerId, 'the worker got a slot other than the primary’s')
-    assert.equal(api.decode(reply.id).workerId, reply.workerId)
-    assert.ok(!api.workers().has(reply.workerId), 'fork() took the slot back when the worker exited')
-  })
 }
 
 /** A cluster worker: reports its worker id and one id to the primary, which then disconnects it. */
@@ -176,13 +197,13 @@ function thread(nextId, parentPort) {
 // The main thread's side: tells `worker` to go once it is ready, runs `meanwhile`, and resolves with what it sent.
 function threadIds(worker, meanwhile) {
   return new Promise((resolve, reject) => {
-    worker.on('message', (message) => {
+    worker.on('message', message => {
       if (message !== 'ready') return resolve(message)
       worker.postMessage('go')
       meanwhile()
     })
     worker.on('error', reject)
-    worker.on('exit', (code) => reject(new Error(`the thread exited with code ${code} before sending its ids`)))
+    worker.on('exit', code => reject(new Error(`the thread exited with code ${code} before sending its ids`)))
   })
 }
 

@@ -5,7 +5,7 @@
 const fs = require('node:fs')
 
 const lock = JSON.parse(fs.readFileSync('package-lock.json', 'utf8'))
-const removed = Object.keys(lock.packages).filter((key) => /(^|\/)node_modules\/snowid-linux-x64-/.test(key))
+const removed = Object.keys(lock.packages).filter(key => /(^|\/)node_modules\/snowid-linux-x64-/.test(key))
 if (!removed.length) throw new Error('package-lock.json: expected entries for snowid-linux-x64-*, found none')
 for (const key of removed) delete lock.packages[key]
 fs.writeFileSync('package-lock.json', `${JSON.stringify(lock, null, 2)}\n`)

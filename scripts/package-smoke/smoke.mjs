@@ -10,7 +10,9 @@ const api = { SnowflakeLayout, config, decode, nextId, nextIdString, timestampOf
 if (cluster.isPrimary) {
   await checks.check('esm exports', () => {
     const required = Object.keys(createRequire(import.meta.url)('snowid')).sort()
-    const imported = Object.keys(namespace).filter((name) => name !== 'default' && name !== 'module.exports').sort()
+    const imported = Object.keys(namespace)
+      .filter(name => name !== 'default' && name !== 'module.exports')
+      .sort()
     if (JSON.stringify(imported) !== JSON.stringify(required)) {
       throw new Error(`expected the named exports [${required}], found [${imported}]`)
     }

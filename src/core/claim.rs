@@ -100,14 +100,8 @@ pub struct Space(u64);
 impl Space {
     pub fn new(layout: &Layout, namespace: Option<&str>) -> Space {
         let w = layout.widths();
-        let mut text = format!(
-            "bits={}/{}/{}/{} epoch={}",
-            w.datacenter,
-            w.worker,
-            w.clock_back,
-            w.sequence,
-            layout.epoch()
-        );
+        let mut text =
+            format!("bits={}/{}/{}/{} epoch={}", w.datacenter, w.worker, w.clock_back, w.sequence, layout.epoch());
         if let Some(ns) = namespace {
             text.push_str(" namespace=");
             text.push_str(ns);
@@ -182,7 +176,10 @@ mod tests {
         assert_ne!(a, path_name(Path::new("/var/lib/snowid"), 6, 31));
         let longest = inode_name(u64::MAX, u64::MAX, u32::MAX, u32::MAX);
         assert!(longest.len() <= MAX_NAME && a.len() <= MAX_NAME, "{longest}");
-        let space = Space::new(&Layout::new(Widths::default(), DEFAULT_EPOCH, DEFAULT_EPOCH + 1).unwrap(), Some(&"n".repeat(64)));
+        let space = Space::new(
+            &Layout::new(Widths::default(), DEFAULT_EPOCH, DEFAULT_EPOCH + 1).unwrap(),
+            Some(&"n".repeat(64)),
+        );
         assert!(space_name(space, u32::MAX, u32::MAX).len() <= MAX_NAME);
         assert!(Claim::take(&"x".repeat(MAX_NAME + 1)).is_err());
     }

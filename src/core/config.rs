@@ -273,7 +273,12 @@ fn vars_of_process() -> Vec<(String, OsString)> {
         while !entry.is_null() && !(*entry).is_null() {
             // A name that cannot be kept is passed over by its first byte, without measuring the entry.
             let first = (**entry) as u8;
-            if ![VAR_PREFIX].iter().chain(&OTHER_NAMES).chain(replicas::NAMES).any(|n| n.as_bytes().first() == Some(&first)) {
+            if ![VAR_PREFIX]
+                .iter()
+                .chain(&OTHER_NAMES)
+                .chain(replicas::NAMES)
+                .any(|n| n.as_bytes().first() == Some(&first))
+            {
                 entry = entry.add(1);
                 continue;
             }
@@ -294,7 +299,10 @@ fn vars_of_process() -> Vec<(String, OsString)> {
 
 #[cfg(not(target_os = "linux"))]
 fn vars_of_process() -> Vec<(String, OsString)> {
-    std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v))).filter(|(k, _)| snapshot_holds(k)).collect()
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
+        .filter(|(k, _)| snapshot_holds(k))
+        .collect()
 }
 
 impl<F: Fn(&str) -> Option<OsString>> EnvSource for F {
@@ -330,7 +338,8 @@ pub const KNOWN_VARS: &[&str] = &[
 
 /// Refuses a `SNOWID_*` variable that snowid does not read, naming the known one nearest to it.
 pub fn check_var_names(env: &dyn EnvSource) -> Result<()> {
-    let mut unknown: Vec<String> = env.snowid_names().into_iter().filter(|n| !KNOWN_VARS.contains(&n.as_str())).collect();
+    let mut unknown: Vec<String> =
+        env.snowid_names().into_iter().filter(|n| !KNOWN_VARS.contains(&n.as_str())).collect();
     unknown.sort();
     let Some(name) = unknown.first() else {
         return Ok(());
@@ -431,12 +440,7 @@ impl Resolver<'_> {
         for &name in env_names {
             if let Some(os) = self.env.var(name) {
                 let text = os.into_string().map_err(|os| {
-                    Error::type_error(
-                        Code::InvalidConfig,
-                        name,
-                        "valid UTF-8 text",
-                        &quote(&os.to_string_lossy()),
-                    )
+                    Error::type_error(Code::InvalidConfig, name, "valid UTF-8 text", &quote(&os.to_string_lossy()))
                 })?;
                 return Ok(Some(Raw::Env(text, name)));
             }
@@ -548,7 +552,14 @@ impl Resolver<'_> {
 
     fn policy(&self) -> Result<Sourced<ClockBackPolicy>> {
         let expected = || "one of 'bits', 'wait' or 'throw'".to_string();
-        self.word(&self.opts.on_clock_back, "onClockBack", "SNOWID_ON_CLOCK_BACK", &expected, ClockBackPolicy::parse, ClockBackPolicy::default())
+        self.word(
+            &self.opts.on_clock_back,
+            "onClockBack",
+            "SNOWID_ON_CLOCK_BACK",
+            &expected,
+            ClockBackPolicy::parse,
+            ClockBackPolicy::default(),
+        )
     }
 }
 
@@ -563,7 +574,14 @@ impl Resolver<'_> {
     /// Its one value is `statefulset`.
     fn worker_id_from(&self) -> Result<Sourced<bool>> {
         let parse = |text: &str| (text == statefulset::STATEFULSET).then_some(true);
-        self.word(&self.opts.worker_id_from, "workerIdFrom", statefulset::FROM_VAR, &statefulset::expected_from, parse, false)
+        self.word(
+            &self.opts.worker_id_from,
+            "workerIdFrom",
+            statefulset::FROM_VAR,
+            &statefulset::expected_from,
+            parse,
+            false,
+        )
     }
 
     fn lease(&self) -> Result<Sourced<bool>> {
@@ -625,14 +643,15 @@ impl Resolver<'_> {
     /// `SNOWID_LEASE_NAMESPACE` or `leaseNamespace`: 1 to [`MAX_NAMESPACE_CHARS`] letters, digits, `.`, `_` or `-`.
     fn lease_namespace(&self) -> Result<Sourced<Option<String>>> {
         let expected = format!("1 to {MAX_NAMESPACE_CHARS} characters of A-Z, a-z, 0-9, '.', '_' and '-'");
-        let (text, source, name) = match self.find(&self.opts.lease_namespace, "leaseNamespace", &["SNOWID_LEASE_NAMESPACE"])? {
-            None => return Ok(Sourced { value: None, source: Source::Default }),
-            Some(Raw::Opt(OptionValue::Text(t), js)) => (t.clone(), Source::Option, option_name(js)),
-            Some(Raw::Opt(other, js)) => {
-                return Err(Error::type_error(Code::InvalidConfig, &option_name(js), &expected, &describe(other)));
-            }
-            Some(Raw::Env(t, name)) => (t, Source::Env, name.to_string()),
-        };
+        let (text, source, name) =
+            match self.find(&self.opts.lease_namespace, "leaseNamespace", &["SNOWID_LEASE_NAMESPACE"])? {
+                None => return Ok(Sourced { value: None, source: Source::Default }),
+                Some(Raw::Opt(OptionValue::Text(t), js)) => (t.clone(), Source::Option, option_name(js)),
+                Some(Raw::Opt(other, js)) => {
+                    return Err(Error::type_error(Code::InvalidConfig, &option_name(js), &expected, &describe(other)));
+                }
+                Some(Raw::Env(t, name)) => (t, Source::Env, name.to_string()),
+            };
         let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
         if text.is_empty() || text.len() > MAX_NAMESPACE_CHARS || !text.chars().all(allowed) {
             return Err(Error::range_error(Code::InvalidConfig, &name, &expected, &quote(&text)));
@@ -773,9 +792,7 @@ fn env_integer(text: &str, name: &str, expected: &str, max: u64) -> Result<u64> 
 
 fn epoch_text(text: &str, name: &str, expected: &str) -> Result<u64> {
     if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-        return text
-            .parse::<u64>()
-            .map_err(|_| Error::range_error(Code::InvalidConfig, name, expected, &quote(text)));
+        return text.parse::<u64>().map_err(|_| Error::range_error(Code::InvalidConfig, name, expected, &quote(text)));
     }
     parse_iso(text).ok_or_else(|| Error::type_error(Code::InvalidConfig, name, expected, &quote(text)))
 }
@@ -789,22 +806,21 @@ fn expected_epoch(now: u64) -> String {
 }
 
 /// What a time argument must be, for messages.
-pub const EXPECTED_TIME: &str =
-    "a Date, Unix ms, or an ISO-8601 date (YYYY-MM-DD, or a date-time with Z or an offset)";
+pub const EXPECTED_TIME: &str = "a Date, Unix ms, or an ISO-8601 date (YYYY-MM-DD, or a date-time with Z or an offset)";
 
 /// Reads a point in time given to a call (not an option): a `Date`, a whole number of Unix ms, or text written as
 /// an epoch may be. The caller checks it against a layout.
 pub fn time_arg(v: &OptionValue, what: &str) -> Result<u64> {
-    let ms = |n: f64| whole(n).ok_or_else(|| Error::range_error(Code::InvalidArgument, what, EXPECTED_TIME, &js_number(n)));
+    let ms =
+        |n: f64| whole(n).ok_or_else(|| Error::range_error(Code::InvalidArgument, what, EXPECTED_TIME, &js_number(n)));
     match v {
         OptionValue::Number(n) => ms(*n),
         OptionValue::Date(t) if t.is_nan() => {
             Err(Error::range_error(Code::InvalidArgument, what, EXPECTED_TIME, "an invalid Date"))
         }
         OptionValue::Date(t) => ms(*t),
-        OptionValue::Text(text) => epoch_text(text, what, EXPECTED_TIME).map_err(|e| {
-            Error::new(Code::InvalidArgument, e.class(), e.message().to_string())
-        }),
+        OptionValue::Text(text) => epoch_text(text, what, EXPECTED_TIME)
+            .map_err(|e| Error::new(Code::InvalidArgument, e.class(), e.message().to_string())),
         other @ (OptionValue::Bool(_) | OptionValue::Other(_)) => {
             Err(Error::type_error(Code::InvalidArgument, what, EXPECTED_TIME, &describe(other)))
         }
@@ -854,11 +870,19 @@ impl Config {
                 datacenter_id.source = Source::Lease;
             }
         }
-        let clock_back = field(&opts.clock_back, "clockBack", &["SNOWID_CLOCK_BACK"], &clock_back_bits, "clockBackBits")?;
+        let clock_back =
+            field(&opts.clock_back, "clockBack", &["SNOWID_CLOCK_BACK"], &clock_back_bits, "clockBackBits")?;
         let on_clock_back = r.policy()?;
-        let max_wait_ms =
-            r.integer(&opts.max_wait_ms, "maxWaitMs", &["SNOWID_MAX_WAIT_MS"], MAX_MAX_WAIT_MS, &String::new, DEFAULT_MAX_WAIT_MS)?;
-        let max_lead_ms = r.integer(&opts.max_lead_ms, "maxLeadMs", &["SNOWID_MAX_LEAD_MS"], MAX_MAX_LEAD_MS, &String::new, 0)?;
+        let max_wait_ms = r.integer(
+            &opts.max_wait_ms,
+            "maxWaitMs",
+            &["SNOWID_MAX_WAIT_MS"],
+            MAX_MAX_WAIT_MS,
+            &String::new,
+            DEFAULT_MAX_WAIT_MS,
+        )?;
+        let max_lead_ms =
+            r.integer(&opts.max_lead_ms, "maxLeadMs", &["SNOWID_MAX_LEAD_MS"], MAX_MAX_LEAD_MS, &String::new, 0)?;
         let lease_dir = r.lease_dir()?;
         let single_instance = r.single_instance()?;
         let unchosen = !single_instance.value && !replicas::chosen(worker_id.source, datacenter_id.source);
@@ -909,7 +933,8 @@ impl Config {
     /// taken slot would move on (`workerIdIfTaken`). `config()` takes the lease first to report it.
     pub fn worker_id_needs_lease(&self) -> bool {
         self.lease.value
-            && (self.worker_id.source == Source::Lease || IfTaken::moves_on(self.worker_id_if_taken, self.worker_id.source))
+            && (self.worker_id.source == Source::Lease
+                || IfTaken::moves_on(self.worker_id_if_taken, self.worker_id.source))
     }
 
     /// The most ids one generator issues in one ms.
@@ -937,12 +962,19 @@ mod tests {
         // The test binary's own environment: whatever it holds, the snapshot agrees with the OS for every name a
         // configuration reads, and for one it does not keep.
         let snapshot = ProcessSnapshot::take();
-        for name in OTHER_NAMES.iter().chain(replicas::NAMES).copied().chain(["SNOWID_WORKER_ID", "SNOWID_LEASE_DIR", "PATH", "HOME"]) {
+        for name in OTHER_NAMES.iter().chain(replicas::NAMES).copied().chain([
+            "SNOWID_WORKER_ID",
+            "SNOWID_LEASE_DIR",
+            "PATH",
+            "HOME",
+        ]) {
             assert_eq!(snapshot.var(name), std::env::var_os(name), "{name}");
         }
         let mut listed = snapshot.snowid_names();
-        let mut expected: Vec<String> =
-            std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()).filter(|k| k.starts_with(VAR_PREFIX)).collect();
+        let mut expected: Vec<String> = std::env::vars_os()
+            .filter_map(|(k, _)| k.into_string().ok())
+            .filter(|k| k.starts_with(VAR_PREFIX))
+            .collect();
         listed.sort();
         expected.sort();
         assert_eq!(listed, expected);
@@ -960,11 +992,20 @@ mod tests {
             let env = Listed(vec![(typo, "1"), ("HOME", "/root")]);
             let e = Config::resolve(&Options::default(), &env, NOW).unwrap_err();
             assert_eq!(e.code(), Code::InvalidConfig);
-            assert!(e.message().starts_with(&format!("{typo}: expected a variable snowid reads (did you mean {nearest}?)")), "{e}");
+            assert!(
+                e.message().starts_with(&format!("{typo}: expected a variable snowid reads (did you mean {nearest}?)")),
+                "{e}"
+            );
             assert!(Config::resolve_layout(&Options::default(), &env, NOW).is_err());
         }
-        let known: Vec<(&'static str, &'static str)> =
-            vec![("SNOWID_LEASE", "off"), ("SNOWID_LEASE_DIR", "/srv/x"), ("SNOWID_WORKER_ID_IF_TAKEN", "next"), ("SNOWID_MAX_LEAD_MS", "5"), ("SNOWID_MAX_WAIT_MS", "5"), ("SNOWID_ON_CLOCK_BACK", "wait")];
+        let known: Vec<(&'static str, &'static str)> = vec![
+            ("SNOWID_LEASE", "off"),
+            ("SNOWID_LEASE_DIR", "/srv/x"),
+            ("SNOWID_WORKER_ID_IF_TAKEN", "next"),
+            ("SNOWID_MAX_LEAD_MS", "5"),
+            ("SNOWID_MAX_WAIT_MS", "5"),
+            ("SNOWID_ON_CLOCK_BACK", "wait"),
+        ];
         assert!(Config::resolve(&Options::default(), &Listed(known), NOW).is_ok());
     }
 
@@ -1048,16 +1089,27 @@ mod tests {
 
     #[test]
     fn a_taken_worker_id_may_give_way() {
-        let taken = |pairs: &[(&str, &str)], opts: &Options| Config::resolve(opts, &env(pairs), NOW).map(|c| c.worker_id_if_taken);
+        let taken = |pairs: &[(&str, &str)], opts: &Options| {
+            Config::resolve(opts, &env(pairs), NOW).map(|c| c.worker_id_if_taken)
+        };
         let none = Options::default();
         assert_eq!(taken(&[], &none), Ok(Sourced { value: IfTaken::Fail, source: Source::Default }));
-        assert_eq!(taken(&[("SNOWID_WORKER_ID_IF_TAKEN", "next")], &none), Ok(Sourced { value: IfTaken::Next, source: Source::Env }));
-        assert_eq!(taken(&[("SNOWID_WORKER_ID_IF_TAKEN", "fail")], &none), Ok(Sourced { value: IfTaken::Fail, source: Source::Env }));
+        assert_eq!(
+            taken(&[("SNOWID_WORKER_ID_IF_TAKEN", "next")], &none),
+            Ok(Sourced { value: IfTaken::Next, source: Source::Env })
+        );
+        assert_eq!(
+            taken(&[("SNOWID_WORKER_ID_IF_TAKEN", "fail")], &none),
+            Ok(Sourced { value: IfTaken::Fail, source: Source::Env })
+        );
         let e = taken(&[("SNOWID_WORKER_ID_IF_TAKEN", "skip")], &none).unwrap_err();
         assert!(e.message().starts_with("SNOWID_WORKER_ID_IF_TAKEN: expected 'fail' or 'next'"), "{e}");
         // The option wins over the variable, and is checked as the variable is.
         let next = Options { worker_id_if_taken: Some(OptionValue::Text("next".into())), ..Options::default() };
-        assert_eq!(taken(&[("SNOWID_WORKER_ID_IF_TAKEN", "fail")], &next), Ok(Sourced { value: IfTaken::Next, source: Source::Option }));
+        assert_eq!(
+            taken(&[("SNOWID_WORKER_ID_IF_TAKEN", "fail")], &next),
+            Ok(Sourced { value: IfTaken::Next, source: Source::Option })
+        );
         for (v, class, found) in [
             (OptionValue::Text("Next".into()), Class::RangeError, "found \"Next\""),
             (OptionValue::Bool(true), Class::TypeError, "found the boolean true"),
@@ -1091,7 +1143,10 @@ mod tests {
         let c = resolve_env(&[("SNOWID_LEASE_NAMESPACE", "test-3.a_b")]).unwrap();
         assert_eq!(c.lease_namespace, Sourced { value: Some("test-3.a_b".to_string()), source: Source::Env });
         let longest = "n".repeat(MAX_NAMESPACE_CHARS);
-        assert_eq!(resolve_env(&[("SNOWID_LEASE_NAMESPACE", &longest)]).unwrap().lease_namespace.value, Some(longest.clone()));
+        assert_eq!(
+            resolve_env(&[("SNOWID_LEASE_NAMESPACE", &longest)]).unwrap().lease_namespace.value,
+            Some(longest.clone())
+        );
         let expected = "expected 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-'";
         for bad in ["", "a b", "a/b", "ünï", "a\n", &format!("{longest}n")] {
             let e = resolve_env(&[("SNOWID_LEASE_NAMESPACE", bad)]).unwrap_err();
@@ -1100,12 +1155,20 @@ mod tests {
         }
         // The option wins over the variable, and is checked as the variable is.
         let opts = |v| Options { lease_namespace: Some(v), ..Options::default() };
-        let c = Config::resolve(&opts(OptionValue::Text("mine".into())), &env(&[("SNOWID_LEASE_NAMESPACE", "theirs")]), NOW).unwrap();
+        let c = Config::resolve(
+            &opts(OptionValue::Text("mine".into())),
+            &env(&[("SNOWID_LEASE_NAMESPACE", "theirs")]),
+            NOW,
+        )
+        .unwrap();
         assert_eq!(c.lease_namespace, Sourced { value: Some("mine".to_string()), source: Source::Option });
         let e = Config::resolve(&opts(OptionValue::Text("x y".into())), &env(&[]), NOW).unwrap_err();
         assert_eq!(e.message(), format!("options.leaseNamespace: {expected}, found \"x y\""));
         let e = Config::resolve(&opts(OptionValue::Number(3.0)), &env(&[]), NOW).unwrap_err();
-        assert_eq!((e.class(), e.message()), (Class::TypeError, format!("options.leaseNamespace: {expected}, found 3").as_str()));
+        assert_eq!(
+            (e.class(), e.message()),
+            (Class::TypeError, format!("options.leaseNamespace: {expected}, found 3").as_str())
+        );
     }
 
     #[test]
@@ -1120,7 +1183,14 @@ mod tests {
 
     #[test]
     fn numbers_print_as_js_prints_them() {
-        for (n, js) in [(5e-324, "5e-324"), (1e21, "1e+21"), (1.5e300, "1.5e+300"), (-2e-7, "-2e-7"), (1.5, "1.5"), (1e20, "100000000000000000000")] {
+        for (n, js) in [
+            (5e-324, "5e-324"),
+            (1e21, "1e+21"),
+            (1.5e300, "1.5e+300"),
+            (-2e-7, "-2e-7"),
+            (1.5, "1.5"),
+            (1e20, "100000000000000000000"),
+        ] {
             assert_eq!(js_number(n), js);
         }
     }
@@ -1153,11 +1223,15 @@ mod tests {
         let opts = Options { worker_id: Some(OptionValue::Number(1.0)), ..Options::default() };
         let c = Config::resolve(&opts, &env(&[("SNOWID_WORKER_ID", "3")]), NOW).unwrap();
         assert_eq!(c.worker_id, Sourced { value: 1, source: Source::Option });
-        let c = resolve_env(&[("SNOWID_LEASE", "off"), ("SNOWID_LEASE_DIR", "/srv/leases"), ("SNOWID_MAX_LEAD_MS", "20")])
-            .unwrap();
+        let c =
+            resolve_env(&[("SNOWID_LEASE", "off"), ("SNOWID_LEASE_DIR", "/srv/leases"), ("SNOWID_MAX_LEAD_MS", "20")])
+                .unwrap();
         assert_eq!((c.lease.value, c.lease_dir.value.clone(), c.max_lead_ms.value), (false, "/srv/leases".into(), 20));
         let opts = Options { lease: Some(OptionValue::Bool(false)), ..Options::default() };
-        assert_eq!(Config::resolve(&opts, &env(&[]), NOW).unwrap().lease, Sourced { value: false, source: Source::Option });
+        assert_eq!(
+            Config::resolve(&opts, &env(&[]), NOW).unwrap().lease,
+            Sourced { value: false, source: Source::Option }
+        );
         let opts = Options { lease: Some(OptionValue::Text("off".into())), ..Options::default() };
         assert_eq!(Config::resolve(&opts, &env(&[]), NOW).unwrap_err().class(), Class::TypeError);
     }
@@ -1262,7 +1336,8 @@ mod tests {
         let e = resolve_env(&[from, ("HOSTNAME", "web-32")]).unwrap_err();
         assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::RangeError));
         assert!(e.message().contains("0 to 31 (workerBits is 5)"), "{e}");
-        let c = resolve_env(&[from, ("HOSTNAME", "web-32"), ("SNOWID_WORKER_BITS", "6"), ("SNOWID_DATACENTER_BITS", "2")]);
+        let c =
+            resolve_env(&[from, ("HOSTNAME", "web-32"), ("SNOWID_WORKER_BITS", "6"), ("SNOWID_DATACENTER_BITS", "2")]);
         assert_eq!(c.unwrap().worker_id.value, 32);
         let e = resolve_env(&[from, ("HOSTNAME", "web")]).unwrap_err();
         assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::TypeError));
@@ -1274,17 +1349,26 @@ mod tests {
             assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::RangeError), "{e}");
             assert!(e.message().starts_with("SNOWID_WORKER_ID_FROM: expected \"statefulset\""), "{e}");
         }
-        assert_eq!(resolve_env(&[from, ("HOSTNAME", "web-7")]).unwrap().worker_id_from_statefulset, Sourced { value: true, source: Source::Env });
-        assert_eq!(resolve_env(&[]).unwrap().worker_id_from_statefulset, Sourced { value: false, source: Source::Default });
+        assert_eq!(
+            resolve_env(&[from, ("HOSTNAME", "web-7")]).unwrap().worker_id_from_statefulset,
+            Sourced { value: true, source: Source::Env }
+        );
+        assert_eq!(
+            resolve_env(&[]).unwrap().worker_id_from_statefulset,
+            Sourced { value: false, source: Source::Default }
+        );
     }
 
     #[test]
     fn the_statefulset_ordinal_can_be_asked_for_by_option() {
         let opt = |v: OptionValue| Options { worker_id_from: Some(v), ..Options::default() };
-        let c = Config::resolve(&opt(OptionValue::Text("statefulset".into())), &env(&[("HOSTNAME", "web-7")]), NOW).unwrap();
+        let c = Config::resolve(&opt(OptionValue::Text("statefulset".into())), &env(&[("HOSTNAME", "web-7")]), NOW)
+            .unwrap();
         assert_eq!(c.worker_id, Sourced { value: 7, source: Source::StatefulSet });
         assert_eq!(c.worker_id_from_statefulset, Sourced { value: true, source: Source::Option });
-        for (v, class) in [(OptionValue::Text("pod".into()), Class::RangeError), (OptionValue::Bool(true), Class::TypeError)] {
+        for (v, class) in
+            [(OptionValue::Text("pod".into()), Class::RangeError), (OptionValue::Bool(true), Class::TypeError)]
+        {
             let e = Config::resolve(&opt(v), &env(&[("HOSTNAME", "web-7")]), NOW).unwrap_err();
             assert_eq!((e.code(), e.class()), (Code::InvalidConfig, class), "{e}");
             assert!(e.message().starts_with("options.workerIdFrom: expected \"statefulset\""), "{e}");
@@ -1324,20 +1408,48 @@ mod tests {
     fn bad_option_values_are_refused() {
         let num = |n: f64| Some(OptionValue::Number(n));
         let cases: Vec<(Options, &str, Class)> = vec![
-            (Options { worker_id: num(32.0), ..Default::default() }, "options.workerId: expected an integer from 0 to 31 (workerBits is 5), found 32", Class::RangeError),
+            (
+                Options { worker_id: num(32.0), ..Default::default() },
+                "options.workerId: expected an integer from 0 to 31 (workerBits is 5), found 32",
+                Class::RangeError,
+            ),
             (Options { worker_id: num(-1.0), ..Default::default() }, "found -1", Class::RangeError),
             (Options { worker_id: num(0.6), ..Default::default() }, "found 0.6", Class::RangeError),
             (Options { worker_id: num(f64::NAN), ..Default::default() }, "found NaN", Class::RangeError),
             (Options { worker_id: num(f64::INFINITY), ..Default::default() }, "found Infinity", Class::RangeError),
             (Options { worker_id: num(4294967301.0), ..Default::default() }, "found 4294967301", Class::RangeError),
-            (Options { worker_id: Some(OptionValue::Text("3".into())), ..Default::default() }, "found the string \"3\"", Class::TypeError),
-            (Options { datacenter_id: Some(OptionValue::Other("boolean true".into())), ..Default::default() }, "options.datacenterId: expected", Class::TypeError),
-            (Options { epoch: Some(OptionValue::Date(f64::NAN)), ..Default::default() }, "found an invalid Date", Class::RangeError),
+            (
+                Options { worker_id: Some(OptionValue::Text("3".into())), ..Default::default() },
+                "found the string \"3\"",
+                Class::TypeError,
+            ),
+            (
+                Options { datacenter_id: Some(OptionValue::Other("boolean true".into())), ..Default::default() },
+                "options.datacenterId: expected",
+                Class::TypeError,
+            ),
+            (
+                Options { epoch: Some(OptionValue::Date(f64::NAN)), ..Default::default() },
+                "found an invalid Date",
+                Class::RangeError,
+            ),
             (Options { epoch: num(-1.0), ..Default::default() }, "found -1", Class::RangeError),
             (Options { epoch: num(NOW as f64 + 1e9), ..Default::default() }, "in the future", Class::RangeError),
-            (Options { epoch: Some(OptionValue::Text("2020-02-30".into())), ..Default::default() }, "options.epoch", Class::TypeError),
-            (Options { on_clock_back: Some(OptionValue::Number(1.0)), ..Default::default() }, "options.onClockBack: expected one of", Class::TypeError),
-            (Options { on_clock_back: Some(OptionValue::Text("Bits".into())), ..Default::default() }, "found \"Bits\"", Class::RangeError),
+            (
+                Options { epoch: Some(OptionValue::Text("2020-02-30".into())), ..Default::default() },
+                "options.epoch",
+                Class::TypeError,
+            ),
+            (
+                Options { on_clock_back: Some(OptionValue::Number(1.0)), ..Default::default() },
+                "options.onClockBack: expected one of",
+                Class::TypeError,
+            ),
+            (
+                Options { on_clock_back: Some(OptionValue::Text("Bits".into())), ..Default::default() },
+                "found \"Bits\"",
+                Class::RangeError,
+            ),
             (Options { max_wait_ms: num(-5.0), ..Default::default() }, "options.maxWaitMs", Class::RangeError),
         ];
         for (opts, needle, class) in cases {

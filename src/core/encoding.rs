@@ -126,7 +126,9 @@ impl Text {
 /// Reads an id's text: exactly `encoding.width()` characters of its alphabet, at most 2^63 - 1. Text of another
 /// length is refused rather than padded, so a truncated or doubled id is never read as some other id.
 pub fn parse(text: &str, encoding: Encoding, what: &str) -> Result<u64> {
-    let bad = |why: String| Error::type_error(Code::InvalidId, what, &encoding.expected(), &format!("the string {} ({why})", quote(text)));
+    let bad = |why: String| {
+        Error::type_error(Code::InvalidId, what, &encoding.expected(), &format!("the string {} ({why})", quote(text)))
+    };
     let count = text.chars().count();
     if count != encoding.width() {
         return Err(bad(format!("{count} characters")));

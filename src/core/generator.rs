@@ -622,7 +622,12 @@ impl<C: Clock> Generator<C> {
         let generation = &self.state.generation.0;
         let g = generation.load(Ordering::Relaxed);
         if g & RUNS != 0 {
-            let _ = generation.compare_exchange(g, GENERATIONS.fetch_add(2, Ordering::Relaxed), Ordering::Release, Ordering::Relaxed);
+            let _ = generation.compare_exchange(
+                g,
+                GENERATIONS.fetch_add(2, Ordering::Relaxed),
+                Ordering::Release,
+                Ordering::Relaxed,
+            );
         }
     }
 
@@ -897,7 +902,11 @@ impl<C: Clock> Generator<C> {
         let found = if d == 0 {
             "a lease that was released or lost".to_string()
         } else {
-            format!("its deadline {d} ({}) passed {} ms ago, so another process may hold the slot now", format_iso(d), now - d)
+            format!(
+                "its deadline {d} ({}) passed {} ms ago, so another process may hold the slot now",
+                format_iso(d),
+                now - d
+            )
         };
         Error::new(
             Code::LeaseLost,
@@ -1094,7 +1103,11 @@ pub(crate) mod tests {
         clock.set(NOW + 2);
         let e = g.next_id().unwrap_err();
         assert_eq!((e.code(), e.class()), (Code::LeaseLost, Class::Error));
-        assert!(e.message().starts_with("lease: expected a confirmed lease on datacenterId 1 workerId 3, found its deadline"), "{e}");
+        assert!(
+            e.message()
+                .starts_with("lease: expected a confirmed lease on datacenterId 1 workerId 3, found its deadline"),
+            "{e}"
+        );
         assert!(e.message().contains("passed 0 ms ago"), "{e}");
         assert_eq!(g.fill(&mut batch).unwrap_err().code(), Code::LeaseLost);
         clock.set(NOW + 5000);
@@ -1156,7 +1169,10 @@ pub(crate) mod tests {
         let clock = FakeClock::at(NOW);
         let g = generator(ClockBackPolicy::Bits, &clock);
         let f = fields(&g, g.next_id().unwrap());
-        assert_eq!(f, Fields { timestamp: NOW - DEFAULT_EPOCH, datacenter_id: 1, worker_id: 3, clock_back: 0, sequence: 0 });
+        assert_eq!(
+            f,
+            Fields { timestamp: NOW - DEFAULT_EPOCH, datacenter_id: 1, worker_id: 3, clock_back: 0, sequence: 0 }
+        );
         let f = fields(&g, g.next_id().unwrap());
         assert_eq!((f.timestamp, f.sequence), (NOW - DEFAULT_EPOCH, 1));
     }
@@ -1382,7 +1398,10 @@ pub(crate) mod tests {
         assert_eq!((b, word(&g)), (a + 1, b & !g.fixed));
         clock.set(NOW + 1);
         let c = g.next_id().unwrap();
-        assert_eq!((fields(&g, c).timestamp, fields(&g, c).sequence, word(&g)), (fields(&g, b).timestamp + 1, 0, c & !g.fixed));
+        assert_eq!(
+            (fields(&g, c).timestamp, fields(&g, c).sequence, word(&g)),
+            (fields(&g, b).timestamp + 1, 0, c & !g.fixed)
+        );
         // Sections that issue nothing leave it closed; the next id opens it again with itself.
         g.set_deadline(u64::MAX);
         assert_eq!(word(&g), CLOSED);
@@ -1406,7 +1425,9 @@ pub(crate) mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         let g2 = g.clone();
         let t = std::thread::spawn(move || tx.send(call(&g2)).unwrap());
-        let out = rx.recv_timeout(std::time::Duration::from_secs(30)).unwrap_or_else(|_| panic!("{what} waited for the mutex"));
+        let out = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("{what} waited for the mutex"));
         drop(held);
         t.join().unwrap();
         out
@@ -1454,7 +1475,8 @@ pub(crate) mod tests {
         let clock = FakeClock::at(NOW);
         for (sequence, run_len) in [(12, 1), (8, 1), (13, 2), (16, 16), (18, 64), (20, 64)] {
             let w = Widths { datacenter: 1, worker: 2, clock_back: 0, sequence };
-            let g = Generator::new(settings(w, ClockBackPolicy::Bits), Shared::new(State::new(0)), clock.clone()).unwrap();
+            let g =
+                Generator::new(settings(w, ClockBackPolicy::Bits), Shared::new(State::new(0)), clock.clone()).unwrap();
             assert_eq!(g.run_len, run_len, "sequenceBits {sequence}");
         }
     }
@@ -1565,7 +1587,10 @@ pub(crate) mod tests {
         clock.set(NOW + 1);
         let mut batch = [0u64; 3];
         g.fill(&mut batch).unwrap();
-        assert_eq!((fields(&g, batch[0]).timestamp, fields(&g, batch[0]).sequence), (fields(&g, first).timestamp + 1, 0));
+        assert_eq!(
+            (fields(&g, batch[0]).timestamp, fields(&g, batch[0]).sequence),
+            (fields(&g, first).timestamp + 1, 0)
+        );
         assert_eq!(word(&g), batch[2] & !g.fixed);
         // The rest of the ms but one, then two: the second does not fit, so the mutex runs it into the next ms.
         let mut rest = vec![0u64; (g.max_sequence - 3) as usize];
@@ -1574,7 +1599,10 @@ pub(crate) mod tests {
         let mut two = [0u64; 2];
         g.fill(&mut two).unwrap();
         assert_eq!(fields(&g, two[0]).sequence, g.max_sequence as u32);
-        assert_eq!((fields(&g, two[1]).timestamp, fields(&g, two[1]).sequence), (fields(&g, batch[0]).timestamp + 1, 0));
+        assert_eq!(
+            (fields(&g, two[1]).timestamp, fields(&g, two[1]).sequence),
+            (fields(&g, batch[0]).timestamp + 1, 0)
+        );
         // A batch larger than a ms never takes the swap, and every id is still new.
         let mut big = vec![0u64; g.max_sequence as usize + 2];
         g.fill(&mut big).unwrap();
@@ -1753,7 +1781,10 @@ pub(crate) mod tests {
             clock.now.fetch_sub(50, Ordering::SeqCst);
             let waited = std::time::Instant::now();
             while g.snapshot().stats.clock_back_events < step {
-                assert!(waited.elapsed() < std::time::Duration::from_secs(60), "no thread took an id after step {step}");
+                assert!(
+                    waited.elapsed() < std::time::Duration::from_secs(60),
+                    "no thread took an id after step {step}"
+                );
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
         }
@@ -2042,7 +2073,8 @@ pub(crate) mod tests {
     fn a_new_holder_far_behind_the_mark_moves_to_a_free_clock_back_or_fails() {
         // 5 s behind the mark for clockBack 0, and clockBack 1 reserved too: 'bits' takes 2.
         let clock = FakeClock::at(NOW);
-        let g = resume_with(ClockBackPolicy::Bits, vec![(0, NOW + 5000), (1, NOW + 4000), (2, NOW - 1)], &clock).unwrap();
+        let g =
+            resume_with(ClockBackPolicy::Bits, vec![(0, NOW + 5000), (1, NOW + 4000), (2, NOW - 1)], &clock).unwrap();
         assert_eq!(clock.slept(), 0, "no point waiting past maxWaitMs");
         let f = fields(&g, g.next_id().unwrap());
         assert_eq!((f.clock_back, f.timestamp + DEFAULT_EPOCH), (2, NOW));
@@ -2113,7 +2145,10 @@ pub(crate) mod tests {
         // Runs never cross a ms: sequence values restart at 0 in each new ms.
         for w in batch.windows(2) {
             let (f0, f1) = (fields(&a, w[0]), fields(&a, w[1]));
-            assert!(f1.timestamp > f0.timestamp && f1.sequence == 0 || f1.timestamp == f0.timestamp && f1.sequence == f0.sequence + 1);
+            assert!(
+                f1.timestamp > f0.timestamp && f1.sequence == 0
+                    || f1.timestamp == f0.timestamp && f1.sequence == f0.sequence + 1
+            );
         }
         // Interleaved with single ids, still strictly increasing.
         let single = a.next_id().unwrap();

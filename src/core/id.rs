@@ -42,7 +42,8 @@ impl Decimal {
     pub fn new(v: u64) -> Self {
         let mut buf = [b'0'; 24];
         // Below 10^8 each, by construction; `top` is below 1,845 (u64::MAX / 10^16).
-        let (top, middle, low) = ((v / 10u64.pow(16)) as u32, (v / 100_000_000 % 100_000_000) as u32, (v % 100_000_000) as u32);
+        let (top, middle, low) =
+            ((v / 10u64.pow(16)) as u32, (v / 100_000_000 % 100_000_000) as u32, (v % 100_000_000) as u32);
         let mut put = |at: usize, n: u32| {
             if let Some(slot) = buf.get_mut(at..at + 8) {
                 slot.copy_from_slice(&eight_digits(n).to_le_bytes());

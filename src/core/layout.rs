@@ -307,7 +307,8 @@ mod tests {
                 sequence: maxes[4] as u32,
             });
             assert_eq!(all, Some(MAX_ID), "{w:?}: all fields at max fill the 63 bits");
-            let too_big = Fields { timestamp: maxes[0] + 1, datacenter_id: 0, worker_id: 0, clock_back: 0, sequence: 0 };
+            let too_big =
+                Fields { timestamp: maxes[0] + 1, datacenter_id: 0, worker_id: 0, clock_back: 0, sequence: 0 };
             assert_eq!(l.pack(&too_big), None);
             if w.worker < 32 {
                 let f = Fields { worker_id: (maxes[2] + 1) as u32, ..too_big };
@@ -400,7 +401,10 @@ mod tests {
         assert!(Layout::for_reading(widths(20, 20, 20, 2), epoch, NOW).is_ok());
         // And fields of at most 32 bits, which read whole wherever they sit.
         let e = Layout::for_reading(widths(0, 0, 0, 33), epoch, NOW).unwrap_err();
-        assert!(e.message().starts_with("layout: expected fields other than the timestamp of at most 32 bits each"), "{e}");
+        assert!(
+            e.message().starts_with("layout: expected fields other than the timestamp of at most 32 bits each"),
+            "{e}"
+        );
         let wide = Layout::for_reading(widths(0, 0, 30, 32), epoch, NOW).unwrap();
         let f = wide.unpack(MAX_ID);
         assert_eq!((f.timestamp, f.clock_back, f.sequence), (1, (1 << 30) - 1, u32::MAX));

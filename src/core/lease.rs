@@ -31,9 +31,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, CString};
-use std::ops::RangeInclusive;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::ErrorKind;
+use std::ops::RangeInclusive;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, FileExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::io::{AsRawFd, FromRawFd};
@@ -43,8 +43,8 @@ use std::sync::{Arc, OnceLock, Weak};
 use parking_lot::Mutex;
 
 use super::claim::{self, fnv1a, Claim, Space};
-use super::generator::{Clock, Shared, SharedState, SystemClock};
 use super::error::{quote_path, Class, Code, Error, Result};
+use super::generator::{Clock, Shared, SharedState, SystemClock};
 use super::layout::Layout;
 use super::time::format_iso;
 
@@ -116,19 +116,17 @@ pub fn read_file(bytes: &[u8], path: &Path) -> Result<Option<Record>> {
     let best = bytes.chunks(RECORD_SIZE).take(2).filter_map(Record::decode).max_by_key(|r| r.seq);
     match best {
         Some(r) => Ok(Some(r)),
-        None => {
-            Err(Error::new(
-                Code::LeaseCorrupt,
-                Class::Error,
-                format!(
-                    "lease file {}: expected a snowid lease record (version 1), found {} bytes that are not one \
+        None => Err(Error::new(
+            Code::LeaseCorrupt,
+            Class::Error,
+            format!(
+                "lease file {}: expected a snowid lease record (version 1), found {} bytes that are not one \
                      (their content is not shown), so which ids were issued from this slot is unknown. Remove the \
                      file only when no process uses the slot and the clock is past every id issued from it",
-                    quote_path(path),
-                    bytes.len()
-                ),
-            ))
-        }
+                quote_path(path),
+                bytes.len()
+            ),
+        )),
     }
 }
 
@@ -430,14 +428,18 @@ impl Lease {
             match Claim::take(&name) {
                 Ok(Some(c)) => claim = Some(c),
                 Ok(None) => {
-                    let why = "another process in this network namespace holds the slot in the directory now at that path";
+                    let why =
+                        "another process in this network namespace holds the slot in the directory now at that path";
                     return Err(lost(holder_in(&dir.dir, &self.name, &self.path), why));
                 }
                 Err(e) => return Err(self.file_error("claiming", &e)),
             }
         }
         let file = open_at(&dir.dir, &self.name, libc::O_RDWR | libc::O_CREAT).map_err(|e| {
-            lost(holder_in(&dir.dir, &self.name, &self.path), &format!("another file is there that it cannot open ({e})"))
+            lost(
+                holder_in(&dir.dir, &self.name, &self.path),
+                &format!("another file is there that it cannot open ({e})"),
+            )
         })?;
         let m = file.metadata().map_err(|e| self.file_error("checking", &e))?;
         check_slot_file(&m, &self.path).map_err(|_| lost(None, "another file is there that is not a lease file"))?;
@@ -445,7 +447,8 @@ impl Lease {
         if m.uid() != unsafe { libc::geteuid() } {
             return Err(lost(record_pid(&file, &self.path), "another user's file is there"));
         }
-        file.try_lock().map_err(|_| lost(record_pid(&file, &self.path), "another file is there, locked by another process"))?;
+        file.try_lock()
+            .map_err(|_| lost(record_pid(&file, &self.path), "another file is there, locked by another process"))?;
         let bytes = read_records(&file).map_err(|e| self.file_error("reading", &e))?;
         match read_file(&bytes, &self.path) {
             Ok(Some(r)) if r.marks.iter().any(|(_, m)| *m >= now) => {
@@ -473,7 +476,9 @@ impl Lease {
     /// may also have been issued by the process that took the slot.
     fn lost(&self, holder: Option<u32>, why: &str, since: u64, now: u64) -> Error {
         let holder = match holder {
-            Some(pid) if pid == std::process::id() => format!("the record there names this process (pid {pid}): a copy of its own file"),
+            Some(pid) if pid == std::process::id() => {
+                format!("the record there names this process (pid {pid}): a copy of its own file")
+            }
             Some(pid) => format!("the record there names pid {pid} as its holder"),
             None => "no lease record there can be read, so its holder cannot be named".to_string(),
         };
@@ -493,7 +498,11 @@ impl Lease {
     }
 
     fn file_error(&self, what: &str, e: &std::io::Error) -> Error {
-        Error::new(Code::LeaseDir, Class::Error, format!("lease file {}: expected {what} it to work, found: {e}", quote_path(&self.path)))
+        Error::new(
+            Code::LeaseDir,
+            Class::Error,
+            format!("lease file {}: expected {what} it to work, found: {e}", quote_path(&self.path)),
+        )
     }
 
     fn write(&self, file: &File, rec: &Record) -> Result<()> {
@@ -501,7 +510,10 @@ impl Lease {
             Error::new(
                 Code::LeaseDir,
                 Class::Error,
-                format!("lease file {}: expected its record to fit in {RECORD_SIZE} bytes, found it longer", quote_path(&self.path)),
+                format!(
+                    "lease file {}: expected its record to fit in {RECORD_SIZE} bytes, found it longer",
+                    quote_path(&self.path)
+                ),
             )
         })?;
         let offset = (rec.seq % 2) * RECORD_SIZE as u64;
@@ -709,10 +721,9 @@ impl LeaseDir {
         let (file, writable) = match open_at(&self.dir, name, libc::O_RDWR | libc::O_CREAT) {
             Ok(f) => (f, true),
             // Another user's file: it is read to honour its lock and marks.
-            Err(e) if e.kind() == ErrorKind::PermissionDenied => (
-                open_at(&self.dir, name, libc::O_RDONLY).map_err(|e| self.open_error(path, &e))?,
-                false,
-            ),
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+                (open_at(&self.dir, name, libc::O_RDONLY).map_err(|e| self.open_error(path, &e))?, false)
+            }
             Err(e) => return Err(self.open_error(path, &e)),
         };
         let m = file.metadata().map_err(|e| dir_error(&self.path, &format!("reading {}", quote_path(path)), &e))?;
@@ -760,7 +771,8 @@ impl LeaseDir {
     /// in other network namespaces).
     fn attempt(&self, datacenter_id: u32, worker_id: u32) -> Result<Attempt> {
         let path = self.slot_path(datacenter_id, worker_id);
-        let name = CString::new(Self::slot_name(datacenter_id, worker_id)).map_err(|_| dir_problem(&self.path, "a slot name with a NUL"))?;
+        let name = CString::new(Self::slot_name(datacenter_id, worker_id))
+            .map_err(|_| dir_problem(&self.path, "a slot name with a NUL"))?;
         let held_by = |file: Option<&File>| {
             let file = file.map(|f| f.try_clone()).or_else(|| Some(open_at(&self.dir, &name, libc::O_RDONLY)))?.ok()?;
             read_records(&file).ok().and_then(|b| read_file(&b, &path).ok().flatten()).map(|r| r.pid)
@@ -778,13 +790,17 @@ impl LeaseDir {
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => return Ok(Attempt::Held(Holder::Here(held_by(Some(&file))))),
-            Err(TryLockError::Error(e)) => return Err(dir_error(&self.path, &format!("locking {}", quote_path(&path)), &e)),
+            Err(TryLockError::Error(e)) => {
+                return Err(dir_error(&self.path, &format!("locking {}", quote_path(&path)), &e))
+            }
         }
         if !ours {
-            let m = file.metadata().map_err(|e| dir_error(&self.path, &format!("reading {}", quote_path(&path)), &e))?;
+            let m =
+                file.metadata().map_err(|e| dir_error(&self.path, &format!("reading {}", quote_path(&path)), &e))?;
             return Ok(Attempt::Foreign(m.uid()));
         }
-        let bytes = read_records(&file).map_err(|e| dir_error(&self.path, &format!("reading {}", quote_path(&path)), &e))?;
+        let bytes =
+            read_records(&file).map_err(|e| dir_error(&self.path, &format!("reading {}", quote_path(&path)), &e))?;
         let previous = read_file(&bytes, &path)?.unwrap_or_default();
         let lease = Lease {
             dir_path: self.path.clone(),
@@ -844,9 +860,11 @@ impl LeaseDir {
                 return Ok(Arc::clone(map.entry(key).or_insert(Arc::new(*lease))));
             }
             Attempt::Held(Holder::Here(pid)) => pid.map_or("another process".to_string(), |p| format!("pid {p}")),
-            Attempt::Held(Holder::InSpace) => "another process of the same id space on this host (layout, epoch and lease \
+            Attempt::Held(Holder::InSpace) => {
+                "another process of the same id space on this host (layout, epoch and lease \
                 namespace; its lease directory may differ)"
-                .to_string(),
+                    .to_string()
+            }
             Attempt::Foreign(uid) => format!("the user with uid {uid}, whose file it is"),
         };
         Err(Error::new(
@@ -864,21 +882,42 @@ impl LeaseDir {
     /// below `slots` of the lowest datacenter id (datacenterId 0's worker ids, then 1's, and so on) that no process
     /// holds, whose file is this user's (or can be made), and that `usable` accepts; after that, the same slot. A slot
     /// it cannot use (another user's file, a corrupt or special file, marks too far ahead) is skipped, and left as found.
-    pub fn acquire_auto(&self, datacenters: RangeInclusive<u32>, slots: u64, usable: &dyn Fn(&Record) -> bool) -> Result<Arc<Lease>> {
+    pub fn acquire_auto(
+        &self,
+        datacenters: RangeInclusive<u32>,
+        slots: u64,
+        usable: &dyn Fn(&Record) -> bool,
+    ) -> Result<Arc<Lease>> {
         self.choose(datacenters, slots, 0, usable)
     }
 
     /// As [`LeaseDir::acquire_auto`] within `datacenter_id`, trying the slots from `first` upwards, then from 0.
-    pub fn acquire_from(&self, datacenter_id: u32, slots: u64, first: u64, usable: &dyn Fn(&Record) -> bool) -> Result<Arc<Lease>> {
+    pub fn acquire_from(
+        &self,
+        datacenter_id: u32,
+        slots: u64,
+        first: u64,
+        usable: &dyn Fn(&Record) -> bool,
+    ) -> Result<Arc<Lease>> {
         self.choose(datacenter_id..=datacenter_id, slots, first, usable)
     }
 
     /// The automatic slot: for each datacenter id of `datacenters` in turn, its worker ids from `first` upwards, then
     /// from 0. A slot this process already took automatically within `datacenters` is kept (the lowest, should there
     /// be several).
-    fn choose(&self, datacenters: RangeInclusive<u32>, slots: u64, first: u64, usable: &dyn Fn(&Record) -> bool) -> Result<Arc<Lease>> {
+    fn choose(
+        &self,
+        datacenters: RangeInclusive<u32>,
+        slots: u64,
+        first: u64,
+        usable: &dyn Fn(&Record) -> bool,
+    ) -> Result<Arc<Lease>> {
         let mut auto = auto_slots().lock();
-        let kept = auto.iter().filter(|((p, d), _)| *p == self.path && datacenters.contains(d)).map(|((_, d), w)| (*d, *w)).min();
+        let kept = auto
+            .iter()
+            .filter(|((p, d), _)| *p == self.path && datacenters.contains(d))
+            .map(|((_, d), w)| (*d, *w))
+            .min();
         if let Some((d, w)) = kept {
             return self.acquire(d, w, "workerId");
         }
@@ -1154,7 +1193,9 @@ mod tests {
         let again = dir.acquire(1, 2, "workerId").unwrap();
         assert!(Arc::ptr_eq(&a, &again), "one lease per slot per process");
         // Another open file description (as another process would have) cannot take it.
-        assert!(matches!(dir.attempt(1, 2).unwrap(), Attempt::Held(Holder::Here(Some(pid))) if pid == std::process::id()));
+        assert!(
+            matches!(dir.attempt(1, 2).unwrap(), Attempt::Held(Holder::Here(Some(pid))) if pid == std::process::id())
+        );
         a.reserve(0, 5_000, 1_000).unwrap();
         a.reserve(1, 7_000, 1_000).unwrap();
         a.reserve(0, 6_000, 1_000).unwrap();
@@ -1195,7 +1236,8 @@ mod tests {
         }
         // (1, 0) reserved far ahead by an earlier holder: `usable` refuses it, so it is skipped, its marks kept.
         let far = SystemClock.now_ms() + 3_600_000;
-        std::fs::write(dir.slot_path(1, 0), Record { seq: 3, pid: 1, marks: vec![(0, far)] }.encode().unwrap()).unwrap();
+        std::fs::write(dir.slot_path(1, 0), Record { seq: 3, pid: 1, marks: vec![(0, far)] }.encode().unwrap())
+            .unwrap();
         let usable = |r: &Record| r.marks.iter().all(|&(_, m)| m < far);
         let auto = dir.acquire_auto(0..=3, 4, &usable).unwrap();
         assert_eq!((auto.datacenter_id(), auto.worker_id()), (1, 1));
@@ -1361,7 +1403,10 @@ mod tests {
         std::fs::rename(t.join("ahead"), lease.path()).unwrap();
         let e = lease.reserve(0, 6_000, 1_000).unwrap_err();
         assert_eq!(e.code(), Code::LeaseLost);
-        assert!(e.message().contains("with marks ahead of the clock; the record there names pid 1 as its holder"), "{e}");
+        assert!(
+            e.message().contains("with marks ahead of the clock; the record there names pid 1 as its holder"),
+            "{e}"
+        );
         // For good: the file gone again, the holder still cannot be sure which ids the other one issued.
         std::fs::remove_file(lease.path()).unwrap();
         assert_eq!(lease.reserve(0, 6_000, 1_000).unwrap_err(), e);
@@ -1373,7 +1418,11 @@ mod tests {
         std::fs::rename(t.join("locked"), lease.path()).unwrap();
         let e = lease.reserve(0, 6_000, 1_000).unwrap_err();
         assert_eq!(e.code(), Code::LeaseLost);
-        assert!(e.message().contains("locked by another process; no lease record there can be read") && e.message().len() <= 600, "{e}");
+        assert!(
+            e.message().contains("locked by another process; no lease record there can be read")
+                && e.message().len() <= 600,
+            "{e}"
+        );
     }
 
     /// Swaps two paths at once (`renameat2` with `RENAME_EXCHANGE`): no moment in which the first is missing.
@@ -1381,7 +1430,8 @@ mod tests {
     fn exchange(a: &Path, b: &Path) {
         let (a, b) = (CString::new(a.as_os_str().as_bytes()).unwrap(), CString::new(b.as_os_str().as_bytes()).unwrap());
         // SAFETY: two NUL-terminated paths, relative to nothing (both absolute).
-        let rc = unsafe { libc::renameat2(libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), libc::RENAME_EXCHANGE) };
+        let rc =
+            unsafe { libc::renameat2(libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), libc::RENAME_EXCHANGE) };
         assert_eq!(rc, 0, "renameat2: {}", std::io::Error::last_os_error());
     }
 
@@ -1418,7 +1468,10 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         let found = changed.elapsed().as_millis() as u64;
-        assert!(found < crate::core::generator::MARK_WINDOW_MS, "found lost after {found} ms, no sooner than a mark write would have");
+        assert!(
+            found < crate::core::generator::MARK_WINDOW_MS,
+            "found lost after {found} ms, no sooner than a mark write would have"
+        );
         // The mark the first id wrote still covers the clock, yet the next id is refused.
         let e = g.next_id().unwrap_err();
         assert_eq!(g.snapshot().stats.mark_writes, 1, "no mark was written after the first");
@@ -1426,7 +1479,11 @@ mod tests {
         let m = e.message();
         assert!(m.contains("found that another file is there, locked by another process"), "{m}");
         assert!(m.contains("the record there names pid 4242 as its holder"), "{m}");
-        assert!(m.contains("ids it issued after its last check that found its own file there, at ") && m.contains("may collide"), "{m}");
+        assert!(
+            m.contains("ids it issued after its last check that found its own file there, at ")
+                && m.contains("may collide"),
+            "{m}"
+        );
         assert_eq!(g.next_id().unwrap_err(), e, "for good");
         assert_eq!(lease.reserve(0, u64::MAX, 0).unwrap_err(), e, "and at every mark write");
         // The new directory's claim was not kept: had it been, the holder's own claim would later have been blamed
@@ -1453,7 +1510,11 @@ mod tests {
         let old = LeaseDir::open(&t.join("lease.old"), Sharing::Private, t.space()).unwrap();
         assert!(matches!(old.attempt(3, 4).unwrap(), Attempt::Held(_)));
         lease.reserve(0, 6_000, 1_000).unwrap();
-        assert_eq!(marks_at(&path.join("dc3-worker4.lease")), vec![(0, 6_000)], "the holder writes where newcomers look");
+        assert_eq!(
+            marks_at(&path.join("dc3-worker4.lease")),
+            vec![(0, 6_000)],
+            "the holder writes where newcomers look"
+        );
         assert_eq!(marks_at(&t.join("lease.old/dc3-worker4.lease")), vec![(0, 6_000)], "and in the old file too");
         std::fs::remove_dir_all(&path).unwrap();
         lease.reserve(0, 7_000, 1_000).unwrap();
@@ -1492,7 +1553,8 @@ mod tests {
             .map(|k| {
                 let (stop, path) = (stop.clone(), t.join(&format!("churn-{k}")));
                 std::thread::spawn(move || {
-                    let files: Vec<File> = (0..8).map(|i| File::create(path.with_extension(i.to_string())).unwrap()).collect();
+                    let files: Vec<File> =
+                        (0..8).map(|i| File::create(path.with_extension(i.to_string())).unwrap()).collect();
                     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                         for f in &files {
                             f.lock().unwrap();
@@ -1523,7 +1585,8 @@ mod tests {
     fn holds_a_slot_for_another_test() {
         let Some(spec) = std::env::var("LEASE_TEST_HOLDER").ok() else { return };
         let (path, namespace) = spec.rsplit_once(':').unwrap();
-        let dir = LeaseDir::open(Path::new(path), Sharing::Private, Space::new(&default_layout(), Some(namespace))).unwrap();
+        let dir =
+            LeaseDir::open(Path::new(path), Sharing::Private, Space::new(&default_layout(), Some(namespace))).unwrap();
         dir.acquire(1, 0, "workerId").unwrap();
         // On a line of its own: the test harness has written the test's name without ending its line.
         println!("\nsnowid-test-held");
@@ -1555,9 +1618,15 @@ mod tests {
         assert!(e.message().contains("held by another process of the same id space on this host"), "{e}");
         assert_eq!(dir.acquire_auto(1..=1, 4, ANY).unwrap().worker_id(), 1, "the automatic lease moves on");
         // Another namespace, or another layout, is another set of slots.
-        let other = |space| matches!(LeaseDir::open(&mine.0, Sharing::Private, space).unwrap().attempt(1, 0).unwrap(), Attempt::Taken(_));
+        let other = |space| {
+            matches!(
+                LeaseDir::open(&mine.0, Sharing::Private, space).unwrap().attempt(1, 0).unwrap(),
+                Attempt::Taken(_)
+            )
+        };
         assert!(other(Space::new(&default_layout(), Some(&format!("{namespace}-2")))));
-        let narrower = Layout::new(Widths { sequence: 11, ..Widths::default() }, DEFAULT_EPOCH, DEFAULT_EPOCH + 1).unwrap();
+        let narrower =
+            Layout::new(Widths { sequence: 11, ..Widths::default() }, DEFAULT_EPOCH, DEFAULT_EPOCH + 1).unwrap();
         assert!(other(Space::new(&narrower, Some(&namespace))));
         let later = Layout::new(Widths::default(), DEFAULT_EPOCH + 1, DEFAULT_EPOCH + 2).unwrap();
         assert!(other(Space::new(&later, Some(&namespace))));

@@ -73,11 +73,22 @@ impl LeaseDir {
         match *self {}
     }
 
-    pub fn acquire_auto(&self, _datacenters: std::ops::RangeInclusive<u32>, _slots: u64, _usable: &dyn Fn(&Record) -> bool) -> Result<Arc<Lease>> {
+    pub fn acquire_auto(
+        &self,
+        _datacenters: std::ops::RangeInclusive<u32>,
+        _slots: u64,
+        _usable: &dyn Fn(&Record) -> bool,
+    ) -> Result<Arc<Lease>> {
         match *self {}
     }
 
-    pub fn acquire_from(&self, _datacenter_id: u32, _slots: u64, _first: u64, _usable: &dyn Fn(&Record) -> bool) -> Result<Arc<Lease>> {
+    pub fn acquire_from(
+        &self,
+        _datacenter_id: u32,
+        _slots: u64,
+        _first: u64,
+        _usable: &dyn Fn(&Record) -> bool,
+    ) -> Result<Arc<Lease>> {
         match *self {}
     }
 

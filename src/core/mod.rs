@@ -1,13 +1,14 @@
 //! The pure Rust core: layout, generator state machine, configuration and decimal ids. No napi here.
 
+pub mod claim;
 pub mod config;
 pub mod error;
 pub mod generator;
 pub mod id;
 pub mod layout;
-pub mod claim;
 // The host lease is built on Unix's flock and file APIs. Elsewhere (WASI, which has no flock, and Windows) it is a
 // stand-in whose directory never opens (lease_none.rs).
+pub mod encoding;
 #[cfg(unix)]
 pub mod lease;
 #[cfg(not(unix))]
@@ -18,7 +19,6 @@ pub mod replicas;
 pub mod start;
 pub mod statefulset;
 pub mod time;
-pub mod encoding;
 
 /// Helpers shared by the core's tests.
 #[cfg(test)]

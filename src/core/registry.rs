@@ -66,7 +66,10 @@ mod tests {
         assert!(!Arc::ptr_eq(&a, &c));
         let e = shared_state(&l, 1, 2, 1, || Ok(State::new(1))).map(|_| ()).unwrap_err();
         assert_eq!(e.code(), Code::InvalidConfig);
-        assert!(e.message().starts_with("clockBack: expected 0, the clockBack of the generator already running"), "{e}");
+        assert!(
+            e.message().starts_with("clockBack: expected 0, the clockBack of the generator already running"),
+            "{e}"
+        );
         // A state that fails to be made is not registered.
         let l2 = Layout::new(Widths { sequence: 10, ..Widths::default() }, DEFAULT_EPOCH, DEFAULT_EPOCH + 1).unwrap();
         let boom = || Err(Error::new(Code::LeaseDir, crate::core::error::Class::Error, "x"));

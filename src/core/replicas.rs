@@ -195,7 +195,8 @@ pub fn identity_chosen(config: &Config) -> bool {
 
 /// [`identity_chosen`], from where the worker id and the datacenter id came from.
 pub fn chosen(worker_id: Source, datacenter_id: Source) -> bool {
-    matches!(worker_id, Source::Option | Source::Env | Source::StatefulSet) || matches!(datacenter_id, Source::Option | Source::Env)
+    matches!(worker_id, Source::Option | Source::Env | Source::StatefulSet)
+        || matches!(datacenter_id, Source::Option | Source::Env)
 }
 
 /// Where this process runs, for `config()`: what `config` found, else looked for now in `env` (a configuration
@@ -268,7 +269,7 @@ fn refusal(detected: &Detected, unchosen: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::config::{Options, OptionValue, Sourced};
+    use crate::core::config::{OptionValue, Options, Sourced};
     use std::ffi::OsString;
 
     const NOW: u64 = 1_763_779_200_000;
@@ -328,7 +329,12 @@ mod tests {
         }
         // Lambda's AWS_EXECUTION_ENV is not ECS's.
         assert_eq!(detected(&[("AWS_EXECUTION_ENV", "AWS_Lambda_nodejs20.x")], &root), None);
-        assert_eq!(detected(&[("AWS_EXECUTION_ENV", "AWS_Lambda_nodejs20.x"), ("AWS_LAMBDA_FUNCTION_NAME", "f")], &root).unwrap().0, Environment::Lambda);
+        assert_eq!(
+            detected(&[("AWS_EXECUTION_ENV", "AWS_Lambda_nodejs20.x"), ("AWS_LAMBDA_FUNCTION_NAME", "f")], &root)
+                .unwrap()
+                .0,
+            Environment::Lambda
+        );
         // An empty variable is no signal.
         assert_eq!(detected(&[("KUBERNETES_SERVICE_HOST", ""), ("container", "")], &root), None);
         assert_eq!(detected(&[("HOSTNAME", "web-0"), ("PATH", "/usr/bin")], &root), None);
@@ -394,11 +400,22 @@ mod tests {
                 assert_eq!((e.code(), e.class()), (Code::IdentityRequired, Class::Error));
                 let m = e.message();
                 assert!(m.starts_with(&format!("identity: expected a worker id or datacenter id chosen for each replica in {label} ({name} is set)")), "{m}");
-                for way in ["snowid/redis", "snowid/postgres", "snowid/mysql", "SNOWID_WORKER_ID", "SNOWID_DATACENTER_ID", "SNOWID_SINGLE_INSTANCE=true"] {
+                for way in [
+                    "snowid/redis",
+                    "snowid/postgres",
+                    "snowid/mysql",
+                    "SNOWID_WORKER_ID",
+                    "SNOWID_DATACENTER_ID",
+                    "SNOWID_SINGLE_INSTANCE=true",
+                ] {
                     assert!(m.contains(way), "{way} not in {m}");
                 }
                 assert_eq!(m.contains("SNOWID_WORKER_ID_FROM=statefulset"), label == "Kubernetes", "{m}");
-                let from = if lease == "on" { "workerId and datacenterId come from this host's lease" } else { "workerId is 0 and datacenterId 0 with leases off" };
+                let from = if lease == "on" {
+                    "workerId and datacenterId come from this host's lease"
+                } else {
+                    "workerId is 0 and datacenterId 0 with leases off"
+                };
                 assert!(m.contains(from), "{m}");
             }
         }
@@ -424,7 +441,11 @@ mod tests {
         ok(&Options { datacenter_id: Some(OptionValue::Number(1.0)), ..Options::default() }, &[k8s]);
         ok(&Options { single_instance: Some(OptionValue::Bool(true)), ..Options::default() }, &[k8s]);
         // The option wins over the variable, both ways.
-        let c = config(&Options { single_instance: Some(OptionValue::Bool(false)), ..Options::default() }, &[k8s, ("SNOWID_SINGLE_INSTANCE", "true")], &root);
+        let c = config(
+            &Options { single_instance: Some(OptionValue::Bool(false)), ..Options::default() },
+            &[k8s, ("SNOWID_SINGLE_INSTANCE", "true")],
+            &root,
+        );
         assert_eq!(c.single_instance, Sourced { value: false, source: Source::Option });
         assert_eq!(check(&c).unwrap_err().code(), Code::IdentityRequired);
         // PM2's instance number is not read, so it chooses no identity.
@@ -439,7 +460,12 @@ mod tests {
         let c = config(&Options::default(), &[], &root);
         let w = check(&c).unwrap().unwrap();
         assert!(w.starts_with("no identity chosen in a container ("), "{w}");
-        assert!(w.contains(".dockerenv exists") && w.contains("SNOWID_SINGLE_INSTANCE=true") && w.contains("SNOWID_WORKER_ID"), "{w}");
+        assert!(
+            w.contains(".dockerenv exists")
+                && w.contains("SNOWID_SINGLE_INSTANCE=true")
+                && w.contains("SNOWID_WORKER_ID"),
+            "{w}"
+        );
         assert_eq!(check(&config(&Options::default(), &[("SNOWID_SINGLE_INSTANCE", "true")], &root)), Ok(None));
         assert_eq!(check(&config(&Options::default(), &[("SNOWID_WORKER_ID", "1")], &root)), Ok(None));
         // Outside any container or orchestrator, the host lease is the whole story: nothing to say.
@@ -449,7 +475,10 @@ mod tests {
     #[test]
     fn single_instance_takes_true_or_false_only() {
         let root = Root::new(&[]);
-        assert_eq!(config(&Options::default(), &[], &root).single_instance, Sourced { value: false, source: Source::Default });
+        assert_eq!(
+            config(&Options::default(), &[], &root).single_instance,
+            Sourced { value: false, source: Source::Default }
+        );
         let c = config(&Options::default(), &[("SNOWID_SINGLE_INSTANCE", "false")], &root);
         assert_eq!(c.single_instance, Sourced { value: false, source: Source::Env });
         for bad in ["1", "yes", "TRUE", "", " true"] {

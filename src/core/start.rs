@@ -52,7 +52,10 @@ pub fn bind_worker(config: &mut Config) -> Result<Option<Arc<Lease>>> {
         match dir.acquire(dc, config.worker_id.value, &what) {
             Ok(lease) => lease,
             // SNOWID_WORKER_ID_IF_TAKEN=next (or `workerIdIfTaken: 'next'`): the automatic lease from that slot on.
-            Err(e) if e.code() == Code::WorkerIdInUse && IfTaken::moves_on(config.worker_id_if_taken, config.worker_id.source) => {
+            Err(e)
+                if e.code() == Code::WorkerIdInUse
+                    && IfTaken::moves_on(config.worker_id_if_taken, config.worker_id.source) =>
+            {
                 let lease = dir.acquire_from(dc, slots, u64::from(config.worker_id.value), &usable)?;
                 config.worker_id = Sourced { value: lease.worker_id(), source: Source::Lease };
                 lease

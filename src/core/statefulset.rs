@@ -131,8 +131,22 @@ mod tests {
     #[test]
     fn a_host_name_without_an_ordinal_is_refused() {
         for host in [
-            "web", "web-", "web-3a", "web--1", "-3", "3", "", "web-+3", "web- 3", "web-3 ", "web-03", "web-00",
-            "web-٣", "web.3", "web-3a.x-4", ".web-3",
+            "web",
+            "web-",
+            "web-3a",
+            "web--1",
+            "-3",
+            "3",
+            "",
+            "web-+3",
+            "web- 3",
+            "web-3 ",
+            "web-03",
+            "web-00",
+            "web-٣",
+            "web.3",
+            "web-3a.x-4",
+            ".web-3",
         ] {
             let e = from_host(host, 31).unwrap_err();
             assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::TypeError), "{host:?}: {e}");
@@ -143,7 +157,13 @@ mod tests {
 
     #[test]
     fn an_ordinal_out_of_range_is_refused_however_long() {
-        for host in ["web-32", "web-4294967296", "web-18446744073709551615", "web-18446744073709551616", &format!("web-{}", "9".repeat(5000))] {
+        for host in [
+            "web-32",
+            "web-4294967296",
+            "web-18446744073709551615",
+            "web-18446744073709551616",
+            &format!("web-{}", "9".repeat(5000)),
+        ] {
             let e = from_host(host, 31).unwrap_err();
             assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::RangeError), "{e}");
             assert!(e.message().contains("0 to 31 (workerBits is 5)"), "{e}");

@@ -2,10 +2,10 @@
 //! functions that use it.
 
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use napi::{sys, Env, JsValue, Result, Unknown};
@@ -19,12 +19,12 @@ use crate::core::layout::Layout;
 use crate::core::replicas;
 use crate::core::start::{bind_worker, open};
 
+use super::env::{JsEnv, Remembered};
 use super::errors::{emit_warning, raise};
 use super::fast::{next_id_strings_impl, next_ids_impl};
 use super::options::read_options;
-use super::report::{DecodedId, SnowidConfig, SnowidStats, decode_with, report, stats_of};
-use super::values::{IdBigInt, IdString, Raw, read_id, read_time};
-use super::env::{JsEnv, Remembered};
+use super::report::{decode_with, report, stats_of, DecodedId, SnowidConfig, SnowidStats};
+use super::values::{read_id, read_time, IdBigInt, IdString, Raw};
 
 /// A configuration resolved from `opts` over the environment `env` holds now.
 pub(crate) fn resolve(opts: &Options, env: &JsEnv) -> CoreResult<Config> {
@@ -188,11 +188,13 @@ pub(crate) fn configured_view(env: sys::napi_env) -> Option<sys::napi_value> {
     let (mut buffer, mut view, mut data, mut length) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), 0usize);
     // SAFETY: `CONFIGURED` is a static, so its 8 bytes outlive every view, which nothing frees (no finalizer); JS
     // only reads it, and an aligned 32-bit load of a word that an atomic store changes sees the old or the new word.
-    let made = unsafe { sys::napi_create_external_arraybuffer(env, at, 8, None, ptr::null_mut(), &mut buffer) } == sys::Status::napi_ok
+    let made = unsafe { sys::napi_create_external_arraybuffer(env, at, 8, None, ptr::null_mut(), &mut buffer) }
+        == sys::Status::napi_ok
         && unsafe { sys::napi_get_arraybuffer_info(env, buffer, &mut data, &mut length) } == sys::Status::napi_ok
         && data == at
         && length == 8
-        && unsafe { sys::napi_create_typedarray(env, sys::TypedarrayType::uint32_array, 2, buffer, 0, &mut view) } == sys::Status::napi_ok;
+        && unsafe { sys::napi_create_typedarray(env, sys::TypedarrayType::uint32_array, 2, buffer, 0, &mut view) }
+            == sys::Status::napi_ok;
     if made {
         Some(view)
     } else {
@@ -339,4 +341,3 @@ pub fn configure(env: Env, #[napi(ts_arg_type = "SnowflakeOptions")] options: Op
     CONFIGURED.fetch_add(1, Ordering::Release);
     Ok(())
 }
-

@@ -100,7 +100,9 @@ impl JsEnv {
             Ok(sys::ValueType::napi_undefined) => Ok(None),
             Ok(sys::ValueType::napi_string) => {
                 // SAFETY: `value` is a string.
-                unsafe { String::from_napi_value(env, value) }.map(|s| Some(s.into())).map_err(|_| "a string that could not be read".into())
+                unsafe { String::from_napi_value(env, value) }
+                    .map(|s| Some(s.into()))
+                    .map_err(|_| "a string that could not be read".into())
             }
             _ => Err("a value that is not a string".into()),
         }
@@ -115,7 +117,12 @@ impl EnvSource for JsEnv {
         match self.read(object, name) {
             Ok(v) => v,
             Err(found) => {
-                let e = CoreError::type_error(Code::InvalidConfig, &format!("process.env.{name}"), "a string or nothing", &found);
+                let e = CoreError::type_error(
+                    Code::InvalidConfig,
+                    &format!("process.env.{name}"),
+                    "a string or nothing",
+                    &found,
+                );
                 self.failed.borrow_mut().get_or_insert(e);
                 None
             }
@@ -144,7 +151,11 @@ pub(crate) fn clear_pending(env: sys::napi_env) {
 }
 
 /// The object at `parent[name]` (the global object's when `parent` is `None`), or `None` when it is not an object.
-fn property_object(env: sys::napi_env, parent: Option<sys::napi_value>, name: &std::ffi::CStr) -> Result<Option<sys::napi_value>> {
+fn property_object(
+    env: sys::napi_env,
+    parent: Option<sys::napi_value>,
+    name: &std::ffi::CStr,
+) -> Result<Option<sys::napi_value>> {
     let parent = match parent {
         Some(p) => p,
         None => {
@@ -223,4 +234,3 @@ pub(crate) fn read_env_object(env: sys::napi_env, value: sys::napi_value) -> Res
     }
     Ok(vars)
 }
-

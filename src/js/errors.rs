@@ -34,7 +34,6 @@ pub(crate) fn check(status: sys::napi_status) -> Result<()> {
     }
 }
 
-
 /// Checks the status of a call that reads a value given by JS (a property, a key list, a prototype). A getter or a
 /// Proxy trap that threw leaves its exception pending: it is replaced by a coded `TypeError` about `what`, so that
 /// every failure of a snowid call is coded.
@@ -53,7 +52,12 @@ pub(crate) fn check_reading(env: sys::napi_env, status: sys::napi_status, what: 
     // SAFETY: an exception is pending on `env`, the live env of the current call; clearing it lets a new one be
     // thrown.
     check(unsafe { sys::napi_get_and_clear_last_exception(env, &mut thrown) })?;
-    let e = CoreError::type_error(Code::InvalidArgument, what, "a value that can be read", "a getter or Proxy trap that threw");
+    let e = CoreError::type_error(
+        Code::InvalidArgument,
+        what,
+        "a value that can be read",
+        "a getter or Proxy trap that threw",
+    );
     Err(raise(env, &e))
 }
 

@@ -14,7 +14,7 @@ use crate::core::layout::Layout;
 use super::default::{configured_view, counted_default_layout, default_generator, default_layout};
 use super::errors::{check, raise, throw};
 use super::snowflake::Lazy;
-use super::values::{Raw, bigint, decimal, describe, read_id, type_of};
+use super::values::{bigint, decimal, describe, read_id, type_of, Raw};
 use crate::core::id::push_joined;
 
 // Fast paths. napi-rs's wrapper around an exported function or method costs more than the generator itself, so the
@@ -40,7 +40,10 @@ pub(crate) unsafe fn finish<T: ToNapiValue>(env: sys::napi_env, v: Result<T>) ->
 }
 
 /// The first argument and the callback data of a call.
-pub(crate) unsafe fn call_info(env: sys::napi_env, info: sys::napi_callback_info) -> Result<(sys::napi_value, *mut std::ffi::c_void)> {
+pub(crate) unsafe fn call_info(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> Result<(sys::napi_value, *mut std::ffi::c_void)> {
     let mut argc = 1usize;
     let mut argv = [ptr::null_mut(); 1];
     let mut data = ptr::null_mut();
@@ -73,8 +76,10 @@ pub(crate) enum Batch {
 pub(crate) fn read_batch(env: sys::napi_env, value: sys::napi_value, allow_array: bool) -> Result<Batch> {
     use sys::ValueType as T;
     // The error text is made only for a refused call: a good one formats and allocates nothing.
-    let expected = || format!("an integer from 1 to {MAX_BATCH}{}", if allow_array { " or a BigInt64Array" } else { "" });
-    let bad_range = |found: String| raise(env, &CoreError::range_error(Code::InvalidArgument, "count", &expected(), &found));
+    let expected =
+        || format!("an integer from 1 to {MAX_BATCH}{}", if allow_array { " or a BigInt64Array" } else { "" });
+    let bad_range =
+        |found: String| raise(env, &CoreError::range_error(Code::InvalidArgument, "count", &expected(), &found));
     match type_of(env, value)? {
         T::napi_number => {
             // SAFETY: `value` is a number.
@@ -88,7 +93,8 @@ pub(crate) fn read_batch(env: sys::napi_env, value: sys::napi_value, allow_array
         T::napi_object if allow_array => {
             let mut is_typed = false;
             check(unsafe { sys::napi_is_typedarray(env, value, &mut is_typed) })?;
-            let (mut kind, mut len, mut data, mut buffer, mut offset) = (0, 0usize, ptr::null_mut(), ptr::null_mut(), 0usize);
+            let (mut kind, mut len, mut data, mut buffer, mut offset) =
+                (0, 0usize, ptr::null_mut(), ptr::null_mut(), 0usize);
             if is_typed {
                 // SAFETY: `value` is a typed array; every out-pointer is valid.
                 check(unsafe {
@@ -96,7 +102,12 @@ pub(crate) fn read_batch(env: sys::napi_env, value: sys::napi_value, allow_array
                 })?;
             }
             if !is_typed || kind != sys::TypedarrayType::bigint64_array {
-                let e = CoreError::type_error(Code::InvalidArgument, "count", &expected(), "an object that is not a BigInt64Array");
+                let e = CoreError::type_error(
+                    Code::InvalidArgument,
+                    "count",
+                    &expected(),
+                    "an object that is not a BigInt64Array",
+                );
                 return Err(raise(env, &e));
             }
             if len == 0 || len as u64 > MAX_BATCH {
@@ -272,8 +283,9 @@ unsafe extern "C" fn module_next_ids(env: sys::napi_env, info: sys::napi_callbac
 
 unsafe extern "C" fn module_scratch_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     // SAFETY: the data is the scratch `install_fast_paths` gave this function (see `scratch_of`).
-    let out = unsafe { call_info(env, info) }
-        .and_then(|(arg, data)| scratch_ids_impl(env, || default_generator(env), unsafe { scratch_of(data.cast()) }, arg));
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, data)| {
+        scratch_ids_impl(env, || default_generator(env), unsafe { scratch_of(data.cast()) }, arg)
+    });
     unsafe { finish(env, out.map(Raw)) }
 }
 
@@ -330,7 +342,11 @@ unsafe extern "C" fn instance_joined_ids(env: sys::napi_env, info: sys::napi_cal
 }
 
 /// `timestampOf(id)` with `layout`: the id's Unix ms as a JS number.
-pub(crate) fn timestamp_impl(env: sys::napi_env, layout: CoreResult<Layout>, arg: sys::napi_value) -> Result<sys::napi_value> {
+pub(crate) fn timestamp_impl(
+    env: sys::napi_env,
+    layout: CoreResult<Layout>,
+    arg: sys::napi_value,
+) -> Result<sys::napi_value> {
     let id = read_id(env, arg, "id")?;
     let layout = layout.map_err(|e| raise(env, &e))?;
     let mut out = ptr::null_mut();
@@ -398,13 +414,23 @@ unsafe extern "C" fn drop_instance(_env: sys::napi_env, data: *mut std::ffi::c_v
 /// ids.
 fn make_scratch(env: sys::napi_env) -> Result<(Scratch, sys::napi_value, sys::napi_value)> {
     let (mut data, mut buffer) = (ptr::null_mut(), ptr::null_mut());
-    let (mut fields, mut ids, mut fields_ref, mut ids_ref) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    let (mut fields, mut ids, mut fields_ref, mut ids_ref) =
+        (ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
     // SAFETY: plain N-API calls on values of this call; the buffer is 8-byte aligned, and has room for both views,
     // each made of 8-byte elements at an offset that is a multiple of 8.
     check(unsafe { sys::napi_create_arraybuffer(env, (DECODE_FIELDS + SCRATCH_IDS) * 8, &mut data, &mut buffer) })?;
-    check(unsafe { sys::napi_create_typedarray(env, sys::TypedarrayType::float64_array, DECODE_FIELDS, buffer, 0, &mut fields) })?;
     check(unsafe {
-        sys::napi_create_typedarray(env, sys::TypedarrayType::bigint64_array, SCRATCH_IDS, buffer, DECODE_FIELDS * 8, &mut ids)
+        sys::napi_create_typedarray(env, sys::TypedarrayType::float64_array, DECODE_FIELDS, buffer, 0, &mut fields)
+    })?;
+    check(unsafe {
+        sys::napi_create_typedarray(
+            env,
+            sys::TypedarrayType::bigint64_array,
+            SCRATCH_IDS,
+            buffer,
+            DECODE_FIELDS * 8,
+            &mut ids,
+        )
     })?;
     // References that are never released: the buffer lives as long as the env, so `data` stays valid.
     check(unsafe { sys::napi_create_reference(env, fields, 1, &mut fields_ref) })?;
@@ -459,9 +485,9 @@ fn env_scratch(env: sys::napi_env) -> *const Scratch {
 /// The `Snowflake` class of the module instance `env` belongs to, for `snowflake_core` to make a new core of.
 pub(crate) fn snowflake_class(env: sys::napi_env) -> Result<sys::napi_ref> {
     // SAFETY: the reference is used in this call, in `env`.
-    unsafe { env_instance(env) }
-        .map(|i| i.snowflake)
-        .ok_or_else(|| napi::Error::new(Status::GenericFailure, "snowid: this module instance has no Snowflake class yet"))
+    unsafe { env_instance(env) }.map(|i| i.snowflake).ok_or_else(|| {
+        napi::Error::new(Status::GenericFailure, "snowid: this module instance has no Snowflake class yet")
+    })
 }
 
 /// The scratch a function was given when it was made, or an error where its module instance made none.
@@ -471,8 +497,12 @@ pub(crate) fn snowflake_class(env: sys::napi_env) -> Result<sys::napi_ref> {
 /// only as it ends, after the last call of any of its functions.
 unsafe fn scratch_of<'a>(scratch: *const Scratch) -> Result<&'a Scratch> {
     // SAFETY: see above.
-    unsafe { scratch.as_ref() }
-        .ok_or_else(|| napi::Error::new(Status::GenericFailure, "snowid: this module instance has no scratch (the WASI build makes none)"))
+    unsafe { scratch.as_ref() }.ok_or_else(|| {
+        napi::Error::new(
+            Status::GenericFailure,
+            "snowid: this module instance has no scratch (the WASI build makes none)",
+        )
+    })
 }
 
 /// On WASI (emnapi) the scratch's data is a copy in wasm memory: copies it into the JS view `view`.
@@ -501,7 +531,10 @@ fn scratch_ids_impl<'g>(
     // SAFETY: `arg` is a value of this call; a non-number gives an error status.
     check(unsafe { sys::napi_get_value_double(env, arg, &mut n) })?;
     if !(n >= 1.0 && n <= SCRATCH_IDS as f64 && n.fract() == 0.0) {
-        return Err(napi::Error::new(Status::InvalidArg, format!("snowid: a scratch batch of 1 to {SCRATCH_IDS} ids, found {n}")));
+        return Err(napi::Error::new(
+            Status::InvalidArg,
+            format!("snowid: a scratch batch of 1 to {SCRATCH_IDS} ids, found {n}"),
+        ));
     }
     let generator = generator().map_err(|e| raise(env, &e))?;
     let scratch = scratch?;
@@ -553,8 +586,9 @@ fn decode_fields(
 
 unsafe extern "C" fn module_decode_fields(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     // SAFETY: the data is the scratch `install_fast_paths` gave this function (see `scratch_of`).
-    let out = unsafe { call_info(env, info) }
-        .and_then(|(arg, data)| decode_fields(env, counted_default_layout(env), unsafe { scratch_of(data.cast()) }, arg));
+    let out = unsafe { call_info(env, info) }.and_then(|(arg, data)| {
+        decode_fields(env, counted_default_layout(env), unsafe { scratch_of(data.cast()) }, arg)
+    });
     unsafe { finish(env, out.map(Raw)) }
 }
 
@@ -576,7 +610,12 @@ unsafe extern "C" fn layout_decode_fields(env: sys::napi_env, info: sys::napi_ca
 
 /// The native half of an instance's `decode`: a function of one id that decodes it with `layout`.
 pub(crate) fn layout_decoder(env: sys::napi_env, layout: Layout) -> Result<sys::napi_value> {
-    owning_function(env, c"decodeFields", layout_decode_fields, Box::new(LayoutDecoder { layout, scratch: env_scratch(env) }))
+    owning_function(
+        env,
+        c"decodeFields",
+        layout_decode_fields,
+        Box::new(LayoutDecoder { layout, scratch: env_scratch(env) }),
+    )
 }
 
 unsafe extern "C" fn drop_box<T>(_env: sys::napi_env, data: *mut std::ffi::c_void, _hint: *mut std::ffi::c_void) {
@@ -585,12 +624,19 @@ unsafe extern "C" fn drop_box<T>(_env: sys::napi_env, data: *mut std::ffi::c_voi
 }
 
 /// A function named `name` that runs `cb` with `data`, which it owns until it is collected.
-fn owning_function<T>(env: sys::napi_env, name: &std::ffi::CStr, cb: Callback, data: Box<T>) -> Result<sys::napi_value> {
+fn owning_function<T>(
+    env: sys::napi_env,
+    name: &std::ffi::CStr,
+    cb: Callback,
+    data: Box<T>,
+) -> Result<sys::napi_value> {
     let data = Box::into_raw(data) as *mut std::ffi::c_void;
     match make_function(env, name, cb, data) {
         // SAFETY: `f` is the function just made; the finalizer frees `data` when it is collected.
         Ok(f) => {
-            check(unsafe { sys::napi_add_finalizer(env, f, data, Some(drop_box::<T>), ptr::null_mut(), ptr::null_mut()) })?;
+            check(unsafe {
+                sys::napi_add_finalizer(env, f, data, Some(drop_box::<T>), ptr::null_mut(), ptr::null_mut())
+            })?;
             Ok(f)
         }
         Err(e) => {
@@ -607,7 +653,12 @@ unsafe extern "C" fn drop_generator(_env: sys::napi_env, data: *mut std::ffi::c_
 }
 
 /// A JS function named `name` that runs `cb` with `data`.
-pub(crate) fn make_function(env: sys::napi_env, name: &std::ffi::CStr, cb: Callback, data: *mut std::ffi::c_void) -> Result<sys::napi_value> {
+pub(crate) fn make_function(
+    env: sys::napi_env,
+    name: &std::ffi::CStr,
+    cb: Callback,
+    data: *mut std::ffi::c_void,
+) -> Result<sys::napi_value> {
     let mut f = ptr::null_mut();
     let len = name.to_bytes().len() as isize;
     // SAFETY: `name` is NUL-terminated and `len` long; `cb` is a valid N-API callback.
@@ -616,8 +667,11 @@ pub(crate) fn make_function(env: sys::napi_env, name: &std::ffi::CStr, cb: Callb
 }
 
 /// The hot methods `index.js` gives a `Snowflake` as its own: the binding's functions, whose data is the generator.
-pub(crate) const INSTANCE_METHODS: [(&std::ffi::CStr, Callback); 3] =
-    [(c"nextId", instance_next_id), (c"nextIdString", instance_next_id_string), (c"timestampOf", instance_timestamp_of)];
+pub(crate) const INSTANCE_METHODS: [(&std::ffi::CStr, Callback); 3] = [
+    (c"nextId", instance_next_id),
+    (c"nextIdString", instance_next_id_string),
+    (c"timestampOf", instance_timestamp_of),
+];
 
 /// The batch halves `index.js` wraps into an instance's `nextIds` and `nextIdStrings`: a fill of a `BigInt64Array`
 /// (or a count), a small batch into the scratch, and the joined decimal forms. The small batch's data is a
@@ -626,12 +680,19 @@ pub(crate) const INSTANCE_BATCHES: [(&std::ffi::CStr, Option<Callback>); 3] =
     [(c"nextIds", Some(instance_next_ids)), (c"scratchIds", None), (c"joinedIds", Some(instance_joined_ids))];
 
 /// A function named `name` running `cb` with a reference to `generator`, which it holds until it is collected.
-fn generator_function(env: sys::napi_env, name: &std::ffi::CStr, cb: Callback, generator: &Arc<Lazy>) -> Result<sys::napi_value> {
+fn generator_function(
+    env: sys::napi_env,
+    name: &std::ffi::CStr,
+    cb: Callback,
+    generator: &Arc<Lazy>,
+) -> Result<sys::napi_value> {
     let data = Arc::into_raw(Arc::clone(generator)) as *mut std::ffi::c_void;
     match make_function(env, name, cb, data) {
         // SAFETY: `f` is the function just made; the finalizer frees `data` when it is collected.
         Ok(f) => {
-            check(unsafe { sys::napi_add_finalizer(env, f, data, Some(drop_generator), ptr::null_mut(), ptr::null_mut()) })?;
+            check(unsafe {
+                sys::napi_add_finalizer(env, f, data, Some(drop_generator), ptr::null_mut(), ptr::null_mut())
+            })?;
             Ok(f)
         }
         Err(e) => {
@@ -646,7 +707,9 @@ fn generator_function(env: sys::napi_env, name: &std::ffi::CStr, cb: Callback, g
 pub(crate) fn install_instance(env: sys::napi_env, generator: &Arc<Lazy>) -> Result<sys::napi_value> {
     let mut array = ptr::null_mut();
     // SAFETY: plain N-API calls on values of this call.
-    check(unsafe { sys::napi_create_array_with_length(env, INSTANCE_METHODS.len() + INSTANCE_BATCHES.len(), &mut array) })?;
+    check(unsafe {
+        sys::napi_create_array_with_length(env, INSTANCE_METHODS.len() + INSTANCE_BATCHES.len(), &mut array)
+    })?;
     let methods = INSTANCE_METHODS.into_iter().map(|(name, cb)| (name, Some(cb)));
     for (i, (name, cb)) in methods.chain(INSTANCE_BATCHES).enumerate() {
         let f = match cb {
@@ -702,4 +765,3 @@ pub fn install_fast_paths(env: Env, exports: Object) -> Result<()> {
     }
     Ok(())
 }
-

@@ -9,9 +9,9 @@ use crate::core::generator::{Clock, SystemClock};
 use crate::core::layout::Layout;
 
 use super::errors::raise;
+use super::fast::layout_decoder;
 use super::options::read_layout_options;
 use super::report::{decode_with, DecodedId};
-use super::fast::layout_decoder;
 use super::values::{read_id, read_time, IdBigInt, Raw};
 
 /// Options of a `SnowflakeLayout`. Nothing is read from the environment: each one left out takes snowid's default.
@@ -97,7 +97,11 @@ impl SnowflakeLayout {
     /// The smallest id of this layout in the ms `time`.
     /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as the module's `minIdAt()` does.
     #[napi(ts_return_type = "bigint")]
-    pub fn min_id_at(&self, env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
+    pub fn min_id_at(
+        &self,
+        env: Env,
+        #[napi(ts_arg_type = "Date | number | string")] time: Unknown,
+    ) -> Result<IdBigInt> {
         let at = read_time(env.raw(), time.raw(), "time")?;
         Ok(IdBigInt(self.layout.min_id_at(at, "time")))
     }
@@ -105,7 +109,11 @@ impl SnowflakeLayout {
     /// The largest id of this layout in the ms `time`.
     /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as the module's `minIdAt()` does.
     #[napi(ts_return_type = "bigint")]
-    pub fn max_id_at(&self, env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
+    pub fn max_id_at(
+        &self,
+        env: Env,
+        #[napi(ts_arg_type = "Date | number | string")] time: Unknown,
+    ) -> Result<IdBigInt> {
         let at = read_time(env.raw(), time.raw(), "time")?;
         Ok(IdBigInt(self.layout.max_id_at(at, "time")))
     }

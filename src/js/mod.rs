@@ -25,4 +25,3 @@ mod slots;
 mod snowflake;
 mod text;
 mod values;
-

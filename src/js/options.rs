@@ -17,7 +17,8 @@ pub(crate) fn read_options(env: sys::napi_env, value: Option<Unknown>) -> Result
 }
 
 /// The options of a layout: what reading ids needs.
-pub(crate) const LAYOUT_OPTION_NAMES: [&str; 5] = ["epoch", "datacenterBits", "workerBits", "clockBackBits", "sequenceBits"];
+pub(crate) const LAYOUT_OPTION_NAMES: [&str; 5] =
+    ["epoch", "datacenterBits", "workerBits", "clockBackBits", "sequenceBits"];
 
 /// Reads a layout's options argument, as `read_options` does, with only the layout's options known.
 pub(crate) fn read_layout_options(env: sys::napi_env, value: Option<Unknown>) -> Result<Options> {
@@ -122,4 +123,3 @@ pub struct SnowflakeOptions {
     /// @default false
     pub single_instance: Option<bool>,
 }
-

@@ -1,6 +1,5 @@
 //! What the binding returns about ids and generators: decoded fields, effective configuration and counters.
 
-
 use napi_derive::napi;
 
 use crate::core::config::{Config, Source};
@@ -220,4 +219,3 @@ pub(crate) fn stats_of(s: Snapshot) -> SnowidStats {
         mark_writes: s.stats.mark_writes as f64,
     }
 }
-

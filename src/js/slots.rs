@@ -9,8 +9,8 @@ use crate::core::config::{Config, Options};
 use crate::core::generator::{Clock, SystemClock};
 use crate::core::start::lease_dir;
 
+use super::env::{read_env_object, JsEnv, Overlay};
 use super::errors::raise;
-use super::env::{JsEnv, Overlay, read_env_object};
 
 /// A slot whose lease file names a process.
 #[napi(object)]
@@ -64,4 +64,3 @@ pub fn worker_slots(
     }
     Ok(WorkerSlots { datacenter_id: dc, worker_bits: config.worker_bits.value, lease: config.lease.value, recorded })
 }
-

@@ -11,17 +11,17 @@ use napi_derive::napi;
 
 use crate::core::config::{time_arg, Config, OptionValue};
 use crate::core::error::Result as CoreResult;
+use crate::core::generator::{Generator, Snapshot, SystemClock};
 use crate::core::layout::Layout;
 use crate::core::replicas;
-use crate::core::generator::{Generator, Snapshot, SystemClock};
 
 use super::default::{build, resolve, warn_once};
+use super::env::JsEnv;
 use super::errors::{check, raise};
 use super::fast::{install_instance, layout_decoder, next_id_strings_impl, next_ids_impl, snowflake_class};
 use super::options::read_options;
-use super::report::{DecodedId, SnowidConfig, SnowidStats, decode_with, report, stats_of};
-use super::values::{IdBigInt, IdString, Raw, read_id, read_time};
-use super::env::JsEnv;
+use super::report::{decode_with, report, stats_of, DecodedId, SnowidConfig, SnowidStats};
+use super::values::{read_id, read_time, IdBigInt, IdString, Raw};
 
 /// A `Snowflake`'s generator, started by its first id: an object used only to read ids takes no host lease.
 pub(crate) struct Lazy {
@@ -146,7 +146,11 @@ impl Snowflake {
     /// The smallest id any generator with this layout and epoch can make in the ms `time`.
     /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as the module's `minIdAt()` does.
     #[napi(ts_return_type = "bigint")]
-    pub fn min_id_at(&self, env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
+    pub fn min_id_at(
+        &self,
+        env: Env,
+        #[napi(ts_arg_type = "Date | number | string")] time: Unknown,
+    ) -> Result<IdBigInt> {
         let at = read_time(env.raw(), time.raw(), "time")?;
         Ok(IdBigInt(self.lazy.layout.min_id_at(at, "time")))
     }
@@ -154,7 +158,11 @@ impl Snowflake {
     /// The largest id any generator with this layout and epoch can make in the ms `time`.
     /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as the module's `minIdAt()` does.
     #[napi(ts_return_type = "bigint")]
-    pub fn max_id_at(&self, env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
+    pub fn max_id_at(
+        &self,
+        env: Env,
+        #[napi(ts_arg_type = "Date | number | string")] time: Unknown,
+    ) -> Result<IdBigInt> {
         let at = read_time(env.raw(), time.raw(), "time")?;
         Ok(IdBigInt(self.lazy.layout.max_id_at(at, "time")))
     }

@@ -8,7 +8,7 @@ use crate::core::encoding::{self, Text};
 use crate::core::error::{Code, Error as CoreError};
 
 use super::errors::raise;
-use super::values::{IdBigInt, describe, read_encoding, read_id, type_of};
+use super::values::{describe, read_encoding, read_id, type_of, IdBigInt};
 
 /// An id as fixed-width text: `'base62'` (11 characters of `0-9A-Za-z`), `'base36'` (13 of `0-9a-z`) or `'hex'`
 /// (16 of `0-9a-f`). Shorter values are padded with `0`, so texts in one encoding compare (byte by byte, as JS `<`
@@ -53,4 +53,3 @@ pub fn parse(
     };
     Ok(IdBigInt(encoding::parse(&text, encoding, "text")))
 }
-

@@ -97,7 +97,11 @@ pub(crate) fn option_value(env: sys::napi_env, value: sys::napi_value) -> Result
 /// none. Anything else that is not a plain object (one whose prototype is `Object.prototype` or `null`) is a coded
 /// `TypeError`: a `Map`, a `Date`, an array or a class instance would otherwise pass as "no options". So is a
 /// non-enumerable or symbol key, which is never read, and a getter or Proxy trap that throws.
-pub(crate) fn own_entries(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<Vec<(String, sys::napi_value)>> {
+pub(crate) fn own_entries(
+    env: sys::napi_env,
+    value: sys::napi_value,
+    what: &str,
+) -> Result<Vec<(String, sys::napi_value)>> {
     use sys::ValueType as T;
     let refuse = |found: &str| {
         let e = CoreError::type_error(Code::InvalidConfig, what, "a plain object", found);
@@ -156,7 +160,11 @@ fn is_plain(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<bo
     if type_of(env, object)? != sys::ValueType::napi_function {
         return Ok(false);
     }
-    check_reading(env, unsafe { sys::napi_get_named_property(env, object, c"prototype".as_ptr(), &mut object_proto) }, what)?;
+    check_reading(
+        env,
+        unsafe { sys::napi_get_named_property(env, object, c"prototype".as_ptr(), &mut object_proto) },
+        what,
+    )?;
     check(unsafe { sys::napi_strict_equals(env, proto, object_proto, &mut same) })?;
     Ok(same)
 }
@@ -176,7 +184,12 @@ pub(crate) fn own_key_names(env: sys::napi_env, value: sys::napi_value, what: &s
 }
 
 /// The own keys of `value` that pass `filter`, numbers as strings, in a new array.
-fn own_keys(env: sys::napi_env, value: sys::napi_value, filter: sys::napi_key_filter, what: &str) -> Result<sys::napi_value> {
+fn own_keys(
+    env: sys::napi_env,
+    value: sys::napi_value,
+    filter: sys::napi_key_filter,
+    what: &str,
+) -> Result<sys::napi_value> {
     let mut keys = ptr::null_mut();
     // SAFETY: `value` is an object of the current call; `keys` is a valid out-pointer.
     let status = unsafe {
@@ -225,7 +238,9 @@ pub(crate) fn read_id(env: sys::napi_env, value: sys::napi_value, what: &str) ->
             // words written (emnapi on WASI, and Deno, where 2^64 + 5 would otherwise read as 5). With none to
             // write, each sets it to the length.
             // SAFETY: with no words to write, N-API only sets `count`.
-            check(unsafe { sys::napi_get_value_bigint_words(env, value, ptr::null_mut(), &mut count, ptr::null_mut()) })?;
+            check(unsafe {
+                sys::napi_get_value_bigint_words(env, value, ptr::null_mut(), &mut count, ptr::null_mut())
+            })?;
             id::from_bigint(sign != 0, if count == 0 { 0 } else { word }, count, what)
         }
         // SAFETY: the casts match the types just checked.
@@ -253,7 +268,12 @@ pub(crate) fn read_encoding(env: sys::napi_env, value: sys::napi_value) -> Resul
             let name = unsafe { String::from_napi_value(env, value) }?;
             match Encoding::parse(&name) {
                 Some(e) => return Ok(e),
-                None => CoreError::range_error(Code::InvalidArgument, "encoding", EXPECTED_ENCODING, &crate::core::error::quote(&name)),
+                None => CoreError::range_error(
+                    Code::InvalidArgument,
+                    "encoding",
+                    EXPECTED_ENCODING,
+                    &crate::core::error::quote(&name),
+                ),
             }
         }
         _ => CoreError::type_error(Code::InvalidArgument, "encoding", EXPECTED_ENCODING, &describe(env, value)?),
@@ -289,4 +309,3 @@ impl ToNapiValue for Raw {
         Ok(val.0)
     }
 }
-
