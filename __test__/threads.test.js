@@ -64,7 +64,7 @@ test('threads mixing nextIdString and nextId never collide', SHARED, async () =>
 })
 
 // Threads sharing a Snowflake identity whose 18-bit sequence gives runs of 64: a thread that loses a race for the
-// shared state claims a run and hands it out itself (src/core/generator.rs, \`Shared\`). Each thread mixes single ids,
+// shared state claims a run and hands it out itself (src/core/generator/shared.rs, \`Shared\`). Each thread mixes single ids,
 // strings and batches, which drop the thread's run.
 const RUNS = `
 const { parentPort, workerData } = require('node:worker_threads')

@@ -2,11 +2,11 @@
 
 // Temporary lease directories for a process that takes leases in them itself (the test files, the benchmark's
 // cases), removed when it exits, so a run leaves the OS temp dir as it was, and the lease namespace that goes with
-// each: slots are claimed host-wide, whatever the directory (src/core/claim.rs), so a directory of its own keeps a
+// each: slots are claimed host-wide, whatever the directory (src/core/lease/unix/claim.rs), so a directory of its own keeps a
 // run apart from the host's other processes only with a namespace of its own.
 //
 // A lease the process still holds keeps its marks where newcomers look while they reach past the clock: removed
-// sooner, its directory would be made again by the holder's repair thread (src/core/lease.rs) in the moments before
+// sooner, its directory would be made again by the holder's repair thread (src/core/lease/repair.rs) in the moments before
 // the process ends. So each directory goes once its latest mark has passed and the repair thread has looked again.
 
 const crypto = require('node:crypto')
@@ -14,7 +14,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 
-/** How often a holder's repair thread looks at its leases (src/core/lease.rs, REPAIR_EVERY_MS). */
+/** How often a holder's repair thread looks at its leases (src/core/lease/repair.rs, REPAIR_EVERY_MS). */
 const REPAIR_EVERY_MS = 10
 /** The longest an exiting process waits for its marks to pass: longer leads are the caller's own to wait out. */
 const MAX_EXIT_WAIT_MS = 6_000

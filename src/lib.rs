@@ -1,4 +1,4 @@
 //! snowid: Twitter-snowflake 64-bit ids for Node.js. `core` is plain Rust; `js` is the napi binding.
 
-pub mod core;
+pub(crate) mod core;
 mod js;

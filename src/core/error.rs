@@ -17,6 +17,8 @@ pub enum Code {
     LeaseDir,
     LeaseCorrupt,
     LeaseLost,
+    /// Made by the host lease of a platform without one (`lease::none`).
+    #[cfg_attr(unix, allow(dead_code))]
     LeaseUnsupported,
     IdentityRequired,
 }

@@ -2,6 +2,7 @@
 
 use super::error::{quote, Code, Error, Result};
 use super::layout::MAX_ID;
+use super::number::{js_number, MAX_SAFE_INTEGER};
 
 /// What an id argument must be, for messages.
 pub const EXPECTED_ID: &str = "a bigint, a decimal string or a safe integer from 0 to 9223372036854775807";
@@ -138,8 +139,7 @@ pub fn parse_decimal(text: &str, what: &str) -> Result<u64> {
 
 /// Checks a JS number id: a safe integer, not negative. Larger numbers have already lost digits.
 pub fn from_f64(n: f64, what: &str) -> Result<u64> {
-    const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
-    if n.is_finite() && n.fract() == 0.0 && (0.0..=MAX_SAFE).contains(&n) {
+    if n.is_finite() && n.fract() == 0.0 && (0.0..=MAX_SAFE_INTEGER).contains(&n) {
         return Ok(n as u64);
     }
     let why = if !n.is_finite() || n.fract() != 0.0 {
@@ -149,7 +149,7 @@ pub fn from_f64(n: f64, what: &str) -> Result<u64> {
     } else {
         "above Number.MAX_SAFE_INTEGER, so its digits are already lost: pass a bigint or a string"
     };
-    Err(too_large(what, &format!("the number {} ({why})", super::config::js_number(n))))
+    Err(too_large(what, &format!("the number {} ({why})", js_number(n))))
 }
 
 /// Checks a JS bigint id given as its sign and 64-bit words, least significant first.

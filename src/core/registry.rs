@@ -34,7 +34,7 @@ pub fn shared_state(
     let mut map = registry().lock();
     let state = match map.entry((*layout, datacenter_id, worker_id)) {
         Entry::Occupied(e) => Arc::clone(e.get()),
-        Entry::Vacant(e) => Arc::clone(e.insert(Shared::new(make()?))),
+        Entry::Vacant(e) => Arc::clone(e.insert(Shared::new(make()?, layout))),
     };
     let start = state.configured_clock_back();
     if start != clock_back {

@@ -33,8 +33,8 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
-use super::config::{Config, EnvSource, Source};
-use super::error::{quote, Class, Code, Error, Result};
+use super::env::EnvSource;
+use super::error::quote;
 
 /// Where a process runs, as far as replicas go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,127 +185,23 @@ fn marker(root: &Path) -> Option<&'static str> {
     look()
 }
 
-/// Whether someone chose this configuration's identity: its worker id is configured (an option, a variable, a
-/// StatefulSet ordinal) or its datacenter id is (an option or a variable). A worker id from the host lease, from
-/// PM2's instance number or left at 0, and a datacenter id left at its default (or chosen by the lease), are no one's
-/// choice.
-pub fn identity_chosen(config: &Config) -> bool {
-    chosen(config.worker_id.source, config.datacenter_id.source)
-}
-
-/// [`identity_chosen`], from where the worker id and the datacenter id came from.
-pub fn chosen(worker_id: Source, datacenter_id: Source) -> bool {
-    matches!(worker_id, Source::Option | Source::Env | Source::StatefulSet)
-        || matches!(datacenter_id, Source::Option | Source::Env)
-}
-
-/// Where this process runs, for `config()`: what `config` found, else looked for now in `env` (a configuration
-/// looks only when its identity went unchosen).
-pub fn environment(config: &Config, env: &dyn EnvSource) -> Option<Environment> {
-    match &config.environment {
-        Some(d) => Some(d.environment),
-        None => detect(env, Path::new(ROOT)).map(|d| d.environment),
-    }
-}
-
-/// What the first id of `config` (and `config()`) meets: an error where replicas are the norm and no one chose the
-/// identity, a warning (its message) in a plain container, else nothing. Runs once per configuration, when its
-/// generator starts, never per id.
-pub fn check(config: &Config) -> Result<Option<String>> {
-    let Some(detected) = &config.environment else {
-        return Ok(None);
-    };
-    if config.single_instance.value || identity_chosen(config) {
-        return Ok(None);
-    }
-    let unchosen = unchosen(config);
-    if detected.environment.orchestrated() {
-        return Err(refusal(detected, &unchosen));
-    }
-    Ok(Some(format!(
-        "no identity chosen in {} ({}): {unchosen}. Replicas of this container (docker compose --scale, several \
-         docker run) cannot see each other's host lease, so they would all take workerId 0 and issue the same ids. For \
-         replicas, set a SNOWID_WORKER_ID (or SNOWID_DATACENTER_ID) that differs in every one, or take worker ids from \
-         a store (snowid/redis, snowid/postgres or snowid/mysql); for the only instance, set \
-         SNOWID_SINGLE_INSTANCE=true, which also ends this warning",
-        detected.environment.name(),
-        detected.signal,
-    )))
-}
-
-/// Where the identity came from, for messages: no one's choice.
-fn unchosen(config: &Config) -> String {
-    // Neither id configured: with leases on, the lease chooses both; with them off, both are their defaults.
-    match config.worker_id.source {
-        Source::Lease => "workerId and datacenterId come from this host's lease".to_string(),
-        _ => format!(
-            "workerId is {} and datacenterId {} with leases off",
-            config.worker_id.value, config.datacenter_id.value
-        ),
-    }
-}
-
-fn refusal(detected: &Detected, unchosen: &str) -> Error {
-    let statefulset = if detected.environment == Environment::Kubernetes {
-        "SNOWID_WORKER_ID_FROM=statefulset in a StatefulSet (each pod's ordinal); "
-    } else {
-        ""
-    };
-    Error::new(
-        Code::IdentityRequired,
-        Class::Error,
-        format!(
-            "identity: expected a worker id or datacenter id chosen for each replica in {} ({}), found none ({unchosen}): \
-             replicas there cannot see each other's host lease, so each would take workerId 0 and issue the same ids. \
-             Choose one: {statefulset}a lease from a store every replica reaches (snowid/redis, snowid/postgres or \
-             snowid/mysql); a SNOWID_WORKER_ID (or SNOWID_DATACENTER_ID) that differs in every replica; or, if this is \
-             truly the only instance, SNOWID_SINGLE_INSTANCE=true",
-            detected.environment.name(),
-            detected.signal,
-        ),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::config::{OptionValue, Options, Sourced};
+    use crate::core::testing::{marker_root, TempDir};
     use std::ffi::OsString;
-
-    const NOW: u64 = 1_763_779_200_000;
 
     fn env<'a>(vars: &'a [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
         move |name: &str| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| OsString::from(v))
     }
 
-    /// A root with no marker files, removed on drop.
-    struct Root(std::path::PathBuf);
-    impl Root {
-        fn new(markers: &[&str]) -> Root {
-            static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let dir = std::env::temp_dir().join(format!("snowid-replicas-{}-{n}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(dir.join("run")).unwrap();
-            for m in markers {
-                std::fs::write(dir.join(m), "").unwrap();
-            }
-            Root(dir)
-        }
-    }
-    impl Drop for Root {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
-    fn detected(vars: &[(&'static str, &'static str)], root: &Root) -> Option<(Environment, String)> {
+    fn detected(vars: &[(&'static str, &'static str)], root: &TempDir) -> Option<(Environment, String)> {
         detect(&env(vars), &root.0).map(|d| (d.environment, d.signal.to_string()))
     }
 
     #[test]
     fn each_platform_is_known_by_what_it_sets() {
-        let root = Root::new(&[]);
+        let root = marker_root(&[]);
         let cases: &[(&str, &str, Environment)] = &[
             ("KUBERNETES_SERVICE_HOST", "10.96.0.1", Environment::Kubernetes),
             ("ECS_CONTAINER_METADATA_URI_V4", "http://169.254.170.2/v4/abc", Environment::Ecs),
@@ -348,7 +244,7 @@ mod tests {
 
     #[test]
     fn an_orchestrator_wins_over_a_container_and_knative_over_kubernetes() {
-        let root = Root::new(&[".dockerenv"]);
+        let root = marker_root(&[".dockerenv"]);
         let k8s = [("KUBERNETES_SERVICE_HOST", "10.96.0.1")];
         assert_eq!(detected(&k8s, &root).unwrap().0, Environment::Kubernetes);
         let knative = [("KUBERNETES_SERVICE_HOST", "10.96.0.1"), ("K_SERVICE", "hello")];
@@ -359,136 +255,15 @@ mod tests {
 
     #[test]
     fn containers_are_known_by_their_marker_files() {
-        let docker = Root::new(&[".dockerenv"]);
+        let docker = marker_root(&[".dockerenv"]);
         let (found, signal) = detected(&[], &docker).unwrap();
         assert_eq!(found, Environment::Container);
         assert!(signal.ends_with(".dockerenv exists"), "{signal}");
-        let podman = Root::new(&["run/.containerenv"]);
+        let podman = marker_root(&["run/.containerenv"]);
         let (found, signal) = detected(&[], &podman).unwrap();
         assert_eq!(found, Environment::Container);
         assert!(signal.ends_with("run/.containerenv exists"), "{signal}");
-        assert_eq!(detected(&[], &Root::new(&[])), None);
-        assert_eq!(detected(&[("container", "docker")], &Root::new(&[])).unwrap().0, Environment::Container);
-    }
-
-    /// A configuration resolved from `vars`, in the environment `vars` and `root` say.
-    /// As `Config::resolve` makes it, with the marker files of `root` in place of the real root's.
-    fn config(opts: &Options, vars: &[(&'static str, &'static str)], root: &Root) -> Config {
-        let mut c = Config::resolve(opts, &env(vars), NOW).unwrap();
-        if !c.single_instance.value && !identity_chosen(&c) {
-            c.environment = detect(&env(vars), &root.0);
-        }
-        c
-    }
-
-    #[test]
-    fn an_unchosen_identity_is_refused_where_replicas_are_the_norm_naming_the_environment_and_the_ways_out() {
-        let root = Root::new(&[]);
-        for (name, value, label) in [
-            ("KUBERNETES_SERVICE_HOST", "10.96.0.1", "Kubernetes"),
-            ("ECS_CONTAINER_METADATA_URI_V4", "http://x", "Amazon ECS"),
-            ("K_SERVICE", "hello", "Cloud Run or Knative"),
-            ("CLOUD_RUN_JOB", "j", "Cloud Run or Knative"),
-            ("NOMAD_ALLOC_ID", "a", "Nomad"),
-            ("DYNO", "web.1", "Heroku"),
-            ("FLY_APP_NAME", "app", "Fly.io"),
-            ("AWS_LAMBDA_FUNCTION_NAME", "f", "AWS Lambda"),
-        ] {
-            for lease in ["on", "off"] {
-                let c = config(&Options::default(), &[(name, value), ("SNOWID_LEASE", lease)], &root);
-                let e = check(&c).unwrap_err();
-                assert_eq!((e.code(), e.class()), (Code::IdentityRequired, Class::Error));
-                let m = e.message();
-                assert!(m.starts_with(&format!("identity: expected a worker id or datacenter id chosen for each replica in {label} ({name} is set)")), "{m}");
-                for way in [
-                    "snowid/redis",
-                    "snowid/postgres",
-                    "snowid/mysql",
-                    "SNOWID_WORKER_ID",
-                    "SNOWID_DATACENTER_ID",
-                    "SNOWID_SINGLE_INSTANCE=true",
-                ] {
-                    assert!(m.contains(way), "{way} not in {m}");
-                }
-                assert_eq!(m.contains("SNOWID_WORKER_ID_FROM=statefulset"), label == "Kubernetes", "{m}");
-                let from = if lease == "on" {
-                    "workerId and datacenterId come from this host's lease"
-                } else {
-                    "workerId is 0 and datacenterId 0 with leases off"
-                };
-                assert!(m.contains(from), "{m}");
-            }
-        }
-    }
-
-    #[test]
-    fn a_chosen_identity_or_a_single_instance_is_never_refused() {
-        let root = Root::new(&[".dockerenv"]);
-        let k8s = ("KUBERNETES_SERVICE_HOST", "10.96.0.1");
-        let ok = |opts: &Options, vars: &[(&'static str, &'static str)]| {
-            let c = config(opts, vars, &root);
-            assert_eq!(check(&c), Ok(None), "{vars:?} {opts:?}");
-            // Not looked for, as it does not matter; config() looks for it.
-            assert_eq!(c.environment, None);
-            assert_eq!(environment(&c, &env(vars)), Some(Environment::Kubernetes));
-        };
-        ok(&Options::default(), &[k8s, ("SNOWID_WORKER_ID", "3")]);
-        ok(&Options::default(), &[k8s, ("workerId", "3")]);
-        ok(&Options::default(), &[k8s, ("SNOWID_DATACENTER_ID", "2")]);
-        ok(&Options::default(), &[k8s, ("SNOWID_WORKER_ID_FROM", "statefulset"), ("HOSTNAME", "web-4")]);
-        ok(&Options::default(), &[k8s, ("SNOWID_SINGLE_INSTANCE", "true")]);
-        ok(&Options { worker_id: Some(OptionValue::Number(0.0)), ..Options::default() }, &[k8s]);
-        ok(&Options { datacenter_id: Some(OptionValue::Number(1.0)), ..Options::default() }, &[k8s]);
-        ok(&Options { single_instance: Some(OptionValue::Bool(true)), ..Options::default() }, &[k8s]);
-        // The option wins over the variable, both ways.
-        let c = config(
-            &Options { single_instance: Some(OptionValue::Bool(false)), ..Options::default() },
-            &[k8s, ("SNOWID_SINGLE_INSTANCE", "true")],
-            &root,
-        );
-        assert_eq!(c.single_instance, Sourced { value: false, source: Source::Option });
-        assert_eq!(check(&c).unwrap_err().code(), Code::IdentityRequired);
-        // PM2's instance number is not read, so it chooses no identity.
-        let c = config(&Options::default(), &[k8s, ("NODE_APP_INSTANCE", "0")], &root);
-        assert_eq!(c.worker_id.source, Source::Lease);
-        assert_eq!(check(&c).unwrap_err().code(), Code::IdentityRequired);
-    }
-
-    #[test]
-    fn a_plain_container_is_warned_of_and_nowhere_else_is_anything_said() {
-        let root = Root::new(&[".dockerenv"]);
-        let c = config(&Options::default(), &[], &root);
-        let w = check(&c).unwrap().unwrap();
-        assert!(w.starts_with("no identity chosen in a container ("), "{w}");
-        assert!(
-            w.contains(".dockerenv exists")
-                && w.contains("SNOWID_SINGLE_INSTANCE=true")
-                && w.contains("SNOWID_WORKER_ID"),
-            "{w}"
-        );
-        assert_eq!(check(&config(&Options::default(), &[("SNOWID_SINGLE_INSTANCE", "true")], &root)), Ok(None));
-        assert_eq!(check(&config(&Options::default(), &[("SNOWID_WORKER_ID", "1")], &root)), Ok(None));
-        // Outside any container or orchestrator, the host lease is the whole story: nothing to say.
-        assert_eq!(check(&config(&Options::default(), &[], &Root::new(&[]))), Ok(None));
-    }
-
-    #[test]
-    fn single_instance_takes_true_or_false_only() {
-        let root = Root::new(&[]);
-        assert_eq!(
-            config(&Options::default(), &[], &root).single_instance,
-            Sourced { value: false, source: Source::Default }
-        );
-        let c = config(&Options::default(), &[("SNOWID_SINGLE_INSTANCE", "false")], &root);
-        assert_eq!(c.single_instance, Sourced { value: false, source: Source::Env });
-        for bad in ["1", "yes", "TRUE", "", " true"] {
-            let e = Config::resolve(&Options::default(), &env(&[("SNOWID_SINGLE_INSTANCE", bad)]), NOW).unwrap_err();
-            assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::RangeError), "{bad:?}");
-            assert!(e.message().starts_with("SNOWID_SINGLE_INSTANCE: expected 'true' or 'false'"), "{e}");
-        }
-        let opts = Options { single_instance: Some(OptionValue::Text("true".into())), ..Options::default() };
-        let e = Config::resolve(&opts, &env(&[]), NOW).unwrap_err();
-        assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::TypeError));
-        assert!(e.message().starts_with("options.singleInstance: expected"), "{e}");
+        assert_eq!(detected(&[], &marker_root(&[])), None);
+        assert_eq!(detected(&[("container", "docker")], &marker_root(&[])).unwrap().0, Environment::Container);
     }
 }

@@ -7,16 +7,18 @@
 
 use std::ffi::OsString;
 
-use super::config::EnvSource;
+use super::env::EnvSource;
 use super::error::{quote, Code, Error, Result};
 
 /// The variable that chooses where the worker id comes from.
 pub const FROM_VAR: &str = "SNOWID_WORKER_ID_FROM";
+/// The variable that names the host (Kubernetes sets it to the pod name).
+pub const HOST_VAR: &str = "HOSTNAME";
 /// Its one value: the ordinal of a StatefulSet pod's host name.
 pub const STATEFULSET: &str = "statefulset";
 
 /// What `SNOWID_WORKER_ID_FROM` (or the `workerIdFrom` option) must be, for messages: any value but `statefulset`
-/// is refused (config.rs reads it).
+/// is refused (the configuration reads it).
 pub fn expected_from() -> String {
     format!("{} (the worker id is then the ordinal of a StatefulSet pod's host name)", quote(STATEFULSET))
 }
@@ -41,8 +43,8 @@ pub fn worker_id(env: &dyn EnvSource, max: u64, hint: &str) -> Result<u64> {
 /// The host name to read, and what to call it in messages.
 fn host_name(env: &dyn EnvSource) -> Result<(String, &'static str)> {
     let expected = "a StatefulSet pod name in UTF-8";
-    let (os, what) = match env.var("HOSTNAME") {
-        Some(os) => (os, "HOSTNAME"),
+    let (os, what) = match env.var(HOST_VAR) {
+        Some(os) => (os, HOST_VAR),
         None => (os_host_name()?, "the host name"),
     };
     match os.into_string() {
@@ -72,7 +74,7 @@ fn os_host_name() -> Result<OsString> {
 
 #[cfg(not(unix))]
 fn os_host_name() -> Result<OsString> {
-    Err(Error::type_error(Code::InvalidConfig, "HOSTNAME", "a StatefulSet pod name", "it unset"))
+    Err(Error::type_error(Code::InvalidConfig, HOST_VAR, "a StatefulSet pod name", "it unset"))
 }
 
 /// What a host name's first label ends in.

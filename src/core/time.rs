@@ -1,4 +1,42 @@
-//! Unix-ms <-> ISO-8601 (UTC), for epochs given as dates and for readable messages.
+//! Time: the clock the generator and the lease read (injected, so tests drive it), and Unix ms <-> ISO-8601 (UTC),
+//! for epochs given as dates and for readable messages.
+
+/// Where the generator reads the time, and how it sleeps. Injected so tests can drive it.
+pub trait Clock: Send + Sync {
+    /// Unix time in ms.
+    fn now_ms(&self) -> u64;
+    fn sleep_ms(&self, ms: u64);
+}
+
+/// The system's real-time clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    /// `CLOCK_REALTIME`, the clock `SystemTime::now()` reads, without its `Duration` arithmetic. A time before 1970
+    /// (or a failed read) is 0, which the generator refuses as before its epoch.
+    #[cfg(unix)]
+    #[inline]
+    fn now_ms(&self) -> u64 {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `ts` is a valid out-pointer for the call.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+        if rc != 0 || ts.tv_sec < 0 {
+            return 0;
+        }
+        ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+    }
+
+    #[cfg(not(unix))]
+    #[inline]
+    fn now_ms(&self) -> u64 {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    }
+
+    fn sleep_ms(&self, ms: u64) {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
 
 const MS_PER_DAY: i64 = 86_400_000;
 
@@ -209,5 +247,15 @@ mod tests {
             assert_eq!(parse_iso(&format_iso(ms)), Some(ms));
         }
         assert_eq!(format_iso(1_580_486_400_000), "2020-01-31T16:00:00.000Z");
+    }
+
+    #[test]
+    fn the_system_clock_reads_the_same_time_as_system_time() {
+        for _ in 0..1000 {
+            let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+            let ours = SystemClock.now_ms();
+            let after = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+            assert!(before <= ours && ours <= after, "{before} <= {ours} <= {after}");
+        }
     }
 }

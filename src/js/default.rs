@@ -14,14 +14,14 @@ use parking_lot::Mutex;
 
 use crate::core::config::{Config, Options};
 use crate::core::error::{Class, Code, Error as CoreError, Result as CoreResult};
-use crate::core::generator::{Clock, Generator, Snapshot, SystemClock};
+use crate::core::generator::{Generator, Snapshot};
+use crate::core::identity::{self, bind_worker};
 use crate::core::layout::Layout;
-use crate::core::replicas;
-use crate::core::start::{bind_worker, open};
+use crate::core::time::{Clock, SystemClock};
 
+use super::callbacks::{next_id_strings_impl, next_ids_impl};
 use super::env::{JsEnv, Remembered};
 use super::errors::{emit_warning, raise};
-use super::fast::{next_id_strings_impl, next_ids_impl};
 use super::options::read_options;
 use super::report::{decode_with, report, stats_of, DecodedId, SnowidConfig, SnowidStats};
 use super::values::{read_id, read_time, IdBigInt, IdString, Raw};
@@ -31,21 +31,10 @@ pub(crate) fn resolve(opts: &Options, env: &JsEnv) -> CoreResult<Config> {
     env.finish(Config::resolve(opts, env, SystemClock.now_ms()))
 }
 
-/// Makes `config`'s generator: the one path every generator's first id takes. An identity no one chose is refused
-/// first where replicas are the norm (`core::replicas`); then the lease `config` calls for is taken (filling in an
-/// automatic worker id). Returns the generator, and the warning to give with [`warn_once`] once the caller holds no
-/// lock (giving it runs JS), if the identity went unchosen in a plain container.
-pub(crate) fn build(config: &mut Config) -> CoreResult<(Generator<SystemClock>, Option<String>)> {
-    let warning = replicas::check(config)?;
-    let lease = bind_worker(config)?;
-    let state = open(config, lease, &SystemClock)?;
-    Ok((Generator::new(config.settings(), state, SystemClock)?, warning))
-}
-
 /// Whether the process has given its one warning of an identity no one chose.
 static WARNED: AtomicBool = AtomicBool::new(false);
 
-/// Gives `warning` (from [`build`] or `replicas::check`), the first time there is one in this process, as a
+/// Gives `warning` (from `identity::generator` or `identity::check`), the first time there is one in this process, as a
 /// `SnowidWarning` with the code `SNOWID_IDENTITY_UNCHOSEN`. Call it holding no lock: `process.emitWarning` is JS.
 pub(crate) fn warn_once(env: sys::napi_env, warning: Option<String>) {
     if let Some(message) = warning {
@@ -117,7 +106,7 @@ pub(crate) fn start_default(env: sys::napi_env) -> CoreResult<&'static Generator
         return Ok(g);
     }
     let mut config = pending.config(env)?.clone();
-    let (generator, warning) = build(&mut config)?;
+    let (generator, warning) = identity::generator(&mut config)?;
     let generator = &DEFAULT.get_or_init(|| (generator, config)).0;
     drop(pending);
     warn_once(env, warning);
@@ -133,7 +122,7 @@ pub(crate) fn default_config(env: sys::napi_env, bind: bool) -> CoreResult<Confi
         return Ok(c.clone());
     }
     let mut config = pending.config(env)?.clone();
-    let warning = replicas::check(&config)?;
+    let warning = identity::check(&config)?;
     if bind && config.worker_id_needs_lease() {
         bind_worker(&mut config)?;
     }
@@ -304,7 +293,7 @@ pub fn max_id_at(env: Env, #[napi(ts_arg_type = "Date | number | string")] time:
 pub fn config(env: Env) -> Result<SnowidConfig> {
     let raw = env.raw();
     let c = default_config(raw, true).map_err(|e| raise(raw, &e))?;
-    Ok(report(&c, replicas::environment(&c, &JsEnv::new(raw))))
+    Ok(report(&c, identity::environment(&c, &JsEnv::new(raw))))
 }
 
 /// The default generator's current lead and counters (all 0 before its first id).

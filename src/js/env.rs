@@ -10,7 +10,8 @@ use std::ptr;
 use napi::bindgen_prelude::FromNapiValue;
 use napi::{sys, Result};
 
-use crate::core::config::{EnvSource, ProcessSnapshot, VAR_PREFIX};
+use crate::core::config::wanted;
+use crate::core::env::{EnvSource, ProcessSnapshot, VAR_PREFIX};
 use crate::core::error::{Code, Error as CoreError, Result as CoreResult};
 
 use super::errors::{check, check_reading};
@@ -74,7 +75,7 @@ impl JsEnv {
         let object = property_object(env, None, c"process").ok().flatten();
         let object = object.and_then(|process| property_object(env, Some(process), c"env").ok().flatten());
         let object = object.filter(|o| !is_os_backed(env, *o));
-        let process = object.is_none().then(ProcessSnapshot::take);
+        let process = object.is_none().then(|| ProcessSnapshot::take(wanted()));
         JsEnv { env, object, process, failed: RefCell::new(None) }
     }
 

@@ -5,11 +5,11 @@ use napi::{Env, JsValue, Result, Unknown};
 use napi_derive::napi;
 
 use crate::core::config::Config;
-use crate::core::generator::{Clock, SystemClock};
 use crate::core::layout::Layout;
+use crate::core::time::{Clock, SystemClock};
 
+use super::callbacks::layout_decoder;
 use super::errors::raise;
-use super::fast::layout_decoder;
 use super::options::read_layout_options;
 use super::report::{decode_with, DecodedId};
 use super::values::{read_id, read_time, IdBigInt, Raw};
@@ -80,7 +80,7 @@ impl SnowflakeLayout {
         Ok(decode_with(&self.layout, id))
     }
 
-    /// For `index.js`: the native half of this instance's fast `decode` (see `fast::decode_fields`).
+    /// For `index.js`: the native half of this instance's fast `decode` (see `callbacks::decode_fields`).
     #[napi(skip_typescript, js_name = "__decoder")]
     pub fn decoder(&self, env: Env) -> Result<Raw> {
         layout_decoder(env.raw(), self.layout).map(Raw)

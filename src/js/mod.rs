@@ -10,14 +10,14 @@
 //! - `layout`: the `SnowflakeLayout` class, which reads ids of any layout and epoch without generating.
 //! - `text`: ids as fixed-width text.
 //! - `slots`: the worker-id slots a set of environment variables would use.
-//! - `fast`: the hot calls as plain N-API callbacks.
+//! - `callbacks`: the hot calls as plain N-API callbacks.
 #![cfg_attr(test, allow(dead_code))]
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+mod callbacks;
 mod default;
 mod env;
 mod errors;
-mod fast;
 mod layout;
 mod options;
 mod report;

@@ -3,7 +3,7 @@
 use napi::{sys, JsValue, Result, Unknown};
 use napi_derive::napi;
 
-use crate::core::config::{Options, OPTION_NAMES};
+use crate::core::config::{Options, OPTIONS};
 use crate::core::error::{quote, Code, Error as CoreError};
 
 use super::errors::raise;
@@ -13,31 +13,29 @@ use super::values::{option_value, own_entries};
 /// Reads a generator's options argument: a plain object whose every own key is a known option. A missing
 /// argument, `undefined` and `null` are no options.
 pub(crate) fn read_options(env: sys::napi_env, value: Option<Unknown>) -> Result<Options> {
-    read_only(env, value, &OPTION_NAMES)
+    read_only(env, value, false)
 }
 
-/// The options of a layout: what reading ids needs.
-pub(crate) const LAYOUT_OPTION_NAMES: [&str; 5] =
-    ["epoch", "datacenterBits", "workerBits", "clockBackBits", "sequenceBits"];
-
-/// Reads a layout's options argument, as `read_options` does, with only the layout's options known.
+/// Reads a layout's options argument, as `read_options` does, with only the layout's options (what reading ids
+/// needs) known.
 pub(crate) fn read_layout_options(env: sys::napi_env, value: Option<Unknown>) -> Result<Options> {
-    read_only(env, value, &LAYOUT_OPTION_NAMES)
+    read_only(env, value, true)
 }
 
-/// Reads an options argument whose keys must be among `known`.
-fn read_only(env: sys::napi_env, value: Option<Unknown>, known: &[&str]) -> Result<Options> {
+/// Reads an options argument whose keys must be options of the table, and, with `layout_only`, a layout's.
+fn read_only(env: sys::napi_env, value: Option<Unknown>, layout_only: bool) -> Result<Options> {
+    let known = |name: &str| OPTIONS.iter().any(|o| o.name == name && (o.layout || !layout_only));
     let mut opts = Options::default();
     let Some(value) = value else {
         return Ok(opts);
     };
     for (name, v) in own_entries(env, value.raw(), "options")? {
-        let slot = if known.contains(&name.as_str()) { opts.slot(&name) } else { None };
+        let slot = if known(&name) { opts.slot(&name) } else { None };
         let Some(slot) = slot else {
             let e = CoreError::type_error(
                 Code::InvalidConfig,
                 "options",
-                &format!("only the options {}", known.join(", ")),
+                &format!("only the options {}", option_names(layout_only).join(", ")),
                 &format!("an unknown option {}", quote(&name)),
             );
             return Err(raise(env, &e));
@@ -122,4 +120,9 @@ pub struct SnowflakeOptions {
     /// `SNOWID_SINGLE_INSTANCE` (`true` or `false`).
     /// @default false
     pub single_instance: Option<bool>,
+}
+
+/// The names of the options a generator (or, with `layout_only`, a layout) takes, for messages.
+fn option_names(layout_only: bool) -> Vec<&'static str> {
+    OPTIONS.iter().filter(|o| o.layout || !layout_only).map(|o| o.name).collect()
 }

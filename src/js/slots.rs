@@ -6,8 +6,8 @@ use napi::{Env, JsValue, Result, Unknown};
 use napi_derive::napi;
 
 use crate::core::config::{Config, Options};
-use crate::core::generator::{Clock, SystemClock};
-use crate::core::start::lease_dir;
+use crate::core::identity::lease_dir;
+use crate::core::time::{Clock, SystemClock};
 
 use super::env::{read_env_object, JsEnv, Overlay};
 use super::errors::raise;

@@ -11,20 +11,21 @@ use napi_derive::napi;
 
 use crate::core::config::{time_arg, Config, OptionValue};
 use crate::core::error::Result as CoreResult;
-use crate::core::generator::{Generator, Snapshot, SystemClock};
+use crate::core::generator::{Generator, Snapshot};
+use crate::core::identity;
 use crate::core::layout::Layout;
-use crate::core::replicas;
+use crate::core::time::SystemClock;
 
-use super::default::{build, resolve, warn_once};
+use super::callbacks::{install_instance, layout_decoder, next_id_strings_impl, next_ids_impl, snowflake_class};
+use super::default::{resolve, warn_once};
 use super::env::JsEnv;
 use super::errors::{check, raise};
-use super::fast::{install_instance, layout_decoder, next_id_strings_impl, next_ids_impl, snowflake_class};
 use super::options::read_options;
 use super::report::{decode_with, report, stats_of, DecodedId, SnowidConfig, SnowidStats};
 use super::values::{read_id, read_time, IdBigInt, IdString, Raw};
 
 /// A `Snowflake`'s generator, started by its first id: an object used only to read ids takes no host lease.
-pub(crate) struct Lazy {
+pub(crate) struct SnowflakeGenerator {
     /// The layout, known from the start: reading ids needs nothing else.
     pub(crate) layout: Layout,
     /// The configuration as it was resolved, before the generator started: what `snowflake_core` matches.
@@ -34,9 +35,14 @@ pub(crate) struct Lazy {
     generator: OnceLock<Generator<SystemClock>>,
 }
 
-impl Lazy {
-    fn new(config: Config) -> Lazy {
-        Lazy { layout: config.layout, resolved: config.clone(), config: Mutex::new(config), generator: OnceLock::new() }
+impl SnowflakeGenerator {
+    fn new(config: Config) -> SnowflakeGenerator {
+        SnowflakeGenerator {
+            layout: config.layout,
+            resolved: config.clone(),
+            config: Mutex::new(config),
+            generator: OnceLock::new(),
+        }
     }
 
     /// The generator, started (its host lease taken) on the first call, on the JS thread of `env`.
@@ -56,7 +62,7 @@ impl Lazy {
             return Ok(g);
         }
         let mut started = config.clone();
-        let (generator, warning) = build(&mut started)?;
+        let (generator, warning) = identity::generator(&mut started)?;
         *config = started;
         let generator = self.generator.get_or_init(|| generator);
         drop(config);
@@ -70,7 +76,7 @@ impl Lazy {
 /// its first id, so one used only to read ids takes none.
 #[napi]
 pub struct Snowflake {
-    lazy: Arc<Lazy>,
+    lazy: Arc<SnowflakeGenerator>,
 }
 
 #[napi]
@@ -83,17 +89,17 @@ impl Snowflake {
         let raw = env.raw();
         let opts = read_options(raw, options)?;
         let config = resolve(&opts, &JsEnv::new(raw)).map_err(|e| raise(raw, &e))?;
-        Ok(Snowflake { lazy: Arc::new(Lazy::new(config)) })
+        Ok(Snowflake { lazy: Arc::new(SnowflakeGenerator::new(config)) })
     }
 
     /// For `index.js`, on the first method access of a `Snowflake` on this core: its hot methods
-    /// (`fast::INSTANCE_METHODS`) and batch halves (`fast::INSTANCE_BATCHES`), in that order, as one array.
+    /// (`callbacks::INSTANCE_METHODS`) and batch halves (`callbacks::INSTANCE_BATCHES`), in that order, as one array.
     #[napi(skip_typescript, js_name = "__install")]
     pub fn install(&self, env: Env) -> Result<Raw> {
         install_instance(env.raw(), &self.lazy).map(Raw)
     }
 
-    /// For `index.js`: the native half of this instance's fast `decode` (see `fast::decode_fields`).
+    /// For `index.js`: the native half of this instance's fast `decode` (see `callbacks::decode_fields`).
     #[napi(skip_typescript, js_name = "__decoder")]
     pub fn decoder(&self, env: Env) -> Result<Raw> {
         layout_decoder(env.raw(), self.lazy.layout).map(Raw)
@@ -173,13 +179,13 @@ impl Snowflake {
     /// the generator.
     #[napi]
     pub fn config(&self, env: Env) -> Result<SnowidConfig> {
-        let warning = replicas::check(&self.lazy.resolved).map_err(|e| raise(env.raw(), &e))?;
+        let warning = identity::check(&self.lazy.resolved).map_err(|e| raise(env.raw(), &e))?;
         warn_once(env.raw(), warning);
         let needs_slot = self.lazy.config.lock().worker_id_needs_lease();
         if needs_slot {
             self.lazy.get(env.raw()).map_err(|e| raise(env.raw(), &e))?;
         }
-        let environment = replicas::environment(&self.lazy.resolved, &JsEnv::new(env.raw()));
+        let environment = identity::environment(&self.lazy.resolved, &JsEnv::new(env.raw()));
         Ok(report(&self.lazy.config.lock(), environment))
     }
 
@@ -230,7 +236,7 @@ pub fn snowflake_core(env: Env, options: Option<Unknown>, cache: Unknown) -> Res
     // Made with this module instance's own class: napi-rs's `into_instance` would take the class of the module
     // instance loaded last on this thread, whose methods refuse it here ("Illegal invocation").
     let class = snowflake_class(raw)?;
-    let wrapped = Box::into_raw(Box::new(Snowflake { lazy: Arc::new(Lazy::new(config)) }));
+    let wrapped = Box::into_raw(Box::new(Snowflake { lazy: Arc::new(SnowflakeGenerator::new(config)) }));
     // SAFETY: `wrapped` is a new `Snowflake`, which `new_instance` wraps in an instance of `class` (or frees).
     let core = unsafe { new_instance::<Snowflake>(raw, wrapped.cast(), class) }?;
     // Most recent first: the others move down one, and the last falls out once the cache is full.
@@ -247,7 +253,7 @@ pub fn snowflake_core(env: Env, options: Option<Unknown>, cache: Unknown) -> Res
 /// issued). Returns the Unix ms of the latest id issued under any clockBack value, the lowest mark a release may
 /// leave.
 ///
-/// A function of the binding, not a method: `lib/index.js` does not export it, so user code cannot reach it
+/// A function of the binding, not a method: `index.js` does not export it, so user code cannot reach it
 /// through `snowid` or a `Snowflake`.
 #[napi(skip_typescript)]
 pub fn fence_snowflake(env: Env, target: &Snowflake, deadline: f64, mark: Option<f64>) -> Result<f64> {

@@ -65,7 +65,7 @@ pub(crate) fn describe(env: sys::napi_env, value: sys::napi_value) -> Result<Str
         T::napi_number => {
             // SAFETY: `value` is a number.
             let n = unsafe { f64::from_napi_value(env, value) }?;
-            format!("the number {}", crate::core::config::js_number(n))
+            format!("the number {}", crate::core::number::js_number(n))
         }
         T::napi_string => "a string".into(),
         T::napi_symbol => "a symbol".into(),

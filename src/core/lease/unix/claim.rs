@@ -15,7 +15,7 @@
 //! - one named after the directory's device and inode, so two spellings of one directory are the same slot too.
 //!
 //! A process binds an id-space name once: a second lease of the same slot in another directory, in the same process,
-//! shares it, as the process's generators of one identity share one state (see [`super::registry`]).
+//! shares it, as the process's generators of one identity share one state.
 //!
 //! The abstract namespace belongs to the network namespace: processes in separate network namespaces (containers
 //! that share a lease volume but not a network) do not see each other's claims. Between them, only the lease file's
@@ -24,9 +24,12 @@
 //! Any process in the network namespace may bind any name, so another user can squat a slot's name: that costs the
 //! slot (the process moves on, or fails loudly), never uniqueness. So does a 64-bit hash shared by two id spaces.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, Weak};
 
-use super::layout::Layout;
+use parking_lot::Mutex;
+
+use super::super::space::{space_name, Space};
 
 /// A bound claim, held for as long as the value lives (for a lease, the process's life).
 #[derive(Debug)]
@@ -88,39 +91,27 @@ impl Claim {
     }
 }
 
-/// The FNV-1a 64-bit hash, for claim names and lease records' sums.
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+/// The id-space claims this process holds, by name.
+fn space_claims() -> &'static Mutex<HashMap<String, Weak<Claim>>> {
+    static SPACE: OnceLock<Mutex<HashMap<String, Weak<Claim>>>> = OnceLock::new();
+    SPACE.get_or_init(Default::default)
 }
 
-/// The id space of a host's slots: its layout (the four widths and the epoch) and its lease namespace, hashed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Space(u64);
-
-impl Space {
-    pub fn new(layout: &Layout, namespace: Option<&str>) -> Space {
-        let w = layout.widths();
-        let mut text =
-            format!("bits={}/{}/{}/{} epoch={}", w.datacenter, w.worker, w.clock_back, w.sequence, layout.epoch());
-        if let Some(ns) = namespace {
-            text.push_str(" namespace=");
-            text.push_str(ns);
-        }
-        Space(fnv1a(text.as_bytes()))
+/// Binds the slot's id-space claim, or shares it when this process holds it already: `None` when another process
+/// holds it.
+pub(super) fn space_claim(space: Space, datacenter_id: u32, worker_id: u32) -> std::io::Result<Option<Arc<Claim>>> {
+    let name = space_name(space, datacenter_id, worker_id);
+    let mut held = space_claims().lock();
+    if let Some(mine) = held.get(&name).and_then(Weak::upgrade) {
+        return Ok(Some(mine));
     }
-}
-
-/// The claim of a slot by its id space: the same for every process that would make the slot's ids.
-pub fn space_name(space: Space, datacenter_id: u32, worker_id: u32) -> String {
-    format!("snowid-lease/v1/space/{:016x}/dc{datacenter_id}/worker{worker_id}", space.0)
-}
-
-/// The claim of a slot by the lease directory's configured path. The path is normalized lexically only (repeated
-/// and trailing slashes, `.` components): links are not resolved, since a link switched later must not change it.
-pub fn path_name(dir: &Path, datacenter_id: u32, worker_id: u32) -> String {
-    let normal: std::path::PathBuf = dir.components().collect();
-    let hash = fnv1a(normal.as_os_str().as_encoded_bytes());
-    format!("snowid-lease/v1/path/{hash:016x}/dc{datacenter_id}/worker{worker_id}")
+    let Some(taken) = Claim::take(&name)? else {
+        return Ok(None);
+    };
+    let taken = Arc::new(taken);
+    held.retain(|_, c| c.strong_count() > 0);
+    held.insert(name, Arc::downgrade(&taken));
+    Ok(Some(taken))
 }
 
 /// The claim of a slot by the lease directory's (device, inode).
@@ -130,8 +121,10 @@ pub fn inode_name(dev: u64, ino: u64, datacenter_id: u32, worker_id: u32) -> Str
 
 #[cfg(all(test, any(target_os = "linux", target_os = "android")))]
 mod tests {
+    use super::super::super::space::path_name;
     use super::*;
-    use crate::core::layout::{Widths, DEFAULT_EPOCH};
+    use crate::core::layout::{Layout, Widths, DEFAULT_EPOCH};
+    use std::path::Path;
 
     #[test]
     fn a_name_is_held_once_and_freed_with_its_holder() {
@@ -141,30 +134,6 @@ mod tests {
         assert!(Claim::take(&name).unwrap().is_none(), "a second bind of a held name fails");
         drop(first);
         assert!(Claim::take(&name).unwrap().is_some(), "closing frees it");
-    }
-
-    #[test]
-    fn an_id_space_is_its_widths_epoch_and_namespace() {
-        let at = |w: Widths, epoch: u64| Layout::new(w, epoch, DEFAULT_EPOCH + 1).unwrap();
-        let base = Space::new(&at(Widths::default(), DEFAULT_EPOCH), None);
-        assert_eq!(base, Space::new(&at(Widths::default(), DEFAULT_EPOCH), None));
-        let others = [
-            Space::new(&at(Widths { datacenter: 2, ..Widths::default() }, DEFAULT_EPOCH), None),
-            Space::new(&at(Widths { worker: 6, ..Widths::default() }, DEFAULT_EPOCH), None),
-            Space::new(&at(Widths { clock_back: 1, ..Widths::default() }, DEFAULT_EPOCH), None),
-            Space::new(&at(Widths { sequence: 11, ..Widths::default() }, DEFAULT_EPOCH), None),
-            Space::new(&at(Widths::default(), DEFAULT_EPOCH - 1), None),
-            Space::new(&at(Widths::default(), DEFAULT_EPOCH), Some("test-a")),
-            Space::new(&at(Widths::default(), DEFAULT_EPOCH), Some("test-b")),
-        ];
-        for (i, s) in others.iter().enumerate() {
-            assert_ne!(*s, base, "{i}");
-            assert!(others.iter().skip(i + 1).all(|o| o != s), "{i}");
-        }
-        let name = space_name(base, 1, 2);
-        assert_ne!(name, space_name(base, 1, 3));
-        assert_ne!(name, space_name(base, 0, 2));
-        assert!(name.starts_with("snowid-lease/v1/space/") && name.ends_with("/dc1/worker2"), "{name}");
     }
 
     #[test]

@@ -8,12 +8,13 @@ use napi::{sys, Env, JsValue, Result, Status};
 use napi_derive::napi;
 
 use crate::core::error::{Code, Error as CoreError, Result as CoreResult};
-use crate::core::generator::{Generator, SystemClock};
+use crate::core::generator::Generator;
 use crate::core::layout::Layout;
+use crate::core::time::SystemClock;
 
 use super::default::{configured_view, counted_default_layout, default_generator, default_layout};
 use super::errors::{check, raise, throw};
-use super::snowflake::Lazy;
+use super::snowflake::SnowflakeGenerator;
 use super::values::{bigint, decimal, describe, read_id, type_of, Raw};
 use crate::core::id::push_joined;
 
@@ -63,8 +64,8 @@ pub(crate) unsafe fn call_info(
 /// # Safety
 /// `data` is the pointer `install_instance` gave the function, which its finalizer frees only once the function
 /// is unreachable, so it is alive while the function runs.
-pub(crate) unsafe fn instance_generator<'a>(data: *mut std::ffi::c_void) -> &'a Lazy {
-    unsafe { &*(data as *const Lazy) }
+pub(crate) unsafe fn instance_generator<'a>(data: *mut std::ffi::c_void) -> &'a SnowflakeGenerator {
+    unsafe { &*(data as *const SnowflakeGenerator) }
 }
 
 /// What a batch call was asked for: a count, or a caller's `BigInt64Array` to fill.
@@ -87,7 +88,7 @@ pub(crate) fn read_batch(env: sys::napi_env, value: sys::napi_value, allow_array
             if n.is_finite() && n.fract() == 0.0 && n >= 1.0 && n <= MAX_BATCH as f64 {
                 Ok(Batch::Count(n as usize))
             } else {
-                Err(bad_range(crate::core::config::js_number(n)))
+                Err(bad_range(crate::core::number::js_number(n)))
             }
         }
         T::napi_object if allow_array => {
@@ -291,7 +292,7 @@ unsafe extern "C" fn module_scratch_ids(env: sys::napi_env, info: sys::napi_call
 
 /// The data of an instance's `scratchIds`: its generator, and the scratch of the module instance it was made in.
 struct ScratchBatch {
-    generator: Arc<Lazy>,
+    generator: Arc<SnowflakeGenerator>,
     scratch: *const Scratch,
 }
 
@@ -312,7 +313,10 @@ unsafe extern "C" fn module_joined_ids(env: sys::napi_env, info: sys::napi_callb
 
 /// The generator of an instance callback, from its callback data.
 #[inline]
-pub(crate) unsafe fn callback_generator<'a>(env: sys::napi_env, info: sys::napi_callback_info) -> Result<&'a Lazy> {
+pub(crate) unsafe fn callback_generator<'a>(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> Result<&'a SnowflakeGenerator> {
     let mut data = ptr::null_mut();
     // SAFETY: only the callback data is asked for.
     check(unsafe { sys::napi_get_cb_info(env, info, ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), &mut data) })?;
@@ -649,7 +653,7 @@ fn owning_function<T>(
 
 unsafe extern "C" fn drop_generator(_env: sys::napi_env, data: *mut std::ffi::c_void, _hint: *mut std::ffi::c_void) {
     // SAFETY: `data` came from `Arc::into_raw` in `install_instance`, and this finalizer runs once.
-    drop(unsafe { Arc::from_raw(data as *const Lazy) });
+    drop(unsafe { Arc::from_raw(data as *const SnowflakeGenerator) });
 }
 
 /// A JS function named `name` that runs `cb` with `data`.
@@ -684,7 +688,7 @@ fn generator_function(
     env: sys::napi_env,
     name: &std::ffi::CStr,
     cb: Callback,
-    generator: &Arc<Lazy>,
+    generator: &Arc<SnowflakeGenerator>,
 ) -> Result<sys::napi_value> {
     let data = Arc::into_raw(Arc::clone(generator)) as *mut std::ffi::c_void;
     match make_function(env, name, cb, data) {
@@ -704,7 +708,7 @@ fn generator_function(
 }
 
 /// A `Snowflake` core's hot methods and batch halves, in that order, as one array for `index.js`.
-pub(crate) fn install_instance(env: sys::napi_env, generator: &Arc<Lazy>) -> Result<sys::napi_value> {
+pub(crate) fn install_instance(env: sys::napi_env, generator: &Arc<SnowflakeGenerator>) -> Result<sys::napi_value> {
     let mut array = ptr::null_mut();
     // SAFETY: plain N-API calls on values of this call.
     check(unsafe {

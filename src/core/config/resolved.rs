@@ -1,0 +1,154 @@
+//! A resolved configuration: each value and where it came from.
+
+use std::path::PathBuf;
+
+use super::super::generator::{ClockBackPolicy, Settings};
+use super::super::layout::Layout;
+use super::super::replicas;
+
+/// Where a configured value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Option,
+    Env,
+    /// An automatic lease of a free slot on this host: the worker id, and the datacenter id when neither is
+    /// configured.
+    Lease,
+    /// The ordinal of a StatefulSet pod's host name, by `SNOWID_WORKER_ID_FROM=statefulset` (worker id only).
+    StatefulSet,
+    Default,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Option => "option",
+            Source::Env => "env",
+            Source::Lease => "lease",
+            Source::StatefulSet => "statefulset",
+            Source::Default => "default",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sourced<T> {
+    pub value: T,
+    pub source: Source,
+}
+
+/// What a worker id given as a number does when another live process on this host holds its slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IfTaken {
+    /// Fail with `ERR_SNOWID_WORKER_ID_IN_USE`.
+    #[default]
+    Fail,
+    /// Give way to the automatic lease, from that slot on.
+    Next,
+}
+
+impl IfTaken {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "fail" => Some(IfTaken::Fail),
+            "next" => Some(IfTaken::Next),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IfTaken::Fail => "fail",
+            IfTaken::Next => "next",
+        }
+    }
+
+    /// Whether a worker id from `worker_id`'s source moves on from a taken slot under this setting, from
+    /// `self_source`. A setting in the environment covers a worker id from the environment only: `snowid/cluster`
+    /// sets both variables for its workers, and a `workerId` option given in such a worker keeps failing on a
+    /// taken slot unless `workerIdIfTaken: 'next'` is given with it. A setting given as an option covers both.
+    pub fn moves_on(setting: Sourced<IfTaken>, worker_id: Source) -> bool {
+        setting.value == IfTaken::Next
+            && match worker_id {
+                Source::Env => true,
+                Source::Option => setting.source == Source::Option,
+                Source::Lease | Source::StatefulSet | Source::Default => false,
+            }
+    }
+}
+
+/// The effective configuration of a generator.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub datacenter_id: Sourced<u32>,
+    pub worker_id: Sourced<u32>,
+    pub clock_back: Sourced<u32>,
+    pub epoch: Sourced<u64>,
+    pub datacenter_bits: Sourced<u32>,
+    pub worker_bits: Sourced<u32>,
+    pub clock_back_bits: Sourced<u32>,
+    pub sequence_bits: Sourced<u32>,
+    pub on_clock_back: Sourced<ClockBackPolicy>,
+    pub max_wait_ms: Sourced<u64>,
+    pub max_lead_ms: Sourced<u64>,
+    /// Whether (datacenterId, workerId) slots are leased on this host.
+    pub lease: Sourced<bool>,
+    pub lease_dir: Sourced<PathBuf>,
+    /// `SNOWID_LEASE_NAMESPACE` or `leaseNamespace`: a separate set of the host's slots (none: the host's own).
+    pub lease_namespace: Sourced<Option<String>>,
+    /// What a worker id given as a number does when another process on this host holds its slot (see
+    /// [`IfTaken`]). `snowid/cluster` sets `SNOWID_WORKER_ID_IF_TAKEN=next`, so that a worker two primaries both
+    /// chose still starts.
+    pub worker_id_if_taken: Sourced<IfTaken>,
+    /// `SNOWID_WORKER_ID_FROM=statefulset` or `workerIdFrom: 'statefulset'`: with no worker id given as a number,
+    /// the worker id is the ordinal of a StatefulSet pod's host name.
+    pub worker_id_from_statefulset: Sourced<bool>,
+    /// `SNOWID_SINGLE_INSTANCE=true` or `singleInstance: true`: this is the only instance, so an identity no one chose
+    /// is not refused where replicas are the norm (see [`replicas`]).
+    pub single_instance: Sourced<bool>,
+    /// Where this process runs, as far as replicas go (see [`replicas::detect`]): looked for only when no one chose
+    /// the identity and `single_instance` is off, the one case where it matters (`identity::replicas`); else `None`.
+    pub environment: Option<replicas::Detected>,
+    pub layout: Layout,
+}
+
+impl Config {
+    /// What the generator of this configuration is given.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            layout: self.layout,
+            datacenter_id: self.datacenter_id.value,
+            worker_id: self.worker_id.value,
+            policy: self.on_clock_back.value,
+            max_wait_ms: self.max_wait_ms.value,
+            max_lead_ms: self.max_lead_ms.value,
+        }
+    }
+
+    /// Whether the worker id is known only once the host lease is taken: it comes from the automatic lease, or a
+    /// taken slot would move on (`workerIdIfTaken`). `config()` takes the lease first to report it.
+    pub fn worker_id_needs_lease(&self) -> bool {
+        self.lease.value
+            && (self.worker_id.source == Source::Lease
+                || IfTaken::moves_on(self.worker_id_if_taken, self.worker_id.source))
+    }
+
+    /// The most ids one generator issues in one ms.
+    pub fn max_ids_per_ms(&self) -> u64 {
+        1 << self.sequence_bits.value
+    }
+
+    /// Whether someone chose this configuration's identity (see [`identity_chosen`]).
+    pub fn identity_chosen(&self) -> bool {
+        identity_chosen(self.worker_id.source, self.datacenter_id.source)
+    }
+}
+
+/// Whether someone chose an identity whose worker id and datacenter id came from these sources: its worker id is
+/// configured (an option, a variable, a StatefulSet ordinal) or its datacenter id is (an option or a variable). A
+/// worker id from the host lease or left at 0, and a datacenter id left at its default (or chosen by the lease), are
+/// no one's choice.
+pub fn identity_chosen(worker_id: Source, datacenter_id: Source) -> bool {
+    matches!(worker_id, Source::Option | Source::Env | Source::StatefulSet)
+        || matches!(datacenter_id, Source::Option | Source::Env)
+}

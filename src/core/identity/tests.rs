@@ -1,0 +1,158 @@
+//! The identity's tests: leases taken for a configuration, states resumed past earlier marks, and generators
+//! refused where replicas would share an identity.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::path::Path;
+
+use super::*;
+use crate::core::config::Options;
+use crate::core::lease::Sharing;
+use crate::core::testing::TempDir;
+
+/// The configuration of a process with `pairs` in its environment, the lease directory `dir`, and a small
+/// layout: datacenterBits 2 and workerBits 2, so 4 datacenter ids of 4 worker ids each.
+fn config(dir: &Path, pairs: &[(&str, &str)]) -> Config {
+    let mut vars: Vec<(String, String)> = vec![
+        ("SNOWID_LEASE_DIR".into(), dir.to_string_lossy().into_owned()),
+        ("SNOWID_DATACENTER_BITS".into(), "2".into()),
+        ("SNOWID_WORKER_BITS".into(), "2".into()),
+    ];
+    // A namespace of the test's own, so that tests running at once do not meet each other's slots.
+    let namespace = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    vars.push(("SNOWID_LEASE_NAMESPACE".into(), namespace));
+    vars.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let env = move |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| OsString::from(v));
+    Config::resolve(&Options::default(), &env, SystemClock.now_ms()).unwrap()
+}
+
+/// Locks every worker id's file of `datacenter_id` in `dir` through open files of its own, as other processes
+/// holding those slots would, until the files returned are dropped.
+#[must_use]
+fn fill(dir: &Path, datacenter_id: u32) -> Vec<File> {
+    let space = Space::new(&config(dir, &[]).layout, None);
+    let leases = LeaseDir::open(dir, Sharing::Private, space).unwrap();
+    (0..4)
+        .map(|w| {
+            let file = File::create(leases.slot_path(datacenter_id, w)).unwrap();
+            file.try_lock().unwrap();
+            file
+        })
+        .collect()
+}
+
+#[test]
+fn with_neither_id_configured_the_lease_takes_datacenter_1_once_datacenter_0_is_full() {
+    let t = TempDir::new("auto-dc");
+    let _held = fill(&t.0, 0);
+    let mut c = config(&t.0, &[]);
+    let lease = bind_worker(&mut c).unwrap().unwrap();
+    assert_eq!((lease.datacenter_id(), lease.worker_id()), (1, 0));
+    assert_eq!(c.datacenter_id, Sourced { value: 1, source: Source::Lease });
+    assert_eq!(c.worker_id, Sourced { value: 0, source: Source::Lease });
+    assert_eq!((c.settings().datacenter_id, c.settings().worker_id), (1, 0), "the generator runs on that slot");
+}
+
+#[test]
+fn a_configured_datacenter_id_stays_put() {
+    let t = TempDir::new("fixed-dc");
+    let _held = fill(&t.0, 0);
+    for pairs in [&[("SNOWID_DATACENTER_ID", "0")][..], &[("datacenterId", "0")][..]] {
+        let e = bind_worker(&mut config(&t.0, pairs)).map(|_| ()).unwrap_err();
+        assert_eq!(e.code(), Code::NoFreeWorkerId);
+        assert!(e.message().contains("for datacenterId 0 in lease directory"), "{e}");
+        assert!(e.message().contains("another datacenter id (SNOWID_DATACENTER_ID)"), "{e}");
+    }
+    // Elsewhere it takes its own datacenter id's lowest free worker id.
+    let mut c = config(&t.0, &[("SNOWID_DATACENTER_ID", "2")]);
+    bind_worker(&mut c).unwrap();
+    assert_eq!((c.datacenter_id, c.worker_id.value), (Sourced { value: 2, source: Source::Env }, 0));
+}
+
+#[test]
+fn a_configured_worker_id_that_moves_on_stays_in_its_datacenter_id() {
+    let t = TempDir::new("next");
+    let _held = fill(&t.0, 0);
+    let mut c = config(&t.0, &[("SNOWID_WORKER_ID", "1"), ("SNOWID_WORKER_ID_IF_TAKEN", "next")]);
+    let e = bind_worker(&mut c).map(|_| ()).unwrap_err();
+    assert_eq!(e.code(), Code::NoFreeWorkerId);
+    assert!(e.message().contains("for datacenterId 0 in lease directory"), "{e}");
+    assert_eq!(c.datacenter_id.source, Source::Default);
+}
+
+#[test]
+fn with_every_slot_held_the_error_says_what_to_set() {
+    let t = TempDir::new("all-held");
+    let _held: Vec<Vec<File>> = (0..4).map(|dc| fill(&t.0, dc)).collect();
+    let e = bind_worker(&mut config(&t.0, &[])).map(|_| ()).unwrap_err();
+    assert_eq!(e.code(), Code::NoFreeWorkerId);
+    assert!(e.message().contains("for any datacenterId from 0 to 3 in lease directory"), "{e}");
+    assert!(e.message().contains("found all 16 held (4 worker ids each; 0 skipped"), "{e}");
+    assert!(e.message().contains("SNOWID_WORKER_BITS=3 doubles the slots to 32"), "{e}");
+}
+
+/// Writes a slot file for `(datacenter_id, worker_id)` in `dir` whose earlier holder left `marks`.
+fn left_behind(dir: &Path, datacenter_id: u32, worker_id: u32, marks: Vec<(u32, u64)>) {
+    std::fs::create_dir_all(dir).unwrap();
+    let record = Record { seq: 1, pid: 1, marks }.encode().unwrap();
+    std::fs::write(dir.join(format!("dc{datacenter_id}-worker{worker_id}.lease")), record).unwrap();
+}
+
+#[test]
+fn an_automatic_lease_skips_a_slot_whose_marks_the_generator_could_not_start_past() {
+    let t = TempDir::new("identity-unusable");
+    let far = SystemClock.now_ms() + 3_600_000;
+    // Every clockBack value of (0, 0) reserved an hour ahead: no generator could start there within maxWaitMs.
+    left_behind(&t.0, 0, 0, (0..4).map(|c| (c, far)).collect());
+    // Under 'throw', a mark ahead on the configured clockBack alone is enough, since it cannot move to another.
+    left_behind(&t.0, 0, 1, vec![(0, far)]);
+    let mut c = config(&t.0, &[("SNOWID_ON_CLOCK_BACK", "throw")]);
+    let lease = bind_worker(&mut c).unwrap().unwrap();
+    assert_eq!((lease.datacenter_id(), lease.worker_id()), (0, 2));
+    // The skipped slots keep their marks, for whoever can wait them out.
+    let kept = std::fs::read(t.join("dc0-worker1.lease")).unwrap();
+    assert_eq!(Record::decode(&kept[..1024]).map(|r| r.marks), Some(vec![(0, far)]));
+}
+
+#[test]
+fn under_bits_a_slot_with_a_free_clock_back_value_is_taken_and_its_first_id_moves_past_the_marks() {
+    let t = TempDir::new("identity-resume");
+    let now = SystemClock.now_ms();
+    // Worker 1 of datacenterId 3, reserved 5 s ahead on clockBack 0 by an earlier holder.
+    left_behind(&t.0, 3, 1, vec![(0, now + 5_000)]);
+    let mut c = config(&t.0, &[("SNOWID_DATACENTER_ID", "3"), ("SNOWID_WORKER_ID", "1")]);
+    let lease = bind_worker(&mut c).unwrap();
+    assert_eq!(lease.as_ref().map(|l| l.previous().marks.clone()), Some(vec![(0, now + 5_000)]));
+    let shared = state(&c, lease.clone(), &SystemClock).unwrap();
+    let g = Generator::new(c.settings(), shared.clone(), SystemClock).unwrap();
+    let f = c.layout.unpack(g.next_id().unwrap());
+    assert_eq!((f.datacenter_id, f.worker_id, f.clock_back), (3, 1, 1), "started on the next free clockBack value");
+    // Every generator of the identity shares the one state.
+    assert!(Arc::ptr_eq(&shared, &state(&c, lease, &SystemClock).unwrap()));
+}
+
+#[test]
+fn with_leases_off_no_lease_is_taken() {
+    let t = TempDir::new("identity-off");
+    let mut c = config(&t.0, &[("SNOWID_LEASE", "off"), ("SNOWID_DATACENTER_ID", "2"), ("SNOWID_WORKER_ID", "3")]);
+    assert!(bind_worker(&mut c).unwrap().is_none());
+    let (g, warning) = generator(&mut c).unwrap();
+    let f = c.layout.unpack(g.next_id().unwrap());
+    assert_eq!((f.datacenter_id, f.worker_id), (2, 3));
+    assert!(!t.0.exists(), "no lease directory was made");
+    assert_eq!(warning, None);
+}
+
+#[test]
+fn an_identity_no_one_chose_is_refused_before_any_lease_is_taken() {
+    let t = TempDir::new("identity-k8s");
+    let mut c = config(&t.0, &[("KUBERNETES_SERVICE_HOST", "10.96.0.1")]);
+    let e = generator(&mut c).map(|_| ()).unwrap_err();
+    assert_eq!(e.code(), Code::IdentityRequired);
+    assert!(!t.0.exists(), "no lease directory was made");
+    // Chosen, it takes its lease and makes ids on that slot.
+    let mut c = config(&t.0, &[("KUBERNETES_SERVICE_HOST", "10.96.0.1"), ("SNOWID_WORKER_ID", "2")]);
+    let (g, warning) = generator(&mut c).unwrap();
+    assert_eq!((c.layout.unpack(g.next_id().unwrap()).worker_id, warning), (2, None));
+    assert!(t.join("dc0-worker2.lease").exists());
+}

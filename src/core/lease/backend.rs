@@ -1,0 +1,111 @@
+//! The interface a platform implements for the host lease: [`Backend`] (an open lease directory, which takes slots
+//! and lists them) and [`SlotFile`] (a held slot's file, where its records go).
+//!
+//! The portable layer keeps the rules: which slot to take (`slots`), the record and its marks (`record`), what a
+//! holder does at each mark write and when its slot is lost (`holder`), and the thread that watches idle holders
+//! (`repair`). A backend supplies only the mechanisms, and must give these guarantees:
+//!
+//! - **A claim no file operation removes.** A slot is taken only with claims that the OS frees when the process
+//!   exits or is killed, and that no `unlink`, `rename`, mount or link switch can free or fake: named after the
+//!   slot's id space ([`space_name`](super::space::space_name)), after the directory's configured path
+//!   ([`path_name`](super::space::path_name)), and after anything else that makes two spellings of one directory
+//!   one slot. Unix binds abstract sockets (`unix::claim`); Windows can create named mutexes in `Local\`, which the
+//!   kernel abandons on process death.
+//! - **A per-slot lock the OS frees on process death**, on the slot file itself, which also reaches processes the
+//!   claims do not (another network namespace on Linux): `flock` on Unix, `LockFileEx` on Windows.
+//! - **Marks in the slot's file**, as [`Record`]s: the two-record format is the backend's to write at
+//!   [`Record::offset`], and to read back whole, refusing anything but a regular file of at most two records.
+//!
+//! Where a platform cannot give one of these, its backend fails [`Backend::open`] with a coded error that says what
+//! to configure instead (see `none`, the stand-in for WASI and, for now, Windows).
+
+use std::path::Path;
+
+use super::super::error::{Error, Result};
+use super::record::Record;
+use super::space::Space;
+
+/// How a lease directory is shared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharing {
+    /// A directory of this user's own: made private to the user when missing.
+    Private,
+    /// The default directory, shared by every user of the host: made so that each user's processes make, and own,
+    /// their own slot files in it (mode 1777 on Unix).
+    Shared,
+}
+
+/// Who holds a slot that could not be taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    /// The process that locks its file here: the pid its record names, if readable.
+    Here(Option<u32>),
+    /// A process of the same id space, in this directory or another one.
+    InSpace,
+}
+
+/// How an attempt to take a slot ended: `T` is what a taken slot gives.
+#[derive(Debug)]
+pub enum Attempt<T> {
+    Taken(T),
+    /// Another process holds it.
+    Held(Holder),
+    /// Its file belongs to another user (by uid): its lock and marks are honoured, but it is not this process's to
+    /// take.
+    Foreign(u32),
+}
+
+/// A slot a backend took: its file, and the record the earlier holders left there.
+#[derive(Debug)]
+pub struct Taken<F> {
+    pub file: F,
+    pub previous: Record,
+}
+
+/// Why a holder's file could not be made the one a newcomer finds.
+#[derive(Debug)]
+pub enum Trouble {
+    /// The path leads to something this holder cannot be sure of (`why`, as "that {why}" ends a sentence), whose
+    /// record names `holder` when one can be read: the slot is lost, for good.
+    Lost { holder: Option<u32>, why: String },
+    /// An error that does not decide the slot (a failed read), returned to the caller as it is.
+    Failed(Error),
+}
+
+/// An open lease directory of one platform.
+pub trait Backend: Sized + Send + Sync {
+    /// A held slot's file.
+    type File: SlotFile;
+
+    /// The lease directory at `path` (absolute), made when missing, whose slots are claimed in `space`. It must be
+    /// one that no other user can replace this process's files in; anything else is `ERR_SNOWID_LEASE_DIR`.
+    fn open(path: &Path, sharing: Sharing, space: Space) -> Result<Self>;
+
+    /// The directory's path as configured.
+    fn path(&self) -> &Path;
+
+    /// Tries to take the slot `(datacenter_id, worker_id)`, without waiting: its claims first (the rule that keeps
+    /// it to one live process, whatever happens to the files and whatever directory each process uses), then its
+    /// file's lock. A file that is not a slot file is `ERR_SNOWID_LEASE_CORRUPT` (and is left as found).
+    fn attempt(&self, datacenter_id: u32, worker_id: u32) -> Result<Attempt<Taken<Self::File>>>;
+
+    /// The (workerId, pid) of every slot of `datacenter_id` held by a live process, sorted by workerId, without
+    /// taking any lock. Files that cannot be read, or are not slot files, are left out.
+    fn recorded(&self, datacenter_id: u32) -> Result<Vec<(u32, u32)>>;
+}
+
+/// A held slot's file: where its records are written, found again from the configured path before each write.
+pub trait SlotFile: Send + 'static {
+    /// Makes the file records go to the one a newcomer would find at the configured path now (`now` is Unix ms):
+    /// the same file; a new one, made or taken over, when the path leads to none or to a file no process holds
+    /// that reserves nothing ahead of `now` (the file or directory deleted, moved, replaced, mounted over, reached
+    /// through a switched link); or [`Trouble::Lost`] for anything else.
+    fn locate(&mut self, now: u64) -> std::result::Result<(), Trouble>;
+
+    /// Writes `record` at its offset, to the located file (and, best effort, to files this holder took before its
+    /// directory moved, so that whoever reaches one of them finds every mark). Returns once it is written.
+    fn write(&mut self, record: &Record) -> Result<()>;
+
+    /// Whether the configured path still leads to the located file: a cheap check, off the id path.
+    fn in_place(&self) -> bool;
+}
