@@ -433,6 +433,48 @@ function onPath(name, PATH) {
   })
 }
 
+/**
+ * What an install put in `modules`: the packages (each package folder once, however the package manager links it)
+ * and the bytes of their files, not counting the package manager's own metadata folders.
+ */
+function footprint(modules) {
+  const roots = new Set()
+  const walk = dir => {
+    let entries
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true })
+    } catch {
+      return
+    }
+    for (const entry of entries) {
+      const full = path.join(dir, entry.name)
+      if (entry.name.startsWith('@') && entry.isDirectory()) walk(full)
+      else if (entry.name === '.pnpm' || entry.name === '.deno') {
+        for (const store of fs.readdirSync(full, { withFileTypes: true })) {
+          if (store.isDirectory()) walk(path.join(full, store.name, 'node_modules'))
+        }
+      } else if (!entry.name.startsWith('.') && fs.existsSync(path.join(full, 'package.json'))) {
+        const real = fs.realpathSync(full)
+        if (roots.has(real)) continue
+        roots.add(real)
+        walk(path.join(real, 'node_modules'))
+      }
+    }
+  }
+  walk(modules)
+  let bytes = 0
+  const size = dir => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name === 'node_modules') continue
+      const full = path.join(dir, entry.name)
+      if (entry.isDirectory()) size(full)
+      else if (entry.isFile()) bytes += fs.statSync(full).size
+    }
+  }
+  for (const root of roots) size(root)
+  return { packages: roots.size, bytes }
+}
+
 /** Runs one step of a project; records it; returns the child's result, or null when it failed. */
 async function step(project, name, [cmd, args], options, check) {
   console.log(`..    ${project.label}: ${name}: ${cmd} ${args.join(' ')}`)
@@ -650,6 +692,8 @@ async function runProject(project, registry, sysbin, repeat) {
     return version === PKG.version ? '' : `installed snowid ${version}, expected ${PKG.version}`
   })
   if (!installed) return
+  const { packages, bytes } = footprint(path.join(dir, 'node_modules'))
+  record(project.label, `installed: ${packages} packages, ${(bytes / 1e6).toFixed(2)} MB`, true)
 
   if (project.recipes) {
     await runRecipes(project, dir, env)
