@@ -92,6 +92,20 @@ function projects() {
     smoke: file => ['node', [file]],
     cli,
   })
+  // The npm that Node 24 ships, for the projects that lose the platform package, an odd Node line and the recipes.
+  const npm24 = async () => {
+    const dir = await cachedPackage('npm', NPM[24], 'npm')
+    return { npm: path.join(dir, 'bin', 'npm-cli.js'), npx: path.join(dir, 'bin', 'npx-cli.js') }
+  }
+  const pnpmProject = (name, nodeVersion) =>
+    nodeProject(
+      name,
+      `pnpm ${PNPM} on Node ${nodeVersion}`,
+      nodeVersion,
+      async () => ({ pnpm: path.join(await cachedPackage('pnpm', PNPM, 'pnpm'), 'bin', 'pnpm.mjs') }),
+      ['pnpm', ['add', 'snowid']],
+      ['pnpm', ['--silent', 'exec', 'snowid']],
+    )
   const npm = Object.keys(NODE).map(line =>
     nodeProject(
       `npm-node${line}`,
@@ -107,17 +121,7 @@ function projects() {
   )
   const WASI_NODE = NODE[24]
   const lost = (name, label, install) => ({
-    ...nodeProject(
-      name,
-      label,
-      WASI_NODE,
-      async () => {
-        const dir = await cachedPackage('npm', NPM[24], 'npm')
-        return { npm: path.join(dir, 'bin', 'npm-cli.js'), npx: path.join(dir, 'bin', 'npx-cli.js') }
-      },
-      install,
-      ['npx', ['--no', 'snowid']],
-    ),
+    ...nodeProject(name, label, WASI_NODE, npm24, install, ['npx', ['--no', 'snowid']]),
     wasi: true,
   })
   return [
@@ -132,10 +136,7 @@ function projects() {
       'npm-foreign-lock',
       `npm ${NPM[24]} ci, then install, from a lock without linux-x64 on Node ${WASI_NODE}`,
       WASI_NODE,
-      async () => {
-        const dir = await cachedPackage('npm', NPM[24], 'npm')
-        return { npm: path.join(dir, 'bin', 'npm-cli.js'), npx: path.join(dir, 'bin', 'npx-cli.js') }
-      },
+      npm24,
       ['sh', ['-c', FOREIGN_LOCK]],
       ['npx', ['--no', 'snowid']],
     ),
@@ -144,43 +145,23 @@ function projects() {
       'npm-node25',
       `npm ${NPM[24]} on Node ${ODD_NODE}`,
       ODD_NODE,
-      async () => {
-        const dir = await cachedPackage('npm', NPM[24], 'npm')
-        return { npm: path.join(dir, 'bin', 'npm-cli.js'), npx: path.join(dir, 'bin', 'npx-cli.js') }
-      },
+      npm24,
       ['npm', ['install', 'snowid', '--no-audit', '--no-fund']],
       ['npx', ['--no', 'snowid']],
     ),
-    nodeProject(
-      'pnpm-node25',
-      `pnpm ${PNPM} on Node ${ODD_NODE}`,
-      ODD_NODE,
-      async () => ({ pnpm: path.join(await cachedPackage('pnpm', PNPM, 'pnpm'), 'bin', 'pnpm.mjs') }),
-      ['pnpm', ['add', 'snowid']],
-      ['pnpm', ['--silent', 'exec', 'snowid']],
-    ),
+    pnpmProject('pnpm-node25', ODD_NODE),
     ...['frameworks', 'databases'].map(name => ({
       ...nodeProject(
         name,
         `${name}: the recipes of docs/databases.md, with npm ${NPM[24]} on Node ${NODE[24]}`,
         NODE[24],
-        async () => {
-          const dir = await cachedPackage('npm', NPM[24], 'npm')
-          return { npm: path.join(dir, 'bin', 'npm-cli.js'), npx: path.join(dir, 'bin', 'npx-cli.js') }
-        },
+        npm24,
         ['npm', ['install', 'snowid', ...ECOSYSTEM[name], '--no-audit', '--no-fund']],
         ['npx', ['--no', 'snowid']],
       ),
       recipes: name,
     })),
-    nodeProject(
-      'pnpm',
-      `pnpm ${PNPM} on Node ${PM_NODE}`,
-      PM_NODE,
-      async () => ({ pnpm: path.join(await cachedPackage('pnpm', PNPM, 'pnpm'), 'bin', 'pnpm.mjs') }),
-      ['pnpm', ['add', 'snowid']],
-      ['pnpm', ['--silent', 'exec', 'snowid']],
-    ),
+    pnpmProject('pnpm', PM_NODE),
     nodeProject(
       'yarn',
       `yarn ${YARN} on Node ${PM_NODE}`,
