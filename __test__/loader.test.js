@@ -60,9 +60,22 @@ try {
 setImmediate(() => console.log(JSON.stringify({ ...out, warnings: warnings.filter(w => w.name !== 'ExperimentalWarning') })))
 `
 
+// The loader's own variables are the test's to set: `npm run test:wasi` runs this file with NAPI_RS_FORCE_WASI=error.
+const LOADER_VARS = {
+  NAPI_RS_FORCE_WASI: undefined,
+  NAPI_RS_WASI_FLAVOR: undefined,
+  NAPI_RS_NATIVE_LIBRARY_PATH: undefined,
+}
+
 function load(pkg, env = {}) {
   const r = spawnSync(process.execPath, ['-e', PROBE, pkg], {
-    env: cleanEnv({ SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '3', SNOWID_LEASE_DIR: path.join(dir, 'lease'), ...env }),
+    env: cleanEnv({
+      ...LOADER_VARS,
+      SNOWID_LEASE: 'off',
+      SNOWID_WORKER_ID: '3',
+      SNOWID_LEASE_DIR: path.join(dir, 'lease'),
+      ...env,
+    }),
     encoding: 'utf8',
     timeout: 60_000,
   })
