@@ -81,7 +81,7 @@ test('bad configuration exits 1 with a coded message; decode needs only the layo
   }
 })
 
-test('usage errors exit 2; --help exits 0', () => {
+test('usage errors exit 2 with one line that points to --help; --help and help exit 0', () => {
   for (const args of [
     ['0'],
     ['-1'],
@@ -92,15 +92,57 @@ test('usage errors exit 2; --help exits 0', () => {
     ['decode'],
     ['config', 'x'],
     ['2', '3'],
+    ['sql'],
   ]) {
     const r = runCli(args)
     assert.equal(r.status, 2, args.join(' '))
     assert.equal(r.stdout, '')
-    assert.match(r.stderr, /^snowid: .*\n\nUsage:/)
+    assert.match(r.stderr, /^snowid: [^\n]+ \(snowid --help shows the usage\)\n$/, args.join(' '))
   }
-  const r = runCli(['--help'])
-  assert.equal(r.status, 0)
-  assert.match(r.stdout, /^Usage:\n {2}snowid \[count\]/)
+  for (const args of [['--help'], ['-h'], ['help'], ['decode', '--help']]) {
+    const r = runCli(args)
+    assert.equal(r.status, 0, args.join(' '))
+    assert.match(r.stdout, /^Usage:\n {2}snowid \[count\]/)
+    assert.equal(r.stderr, '')
+  }
+})
+
+test('snowid --version prints the package version', () => {
+  const r = runCli(['--version'])
+  assert.equal(r.status, 0, r.stderr)
+  assert.equal(r.stdout, `${require('../package.json').version}\n`)
+})
+
+test('snowid decode with no ids reads them from stdin', () => {
+  const made = runCli(['3'])
+  assert.equal(made.status, 0, made.stderr)
+  const ids = made.stdout.trim().split('\n')
+  // What `snowid 3 | snowid decode` does, with other white space too.
+  let r = runCli(['decode'], {}, { input: made.stdout })
+  assert.equal(r.status, 0, r.stderr)
+  assert.deepEqual(
+    r.stdout
+      .trim()
+      .split('\n')
+      .map(line => JSON.parse(line).id),
+    ids,
+  )
+  r = runCli(['decode', '--json'], {}, { input: `  ${ids[0]}\t${ids[1]}\r\n\n${ids[2]}` })
+  assert.deepEqual(
+    JSON.parse(r.stdout).map(d => d.id),
+    ids,
+  )
+  r = runCli(['decode', '--encoding', 'hex'], {}, { input: '7fffffffffffffff\n' })
+  assert.equal(JSON.parse(r.stdout).id, '9223372036854775807')
+  // A bad id among them prints nothing but the error, as with arguments.
+  r = runCli(['decode'], {}, { input: `${ids[0]}\n12x\n` })
+  assert.equal(r.status, 1)
+  assert.equal(r.stdout, '')
+  assert.match(r.stderr, /ERR_SNOWID_INVALID_ID/)
+  // Nothing on stdin is a usage error, as ids given nowhere.
+  r = runCli(['decode'], {}, { input: ' \n' })
+  assert.equal(r.status, 2)
+  assert.match(r.stderr, /^snowid: decode: expected ids as arguments or on stdin, found neither/)
 })
 
 test('snowid --encoding prints fixed-width text, and decode --encoding reads it back', () => {

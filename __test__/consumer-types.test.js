@@ -22,13 +22,15 @@ import { acquireWorkerId } from 'snowid/redis'
 import type { RedisAcquireOptions } from 'snowid/redis'
 import { tableSql } from 'snowid/postgres'
 import { postgresFunctions } from 'snowid/sql'
+import { stringify, bigintsToStrings } from 'snowid/json'
 const policy: OnClockBack = OnClockBack.Wait
 const source: ConfigSource = ConfigSource.Env
 const e: unknown = new Error()
 const code: string | undefined = isSnowidError(e) ? (e as SnowidError).code : undefined
 const options: SnowflakeOptions = { workerIdIfTaken: 'next', workerIdFrom: 'statefulset' }
 const from: 'statefulset' | null = config().workerIdFrom
-export { nextId, fork, acquireWorkerId, tableSql, postgresFunctions, policy, source, code, options, from }
+const json: string = stringify(bigintsToStrings({ id: nextId() }))
+export { nextId, fork, acquireWorkerId, tableSql, postgresFunctions, policy, source, code, options, from, json }
 export type { RedisAcquireOptions }
 `
 

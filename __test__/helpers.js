@@ -114,11 +114,11 @@ function withShm(dir, argv, user) {
  * Runs Node with `argv` in the package root, in a clean environment plus `extraEnv`, and waits for it; with `shm`,
  * in a `/dev/shm` of its own (see `withShm`).
  */
-function spawnNode(argv, extraEnv = {}, { shm } = {}) {
+function spawnNode(argv, extraEnv = {}, { shm, input } = {}) {
   const env = cleanEnv(extraEnv)
   try {
     const [cmd, args] = shm ? withShm(shm, [process.execPath, ...argv]) : [process.execPath, argv]
-    const result = spawnSync(cmd, args, { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 })
+    const result = spawnSync(cmd, args, { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000, input })
     return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr }
   } finally {
     // The lease directory made for this one process goes with it; one the caller passed is the caller's.
@@ -131,9 +131,9 @@ function runNode(code, extraEnv = {}, args = [], opts = {}) {
   return spawnNode(['-e', code, ...args], extraEnv, opts)
 }
 
-/** Runs the CLI with `args`. */
-function runCli(args, extraEnv = {}) {
-  return spawnNode([path.join(ROOT, 'bin', 'snowid.js'), ...args], extraEnv)
+/** Runs the CLI with `args`, and `input` (if given) on its stdin. */
+function runCli(args, extraEnv = {}, { input } = {}) {
+  return spawnNode([path.join(ROOT, 'bin', 'snowid.js'), ...args], extraEnv, { input })
 }
 
 // Takes the default generator's first id and prints it with its fields, the config, the stats and how long the call

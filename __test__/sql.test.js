@@ -87,7 +87,8 @@ test('snowid sql: usage errors exit 2 with a message; --json prints the SQL as o
     assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`)
     assert.equal(r.stdout, '')
     assert.match(r.stderr, message)
-    assert.match(r.stderr, /Usage:/)
+    assert.match(r.stderr, /\(snowid --help shows the usage\)\n$/)
+    assert.equal(r.stderr.split('\n').length, 2, 'one line')
   }
   const text = runCli(['sql', 'postgres', '--functions'])
   const json = runCli(['sql', 'postgres', '--functions', '--json'])

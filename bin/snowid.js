@@ -5,7 +5,8 @@ const snowid = require('..')
 
 const USAGE = `Usage:
   snowid [count]          print count ids (default 1), one per line
-  snowid decode <id...>   print the fields of each id as JSON, one object per line
+  snowid decode [id...]   print the fields of each id as JSON, one object per line; with no ids, read them
+                          from stdin, separated by spaces or lines (snowid 3 | snowid decode)
   snowid config           print the effective configuration and where each value came from
   snowid sql postgres     print the SQL that creates snowid/postgres's lease table, with a row per slot
   snowid sql mysql        print the SQL that creates snowid/mysql's lease table, with a row per slot
@@ -20,7 +21,9 @@ Options:
   --table <name>
            with sql postgres or mysql: the lease table's name, schema-qualified if you like (default:
            snowid_workers); the rows are those of the layout's datacenter and worker bits
-  --help   print this help
+  --help   print this help (also: snowid help)
+  --version
+           print snowid's version
 
 The generator is configured from SNOWID_* environment variables (see the README).
 Exit status: 0 on success, 1 for a bad id or configuration, 2 for bad usage.`
@@ -54,19 +57,19 @@ function parseArgs(argv) {
   let table
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
-    if (arg === '--json' || arg === '--help' || arg === '-h' || arg === '--functions')
+    if (arg === '--json' || arg === '--help' || arg === '-h' || arg === '--functions' || arg === '--version')
       flags.add(arg === '-h' ? '--help' : arg)
     else if (arg === '--encoding') encoding = parseEncoding(argv[++i])
     else if (arg.startsWith('--encoding=')) encoding = parseEncoding(arg.slice('--encoding='.length))
     else if (arg === '--table') table = parseTable(argv[++i])
     else if (arg.startsWith('--table=')) table = parseTable(arg.slice('--table='.length))
-    else if (arg.startsWith('-') && !/^-\d/.test(arg))
-      throw new UsageError(`unknown option ${shown(arg)} (snowid --help lists them)`)
+    else if (arg.startsWith('-') && !/^-\d/.test(arg)) throw new UsageError(`unknown option ${shown(arg)}`)
     else words.push(arg)
   }
   return {
     json: flags.has('--json'),
     help: flags.has('--help'),
+    version: flags.has('--version'),
     functions: flags.has('--functions'),
     encoding,
     table,
@@ -140,10 +143,20 @@ function printIds(count, json, encoding) {
 }
 
 function printDecoded(ids, json, encoding) {
-  if (ids.length === 0) throw new UsageError('decode: expected at least one id')
   const decoded = ids.map(id => snowid.decode(encoding ? snowid.parse(id, encoding) : id))
   const text = json ? JSON.stringify(decoded) : decoded.map(d => JSON.stringify(d)).join('\n')
   process.stdout.write(text + '\n')
+}
+
+// `snowid decode` with no ids: the ids on stdin, separated by any white space, read to the end before anything is
+// printed, so that a bad id prints nothing, as with ids given as arguments. A terminal is not read: nothing was piped.
+async function idsFromStdin() {
+  if (process.stdin.isTTY) throw new UsageError('decode: expected ids as arguments or on stdin, found neither')
+  const chunks = []
+  for await (const chunk of process.stdin) chunks.push(chunk)
+  const ids = Buffer.concat(chunks).toString('utf8').split(/\s+/).filter(Boolean)
+  if (ids.length === 0) throw new UsageError('decode: expected ids as arguments or on stdin, found neither')
+  return ids
 }
 
 function printConfig(json) {
@@ -161,13 +174,17 @@ function printConfig(json) {
   process.stdout.write(rows.join('\n') + '\n')
 }
 
-function main(argv) {
-  const { json, help, functions, encoding, table, words } = parseArgs(argv)
-  if (help) {
+async function main(argv) {
+  const { json, help, version, functions, encoding, table, words } = parseArgs(argv)
+  const [command, ...rest] = words
+  if (help || command === 'help') {
     process.stdout.write(USAGE + '\n')
     return
   }
-  const [command, ...rest] = words
+  if (version) {
+    process.stdout.write(require('../package.json').version + '\n')
+    return
+  }
   if (command !== 'sql' && (functions || table !== undefined)) {
     throw new UsageError(`${functions ? '--functions' : '--table'} applies to snowid sql only`)
   }
@@ -175,7 +192,7 @@ function main(argv) {
     if (encoding) throw new UsageError('sql: --encoding applies to ids only')
     return printSql(rest, { json, functions, table })
   }
-  if (command === 'decode') return printDecoded(rest, json, encoding)
+  if (command === 'decode') return printDecoded(rest.length > 0 ? rest : await idsFromStdin(), json, encoding)
   if (command === 'config') {
     if (rest.length > 0) throw new UsageError(`config: expected no arguments, found ${shown(rest[0])}`)
     if (encoding) throw new UsageError('config: --encoding applies to ids only')
@@ -194,11 +211,10 @@ process.stdout.on('error', err => {
   process.exit(1)
 })
 
-try {
-  main(process.argv.slice(2))
-} catch (err) {
+main(process.argv.slice(2)).catch(err => {
   if (err instanceof UsageError) {
-    process.stderr.write(`snowid: ${err.message}\n\n${USAGE}\n`)
+    // One line: the whole help would push the mistake off the screen.
+    process.stderr.write(`snowid: ${err.message} (snowid --help shows the usage)\n`)
     process.exitCode = 2
   } else if (snowid.isSnowidError(err)) {
     process.stderr.write(`snowid: ${err.message} (${err.code})\n`)
@@ -206,4 +222,4 @@ try {
   } else {
     throw err
   }
-}
+})

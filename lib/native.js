@@ -1,7 +1,11 @@
 'use strict'
 
 // The native addon, loaded by `binding.js` (napi-rs's generated loader). When no binary loads on this platform, the
-// error says which platform this is, which platforms have prebuilt binaries, and how to build one from source.
+// error says which platform this is, which platforms have prebuilt binaries, and how to build one from source; when
+// a runtime's permissions stopped the load (Deno without --allow-ffi, --allow-env or --allow-read), it names them.
+// When the loader fell back to the WASI build although this platform's native binary is installed, a SnowidWarning
+// (SNOWID_NATIVE_UNLOADABLE) gives the native binary's own error: a missing library, a wrong architecture, a glibc
+// too old. The fallback serves, but it is slower to load and has no host lease, which no one should learn late.
 
 const ARCH = { x86_64: 'x64', aarch64: 'arm64', i686: 'ia32', armv7: 'arm', riscv64gc: 'riscv64', powerpc64le: 'ppc64' }
 const OS = [
@@ -53,7 +57,68 @@ function glibcTooOld(cause) {
   return null
 }
 
+// The errors of a cause chain, outermost first.
+function* causes(cause) {
+  for (let e = cause, depth = 0; e && depth < 20; e = e.cause, depth++) yield e
+}
+
+// The runtime permission that stopped the load, if one did: Deno's NotCapable or PermissionDenied ("Requires ffi
+// access to ..., run again with the --allow-ffi flag"), or Node's permission model (--permission without
+// --allow-addons or --allow-fs-read). The loader's chain keeps only messages, so it is read from them.
+function deniedPermission(cause) {
+  // The deepest one: the loader chains its attempts so that the first, the native binary's, is innermost.
+  let found = null
+  for (const e of causes(cause)) {
+    const message = String(e.message)
+    const deno = /Requires (\w+) access[^\n]*/.exec(message)
+    if (deno) found = { flag: `--allow-${deno[1]}`, text: deno[0].slice(0, 200) }
+    else if (e.code === 'ERR_DLOPEN_DISABLED' || /--allow-addons/.test(message))
+      found = { flag: '--allow-addons', text: message.slice(0, 200) }
+    else if (e.code === 'ERR_ACCESS_DENIED') found = { flag: '--allow-fs-read', text: message.slice(0, 200) }
+  }
+  return found
+}
+
+// The Deno flags that snowid needs: the loader reads environment variables, the binary is a file, and loading it is
+// FFI. Deno asks for them one at a time, so the message lists all three.
+const DENO_FLAGS = '--allow-ffi --allow-env --allow-read'
+
+function permissionError(denied, cause) {
+  const how = process.versions.deno
+    ? `snowid needs FFI, environment and read access: deno run ${DENO_FLAGS} main.ts (or -A).`
+    : `Run node with ${denied.flag}: with --permission, snowid needs --allow-addons and --allow-fs-read for its ` +
+      `package.`
+  const e = new Error(
+    `snowid: ${runtime()} refused a permission that loading snowid needs (${denied.text}). ${how} The loader's ` +
+      `own error is this error's cause.`,
+    { cause },
+  )
+  e.code = 'ERR_SNOWID_RUNTIME_PERMISSION'
+  return e
+}
+
+// The lowest Node major that `engines.node` (of the form `>=N`) admits. Platform packages carry the same engines,
+// and npm and pnpm skip an optional package whose engines exclude the running Node, so below it no native binary is
+// installed.
+function outsideEngines() {
+  if (process.versions.bun || process.versions.deno) return null
+  const range = String(require('../package.json').engines.node)
+  const min = /^>=\s*(\d+)/.exec(range)
+  const major = Number(process.versions.node.split('.')[0])
+  return min && major < Number(min[1]) ? range : null
+}
+
+function safely(fn) {
+  try {
+    return fn()
+  } catch {
+    return null
+  }
+}
+
 function noBinary(cause) {
+  const denied = deniedPermission(cause)
+  if (denied) return permissionError(denied, cause)
   const { napi, repository } = require('../package.json')
   const supported = napi.targets.map(platformName).join(', ')
   const c = libc()
@@ -61,7 +126,33 @@ function noBinary(cause) {
   const url = String(repository.url)
     .replace(/^git\+/, '')
     .replace(/\.git$/, '')
+  const engines = outsideEngines()
+  if (engines) {
+    const e = new Error(
+      `snowid: ${runtime()} is outside snowid's engines (node ${engines}), so npm and pnpm skipped the platform ` +
+        `package snowid-<platform> that holds the native binary, and no binary loads. Use Node ${engines.replace(/^>=\s*/, '')} ` +
+        `or later, and install again. The loader's own error is this error's cause.`,
+      { cause },
+    )
+    e.code = 'ERR_SNOWID_NO_BINARY'
+    return e
+  }
   const glibc = glibcTooOld(cause)
+  const name = glibc ? null : safely(hostPlatform)
+  const failure = name && safely(() => nativeFailure(name))
+  if (failure) {
+    const text = String(failure.message || failure)
+      .split('\n')[0]
+      .slice(0, 300)
+    const e = new Error(
+      `snowid: the native binary snowid-${name} is installed but does not load on ${here} under ${runtime()}: ` +
+        `${text}. Reinstall snowid on this system (a node_modules copied from another machine or architecture ` +
+        `does not load), or build from source (${url}). The loader's own error is this error's cause.`,
+      { cause },
+    )
+    e.code = 'ERR_SNOWID_NO_BINARY'
+    return e
+  }
   if (glibc) {
     const e = new Error(
       `snowid: the native binary for ${here} needs a newer glibc than this system has (${glibc}). snowid's Linux ` +
@@ -85,11 +176,84 @@ function noBinary(cause) {
   return e
 }
 
+// This process's platform package, as binding.js names it, when snowid ships one: linux-x64-gnu, darwin-arm64, ...
+function hostPlatform() {
+  const { platform, arch } = process
+  let name
+  if (platform === 'linux') {
+    if (arch === 'arm') name = 'linux-arm-gnueabihf'
+    else name = `linux-${arch}-${libc() === 'musl' ? 'musl' : 'gnu'}`
+  } else if (platform === 'win32') name = `win32-${arch}-msvc`
+  else if (platform === 'android') name = arch === 'arm' ? 'android-arm-eabi' : `android-${arch}`
+  else name = `${platform}-${arch}`
+  const { napi } = require('../package.json')
+  return napi.targets.map(platformName).includes(name) ? name : null
+}
+
+// Why this platform's native binary did not load, when one is installed: its own error, got by loading it again
+// (a binary that failed to load is not cached, so the attempt is the loader's, repeated). Null when none is
+// installed (a lost platform package: the documented fallback) or when it loads now.
+function nativeFailure(name) {
+  const { binaryName } = require('../package.json').napi
+  // The loader tries NAPI_RS_NATIVE_LIBRARY_PATH alone when it is set.
+  const override = process.env.NAPI_RS_NATIVE_LIBRARY_PATH
+  const specifiers = override ? [override] : [`../${binaryName}.${name}.node`, `${binaryName}-${name}`]
+  for (const specifier of specifiers) {
+    try {
+      require(specifier)
+      return null
+    } catch (err) {
+      const missing =
+        err && err.code === 'MODULE_NOT_FOUND' && String(err.message).includes(specifier.replace(/^\.\.\//, ''))
+      if (!missing) return err
+    }
+  }
+  return null
+}
+
+function wasiChosen() {
+  const force = process.env.NAPI_RS_FORCE_WASI
+  return force === 'true' || force === 'error' || Boolean(process.env.NAPI_RS_WASI_FLAVOR)
+}
+
+// The loader fell back to WASI although nothing asked for it: say why, once, unless it is the documented case of a
+// platform package that is not installed on a Node that engines admits.
+function warnFallback() {
+  let message
+  try {
+    if (wasiChosen()) return
+    const name = hostPlatform()
+    const failure = (name || process.env.NAPI_RS_NATIVE_LIBRARY_PATH) && nativeFailure(name)
+    const engines = outsideEngines()
+    if (failure) {
+      const denied = deniedPermission(failure)
+      const text = String((failure && failure.message) || failure)
+        .split('\n')[0]
+        .slice(0, 300)
+      message =
+        `the native binary ${process.env.NAPI_RS_NATIVE_LIBRARY_PATH || `snowid-${name}`} is installed but does not ` +
+        `load under ${runtime()}, so snowid runs on its ` +
+        `WASI build (slower to load, no host lease, see docs/platforms.md). The native error: ${text}. ` +
+        (denied
+          ? `Grant ${process.versions.deno ? DENO_FLAGS : denied.flag}.`
+          : `Reinstall snowid on this system, or set NAPI_RS_FORCE_WASI=true to choose the WASI build.`)
+    } else if (engines && name) {
+      message =
+        `${runtime()} is outside snowid's engines (node ${engines}), so the package manager skipped ` +
+        `snowid-${name}, and snowid runs on its WASI build. Use a Node that engines admits, and install again.`
+    }
+  } catch {
+    // A runtime that denies reading the environment or the report: nothing more can be said.
+  }
+  if (message) process.emitWarning(message, { type: 'SnowidWarning', code: 'SNOWID_NATIVE_UNLOADABLE' })
+}
+
 let binding
 try {
   binding = require('../binding.js')
 } catch (cause) {
   throw noBinary(cause)
 }
+if (binding.__napiBindingTarget === 'wasm32-wasi') warnFallback()
 
 module.exports = binding

