@@ -16,6 +16,7 @@ const {
   ROOT,
   cleanEnv,
   countDuplicates,
+  encodeRecord,
   freshLeaseDir,
   leaseNamespace,
   probeFirstId: probe,
@@ -54,15 +55,6 @@ function streamer(env, { user, cwd = ROOT, shm } = {}) {
 /** Duplicates among lists of decimal ids, counted by sorting them all. */
 function duplicates(...lists) {
   return countDuplicates(lists).dups
-}
-
-// A lease record as snowid writes it (version 1): a line padded to 1024 bytes, with an FNV-1a 64 sum.
-function record({ seq = 1, pid = 1, marks }) {
-  const body = `snowid-lease v1 seq=${seq} pid=${pid} marks=${marks.map(([c, m]) => `${c}:${m}`).join(',')}`
-  let h = 0xcbf29ce484222325n
-  for (const b of Buffer.from(body)) h = ((h ^ BigInt(b)) * 0x100000001b3n) & 0xffffffffffffffffn
-  const line = `${body} sum=${h.toString(16).padStart(16, '0')}`
-  return Buffer.from(line.padEnd(1023, ' ') + '\n')
 }
 
 test(
@@ -331,7 +323,7 @@ test('forged far-future marks: the automatic lease moves on; a configured slot s
   const far = Date.now() + 365 * 86_400_000
   fs.writeFileSync(
     path.join(dir, 'dc0-worker0.lease'),
-    record({
+    encodeRecord({
       marks: [
         [0, far],
         [1, far],
