@@ -48,7 +48,7 @@ const { randomUUID } = require('node:crypto')
 const snowid = require('../index.js')
 // Sets a generator's lease deadline and takes in an earlier holder's mark; not reachable from user code.
 const native = require('./native.js')
-const { isSnowidCode } = require('./codes.js')
+const { codedError, isSnowidCode } = require('./codes.js')
 const { coreOf } = require('./snowflake.js')
 
 /** The binding's fence, on the native core of `snowflake` (a `Snowflake` that lib/snowflake.js made). */
@@ -59,12 +59,6 @@ function fenceSnowflake(snowflake, deadline, mark) {
 const DEFAULTS = { ttlMs: 10_000, waitMs: 0 }
 /** Options every store takes; each store adds its own. */
 const OPTION_NAMES = ['client', 'datacenterId', 'ttlMs', 'waitMs', 'marginMs', 'snowflake', 'reacquire']
-
-function codedError(Class, code, message, cause) {
-  const err = new Class(message, cause === undefined ? undefined : { cause })
-  err.code = code
-  return err
-}
 
 function isCoded(err) {
   return Boolean(err) && isSnowidCode(err.code)
