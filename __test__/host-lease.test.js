@@ -237,6 +237,43 @@ test('a relative lease directory is refused, whichever directory a process start
   }
 })
 
+// Linux shows a thread's context switches in /proc; elsewhere this is not measured.
+const PROC = process.platform === 'linux' ? HOST_LEASE : { skip: 'needs /proc/self/task (Linux)' }
+
+test("an idle process's lease thread sleeps until a mark reaches past the clock", PROC, () => {
+  const dir = freshLeaseDir()
+  // Over a second once the first id's marks have passed: wake-ups of the snowid-lease thread, then the same after a
+  // second id (whose marks it watches for about 100 ms, a look every 10 ms, then sleeps again).
+  const r = spawnSync(
+    process.execPath,
+    [
+      '-e',
+      `const fs = require('node:fs')
+       const snowid = require('.')
+       const wakes = () => {
+         const tid = fs.readdirSync('/proc/self/task').find(t => fs.readFileSync('/proc/self/task/' + t + '/comm', 'utf8').trim() === 'snowid-lease')
+         return Number(/voluntary_ctxt_switches:\\s+(\\d+)/.exec(fs.readFileSync('/proc/self/task/' + tid + '/status', 'utf8'))[1])
+       }
+       const sleep = ms => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
+       snowid.nextId()
+       sleep(500)
+       const a = wakes()
+       sleep(1000)
+       const idle = wakes() - a
+       snowid.nextId()
+       sleep(1000)
+       const busy = wakes() - a - idle
+       console.log(JSON.stringify({ idle, busy }))`,
+    ],
+    { cwd: ROOT, env: cleanEnv({ SNOWID_LEASE_DIR: dir }), encoding: 'utf8' },
+  )
+  assert.equal(r.status, 0, r.stderr)
+  const { idle, busy } = JSON.parse(r.stdout)
+  // A thread that looked every 10 ms would wake about 100 times a second.
+  assert.ok(idle <= 2, `the lease thread woke ${idle} times in an idle second`)
+  assert.ok(busy >= 1, `the lease thread woke ${busy} times while a mark reached past the clock`)
+})
+
 test('a Snowflake used only to read ids takes no slot: the lease is taken by its first id', HOST_LEASE, () => {
   const dir = freshLeaseDir()
   const r = spawnSync(
