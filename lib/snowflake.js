@@ -9,9 +9,6 @@ const { idsOf, stringsOf } = require('./batches.js')
 const { brandedClass } = require('./class.js')
 const { decoder } = require('./decode.js')
 
-// The cores of this module instance's recent `Snowflake` configurations, kept by the binding (`__snowflakeCore`).
-const CORES = []
-
 /** A `Snowflake` core's methods: its hot ones and batch halves (`__install`), the rest bound to it. */
 function snowflakeMethods(core) {
   const [nextId, nextIdString, timestampOf, fill, scratchIds, joinedIds] =
@@ -69,7 +66,7 @@ const snowflake = brandedClass(
     'config',
     'stats',
   ],
-  options => binding.__snowflakeCore(options, CORES),
+  options => binding.__snowflakeCore(options),
   snowflakeMethods,
   WASI ? claimSnowflake : undefined,
 )

@@ -7,10 +7,14 @@
 //! the scratch is given it as callback data when it is made in that env, so that a call writes exactly the buffer
 //! its own `index.js` reads, with no look-up.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::ptr;
 
 use napi::{sys, Result, Status};
+
+use crate::core::config::Config;
 
 use super::errors::check;
 
@@ -37,7 +41,19 @@ struct Instance {
     scratch: Scratch,
     /// This module instance's `Snowflake` class (napi-rs keeps one per thread: the last instance loaded).
     snowflake: sys::napi_ref,
+    /// The `Snowflake` cores this module instance made, by resolved configuration, as weak references: a core stays
+    /// for as long as a `Snowflake` uses it (see `snowflake::snowflake_core`).
+    cores: RefCell<Cores>,
 }
+
+/// Weak references to cores, by configuration, and the size at which the next sweep of collected ones comes.
+struct Cores {
+    by_config: HashMap<Config, sys::napi_ref>,
+    sweep_at: usize,
+}
+
+/// The fewest cores before the first sweep.
+const FIRST_SWEEP: usize = 64;
 
 unsafe extern "C" fn drop_instance(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
     // SAFETY: `data` came from `Box::into_raw` in `make_instance`, and the env runs this finalizer once, as it ends.
@@ -80,7 +96,8 @@ pub(crate) fn make_instance(env: sys::napi_env, exports: sys::napi_value, scratc
     // as the env.
     check(unsafe { sys::napi_get_named_property(env, exports, c"Snowflake".as_ptr(), &mut class) })?;
     check(unsafe { sys::napi_create_reference(env, class, 1, &mut snowflake) })?;
-    let instance = Box::into_raw(Box::new(Instance { scratch, snowflake }));
+    let cores = RefCell::new(Cores { by_config: HashMap::new(), sweep_at: FIRST_SWEEP });
+    let instance = Box::into_raw(Box::new(Instance { scratch, snowflake, cores }));
     // SAFETY: the env owns `instance` from here, and frees it with `drop_instance` when it ends.
     let set = check(unsafe { sys::napi_set_instance_data(env, instance.cast(), Some(drop_instance), ptr::null_mut()) });
     if let Err(e) = set {
@@ -122,6 +139,59 @@ pub(crate) fn snowflake_class(env: sys::napi_env) -> Result<sys::napi_ref> {
     unsafe { env_instance(env) }.map(|i| i.snowflake).ok_or_else(|| {
         napi::Error::new(Status::GenericFailure, "snowid: this module instance has no Snowflake class yet")
     })
+}
+
+/// The value of a weak reference: `None` once it was collected.
+fn weak_value(env: sys::napi_env, reference: sys::napi_ref) -> Result<Option<sys::napi_value>> {
+    let mut value = ptr::null_mut();
+    // SAFETY: `reference` is a live reference of `env`; a collected value reads as null.
+    check(unsafe { sys::napi_get_reference_value(env, reference, &mut value) })?;
+    Ok((!value.is_null()).then_some(value))
+}
+
+/// This module instance's core of a `Snowflake` of `config`, when it made one that is still in use.
+pub(crate) fn cached_core(env: sys::napi_env, config: &Config) -> Result<Option<sys::napi_value>> {
+    // SAFETY: used in this call, in `env`.
+    let Some(instance) = (unsafe { env_instance(env) }) else {
+        return Ok(None);
+    };
+    match instance.cores.borrow().by_config.get(config) {
+        Some(&reference) => weak_value(env, reference),
+        None => Ok(None),
+    }
+}
+
+/// Keeps `core` (of `config`) for later `Snowflake`s of `config`, by a weak reference. When the references reach
+/// twice as many as the last sweep left, those whose cores were collected are let go.
+pub(crate) fn cache_core(env: sys::napi_env, config: Config, core: sys::napi_value) -> Result<()> {
+    // SAFETY: used in this call, in `env`.
+    let Some(instance) = (unsafe { env_instance(env) }) else {
+        return Ok(());
+    };
+    let mut cores = instance.cores.borrow_mut();
+    let mut reference = ptr::null_mut();
+    // SAFETY: `core` is an object of this call; a reference of count 0 does not keep it alive.
+    check(unsafe { sys::napi_create_reference(env, core, 0, &mut reference) })?;
+    if let Some(old) = cores.by_config.insert(config, reference) {
+        // SAFETY: `old` was made here, and is forgotten by the map.
+        check(unsafe { sys::napi_delete_reference(env, old) })?;
+    }
+    if cores.by_config.len() >= cores.sweep_at {
+        let mut gone = Vec::new();
+        for (config, &reference) in &cores.by_config {
+            if weak_value(env, reference)?.is_none() {
+                gone.push(config.clone());
+            }
+        }
+        for config in gone {
+            if let Some(reference) = cores.by_config.remove(&config) {
+                // SAFETY: as above.
+                check(unsafe { sys::napi_delete_reference(env, reference) })?;
+            }
+        }
+        cores.sweep_at = (2 * cores.by_config.len()).max(FIRST_SWEEP);
+    }
+    Ok(())
 }
 
 /// The scratch a function was given when it was made, or an error where its module instance had made none.

@@ -4,8 +4,7 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{new_instance, ClassInstance, FromNapiValue};
-use napi::sys;
+use napi::bindgen_prelude::new_instance;
 use napi::{Env, JsValue, Result, Unknown};
 use napi_derive::napi;
 
@@ -16,8 +15,8 @@ use crate::core::identity;
 use super::decoding::layout_decoder;
 use super::default::{resolve, warn_once};
 use super::env::JsEnv;
-use super::errors::{check, raise};
-use super::module_instance::snowflake_class;
+use super::errors::raise;
+use super::module_instance::{cache_core, cached_core, snowflake_class};
 use super::options::read_options;
 use super::report::{report, stats_of, SnowidConfig, SnowidStats};
 use super::snowflake_core::{install_instance, SnowflakeGenerator};
@@ -96,51 +95,28 @@ impl Snowflake {
     }
 }
 
-/// How many cores (configurations) a module instance keeps for reuse by `snowflake_core`.
-const CORE_CACHE: u32 = 8;
-
 /// For `index.js`: the native core of a new `Snowflake`, the object its methods run on. `options` are read and
 /// resolved over the environment as the constructor does (so a bad value throws the same coded error each time).
-/// A core of the same resolved configuration already in `cache` (an array `index.js` keeps, one per module
-/// instance, most recent first, at most [`CORE_CACHE`] long) is returned as it is; else a new one is made and put
-/// first. So a `Snowflake` made again and again with the same options costs no native memory and no finalizer of
-/// its own. Sharing a core changes nothing a `Snowflake` does: generators of one identity share one state anyway
-/// (`core::registry`), and a core holds only that configuration and its started generator.
+/// A core of the same resolved configuration that this module instance made and that a `Snowflake` still uses is
+/// returned as it is; else a new one is made. So `Snowflake`s made again and again, of any number of
+/// configurations, cost no native memory and no finalizer of their own. Sharing a core changes nothing a
+/// `Snowflake` does: generators of one identity share one state anyway (`core::registry`), and a core holds only
+/// that configuration and its started generator.
 #[napi(skip_typescript, js_name = "__snowflakeCore")]
-pub fn snowflake_core(env: Env, options: Option<Unknown>, cache: Unknown) -> Result<Raw> {
+pub fn snowflake_core(env: Env, options: Option<Unknown>) -> Result<Raw> {
     let raw = env.raw();
     let opts = read_options(raw, options)?;
     let config = resolve(&opts, &JsEnv::new(raw)).map_err(|e| raise(raw, &e))?;
-    let cache = cache.raw();
-    let mut len = 0u32;
-    // SAFETY: plain N-API calls on values of this call; `cache` is `index.js`'s array of cores.
-    check(unsafe { sys::napi_get_array_length(raw, cache, &mut len) })?;
-    let len = len.min(CORE_CACHE);
-    let element = |i: u32| -> Result<sys::napi_value> {
-        let mut v = std::ptr::null_mut();
-        check(unsafe { sys::napi_get_element(raw, cache, i, &mut v) })?;
-        Ok(v)
-    };
-    for i in 0..len {
-        let v = element(i)?;
-        // SAFETY: `v` is a value of this call; anything but a `Snowflake` core gives an error, not a match.
-        let core = unsafe { ClassInstance::<Snowflake>::from_napi_value(raw, v) }?;
-        if core.core.resolved == config {
-            return Ok(Raw(v));
-        }
+    if let Some(core) = cached_core(raw, &config)? {
+        return Ok(Raw(core));
     }
     // Made with this module instance's own class: napi-rs's `into_instance` would take the class of the module
     // instance loaded last on this thread, whose methods refuse it here ("Illegal invocation").
     let class = snowflake_class(raw)?;
-    let wrapped = Box::into_raw(Box::new(Snowflake { core: Arc::new(SnowflakeGenerator::new(config)) }));
+    let wrapped = Box::into_raw(Box::new(Snowflake { core: Arc::new(SnowflakeGenerator::new(config.clone())) }));
     // SAFETY: `wrapped` is a new `Snowflake`, which `new_instance` wraps in an instance of `class` (or frees).
     let core = unsafe { new_instance::<Snowflake>(raw, wrapped.cast(), class) }?;
-    // Most recent first: the others move down one, and the last falls out once the cache is full.
-    for i in (1..=len.min(CORE_CACHE - 1)).rev() {
-        let v = element(i - 1)?;
-        check(unsafe { sys::napi_set_element(raw, cache, i, v) })?;
-    }
-    check(unsafe { sys::napi_set_element(raw, cache, 0, core) })?;
+    cache_core(raw, config, core)?;
     Ok(Raw(core))
 }
 
