@@ -18,7 +18,7 @@ function snowflakeMethods(core) {
     nextId,
     nextIdString,
     nextIds: idsOf(fill, scratchIds),
-    nextIdStrings: stringsOf(joinedIds),
+    nextIdStrings: stringsOf(nextIdString, joinedIds),
     timestampOf,
     decode: decoder(native.__decoder.call(core), false),
     minIdAt: native.minIdAt.bind(core),

@@ -197,7 +197,6 @@ pub(crate) fn scratch_ids_impl<'g>(
     let ids = unsafe { std::slice::from_raw_parts_mut(scratch.data.add(DECODE_FIELDS * 8).cast::<u64>(), n as usize) };
     generator.fill(ids).map_err(|e| raise(env, &e))?;
     sync_scratch(env, scratch.ids)?;
-    let mut undefined = ptr::null_mut();
-    check(unsafe { sys::napi_get_undefined(env, &mut undefined) })?;
-    Ok(undefined)
+    // A callback that returns no value returns `undefined` to JS.
+    Ok(ptr::null_mut())
 }
