@@ -35,7 +35,7 @@ const FEW_STRINGS = 6
  */
 function stringsOf(nextIdString, joinedIds) {
   return function nextIdStrings(count) {
-    if (count >= 1 && count < FEW_STRINGS && Number.isInteger(count)) {
+    if (Number.isInteger(count) && count >= 1 && count < FEW_STRINGS) {
       const ids = new Array(count)
       for (let i = 0; i < count; i++) ids[i] = nextIdString()
       return ids
