@@ -15,6 +15,7 @@ use std::ptr;
 use napi::{sys, Result, Status};
 
 use crate::core::config::Config;
+use crate::core::hash::FastHash;
 
 use super::errors::check;
 
@@ -48,7 +49,7 @@ struct Instance {
 
 /// Weak references to cores, by configuration, and the size at which the next sweep of collected ones comes.
 struct Cores {
-    by_config: HashMap<Config, sys::napi_ref>,
+    by_config: HashMap<Config, sys::napi_ref, FastHash>,
     sweep_at: usize,
 }
 
@@ -96,7 +97,7 @@ pub(crate) fn make_instance(env: sys::napi_env, exports: sys::napi_value, scratc
     // as the env.
     check(unsafe { sys::napi_get_named_property(env, exports, c"Snowflake".as_ptr(), &mut class) })?;
     check(unsafe { sys::napi_create_reference(env, class, 1, &mut snowflake) })?;
-    let cores = RefCell::new(Cores { by_config: HashMap::new(), sweep_at: FIRST_SWEEP });
+    let cores = RefCell::new(Cores { by_config: HashMap::default(), sweep_at: FIRST_SWEEP });
     let instance = Box::into_raw(Box::new(Instance { scratch, snowflake, cores }));
     // SAFETY: the env owns `instance` from here, and frees it with `drop_instance` when it ends.
     let set = check(unsafe { sys::napi_set_instance_data(env, instance.cast(), Some(drop_instance), ptr::null_mut()) });

@@ -117,7 +117,9 @@ pub(crate) fn own_entries(
         check(unsafe { sys::napi_get_element(env, keys, i, &mut key) })?;
         let name = unsafe { String::from_napi_value(env, key) }?;
         let status = unsafe { sys::napi_get_property(env, value, key, &mut v) };
-        check_reading(env, status, &format!("{what}.{}", short(&name)))?;
+        if status != sys::Status::napi_ok {
+            check_reading(env, status, &format!("{what}.{}", short(&name)))?;
+        }
         entries.push((name, v));
     }
     Ok(entries)
