@@ -248,8 +248,30 @@ function countDuplicates(lists) {
   return { total: all.length, dups: repeated.length, repeated }
 }
 
+// --- the lease file format (docs/one-host.md, "The lease file"), written here independently of the Rust code ---
+
+/** The size of one lease record: a line padded with spaces. */
+const RECORD_SIZE = 1024
+
+/** The FNV-1a 64-bit hash of `text` (latin1), in 16 hex digits: a lease record's `sum`. */
+function fnv1a(text) {
+  let h = 0xcbf29ce484222325n
+  for (const b of Buffer.from(text, 'latin1')) h = BigInt.asUintN(64, (h ^ BigInt(b)) * 0x100000001b3n)
+  return h.toString(16).padStart(16, '0')
+}
+
+/** A lease record as snowid writes it (version 1), with `marks` as [clockBack, Unix ms] pairs. */
+function encodeRecord({ seq = 1, pid = 1, marks }) {
+  const body = `snowid-lease v1 seq=${seq} pid=${pid} marks=${marks.map(([c, m]) => `${c}:${m}`).join(',')}`
+  const line = `${body} sum=${fnv1a(body)}`
+  return Buffer.from(line.padEnd(RECORD_SIZE - 1, ' ') + '\n', 'latin1')
+}
+
 module.exports = {
   ROOT,
+  RECORD_SIZE,
+  fnv1a,
+  encodeRecord,
   WASI,
   PLATFORM_VARS,
   wasiSkip,

@@ -16,6 +16,7 @@ const {
   ROOT,
   cleanEnv,
   countDuplicates,
+  encodeRecord,
   freshLeaseDir,
   leaseNamespace,
   probeFirstId: probe,
@@ -54,15 +55,6 @@ function streamer(env, { user, cwd = ROOT, shm } = {}) {
 /** Duplicates among lists of decimal ids, counted by sorting them all. */
 function duplicates(...lists) {
   return countDuplicates(lists).dups
-}
-
-// A lease record as snowid writes it (version 1): a line padded to 1024 bytes, with an FNV-1a 64 sum.
-function record({ seq = 1, pid = 1, marks }) {
-  const body = `snowid-lease v1 seq=${seq} pid=${pid} marks=${marks.map(([c, m]) => `${c}:${m}`).join(',')}`
-  let h = 0xcbf29ce484222325n
-  for (const b of Buffer.from(body)) h = ((h ^ BigInt(b)) * 0x100000001b3n) & 0xffffffffffffffffn
-  const line = `${body} sum=${h.toString(16).padStart(16, '0')}`
-  return Buffer.from(line.padEnd(1023, ' ') + '\n')
 }
 
 test(
@@ -245,6 +237,43 @@ test('a relative lease directory is refused, whichever directory a process start
   }
 })
 
+// Linux shows a thread's context switches in /proc; elsewhere this is not measured.
+const PROC = process.platform === 'linux' ? HOST_LEASE : { skip: 'needs /proc/self/task (Linux)' }
+
+test("an idle process's lease thread sleeps until a mark reaches past the clock", PROC, () => {
+  const dir = freshLeaseDir()
+  // Over a second once the first id's marks have passed: wake-ups of the snowid-lease thread, then the same after a
+  // second id (whose marks it watches for about 100 ms, a look every 10 ms, then sleeps again).
+  const r = spawnSync(
+    process.execPath,
+    [
+      '-e',
+      `const fs = require('node:fs')
+       const snowid = require('.')
+       const wakes = () => {
+         const tid = fs.readdirSync('/proc/self/task').find(t => fs.readFileSync('/proc/self/task/' + t + '/comm', 'utf8').trim() === 'snowid-lease')
+         return Number(/voluntary_ctxt_switches:\\s+(\\d+)/.exec(fs.readFileSync('/proc/self/task/' + tid + '/status', 'utf8'))[1])
+       }
+       const sleep = ms => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
+       snowid.nextId()
+       sleep(500)
+       const a = wakes()
+       sleep(1000)
+       const idle = wakes() - a
+       snowid.nextId()
+       sleep(1000)
+       const busy = wakes() - a - idle
+       console.log(JSON.stringify({ idle, busy }))`,
+    ],
+    { cwd: ROOT, env: cleanEnv({ SNOWID_LEASE_DIR: dir }), encoding: 'utf8' },
+  )
+  assert.equal(r.status, 0, r.stderr)
+  const { idle, busy } = JSON.parse(r.stdout)
+  // A thread that looked every 10 ms would wake about 100 times a second.
+  assert.ok(idle <= 2, `the lease thread woke ${idle} times in an idle second`)
+  assert.ok(busy >= 1, `the lease thread woke ${busy} times while a mark reached past the clock`)
+})
+
 test('a Snowflake used only to read ids takes no slot: the lease is taken by its first id', HOST_LEASE, () => {
   const dir = freshLeaseDir()
   const r = spawnSync(
@@ -331,7 +360,7 @@ test('forged far-future marks: the automatic lease moves on; a configured slot s
   const far = Date.now() + 365 * 86_400_000
   fs.writeFileSync(
     path.join(dir, 'dc0-worker0.lease'),
-    record({
+    encodeRecord({
       marks: [
         [0, far],
         [1, far],

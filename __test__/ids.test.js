@@ -95,6 +95,13 @@ test('parse refuses text of the wrong length, foreign characters and values abov
     ['-000000000000001', 'hex', 'TypeError', /position 0/],
     ['1y2p0ij32e8e8', 'base36', 'RangeError', /above 2\^63 - 1/],
     ['1y2p0ij32e8e', 'base36', 'TypeError', /12 characters/],
+    // What JS's own number parsing would take, and the text of an id must not hold.
+    ['000000000000001 ', 'hex', 'TypeError', /" " at position 15/],
+    [' 000000000000001', 'hex', 'TypeError', /" " at position 0/],
+    ['00000000000_0001', 'hex', 'TypeError', /"_" at position 11/],
+    [' 000000000001', 'base36', 'TypeError', /" " at position 0/],
+    ['00000000000.1', 'base36', 'TypeError', /"\." at position 11/],
+    ['0000000000é', 'base62', 'TypeError', /"é" at position 10/],
   ]
   for (const [text, encoding, name, message] of bad) {
     expectError(() => snowid.parse(text, encoding), { name, code: 'ERR_SNOWID_INVALID_ID', message })

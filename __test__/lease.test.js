@@ -11,7 +11,10 @@ const { spawn, spawnSync } = require('node:child_process')
 
 const {
   ROOT,
+  RECORD_SIZE,
   cleanEnv,
+  encodeRecord,
+  fnv1a,
   freshLeaseDir,
   leaseNamespace,
   probeFirstId: probe,
@@ -23,21 +26,7 @@ const {
 const HOST_LEASE = wasiSkip('no flock, so no host lease')
 const snowid = require('..')
 
-// --- the lease file format (README, "The lease file"), written here independently of the Rust code ---
-
-const RECORD_SIZE = 1024
-
-function fnv1a(text) {
-  let h = 0xcbf29ce484222325n
-  for (const b of Buffer.from(text, 'latin1')) h = BigInt.asUintN(64, (h ^ BigInt(b)) * 0x100000001b3n)
-  return h.toString(16).padStart(16, '0')
-}
-
-function encodeRecord({ seq, pid, marks }) {
-  const body = `snowid-lease v1 seq=${seq} pid=${pid} marks=${marks.map(([c, m]) => `${c}:${m}`).join(',')}`
-  const line = `${body} sum=${fnv1a(body)}`
-  return Buffer.from(line.padEnd(RECORD_SIZE - 1, ' ') + '\n', 'latin1')
-}
+// --- the lease file format, read here independently of the Rust code (helpers.js writes it) ---
 
 function readMarks(file) {
   const bytes = fs.readFileSync(file)

@@ -7,7 +7,7 @@
 //   node benchmark/case.js scaling <t>   below the cap: <t> worker_threads on the shared default generator, timed
 //                                        together from a common start, after each has warmed up
 //   node benchmark/case.js scaling <t> floor   the same with the N-API floor (its counter is shared memory too)
-//   node benchmark/case.js instances     RSS after 1M `new Snowflake()` in one synchronous loop
+//   node benchmark/case.js instances [k] RSS after 1M `new Snowflake()` in one synchronous loop, of k configurations
 // Prints one JSON line. Every timed result is kept (the last RING ids' worth of them) and folded into a sink that is
 // printed, so V8 cannot skip work whose result goes unused.
 
@@ -28,6 +28,7 @@ const ROUND_IDS = { cap: 2_000_000, ref: 1_000_000, below: 5_000_000, bulk: 20_0
 const ROUND_CALLS = {
   'snowid new Snowflake()': 100_000,
   'snowid new Snowflake({ workerId: 1, lease: false })': 100_000,
+  'snowid new Snowflake({ workerId: i % 32, lease: false })': 100_000,
   '@sapphire/snowflake new Snowflake(epoch)': 100_000,
 }
 const RING = 1024
@@ -106,13 +107,16 @@ function time(c) {
   const ring = new Array(size).fill(undefined)
   // Warm up by count, not by time: a time-based warm-up of a borrowing generator would spend its whole lead.
   for (let i = 0; i < Math.ceil(calls / 10); i++) ring[i & (size - 1)] = next()
+  const cpu0 = process.cpuUsage()
   const t0 = process.hrtime.bigint()
   for (let i = 0; i < calls; i++) ring[i & (size - 1)] = next()
   const ns = Number(process.hrtime.bigint() - t0)
+  const cpu = process.cpuUsage(cpu0)
+  const cpuNs = (cpu.user + cpu.system) * 1000
   let sink = 0
   for (const v of ring) sink = (sink + fold(v)) | 0
   const ids = calls * perCall
-  return { ids, ns, nsPerId: ns / ids, idsPerSec: ids / (ns / 1e9), sink }
+  return { ids, ns, nsPerId: ns / ids, idsPerSec: ids / (ns / 1e9), cpuNsPerId: cpuNs / ids, sink }
 }
 
 // Below the cap (the wide layout), `threads` worker_threads on the process-wide default generator: each warms up,
@@ -149,15 +153,21 @@ function wide() {
   return s
 }
 
-// RSS after a million `new Snowflake()` kept by no one, made in one synchronous loop (nothing lets a finalizer run).
-function instances() {
+// RSS after a million `new Snowflake()` kept by no one, made in one synchronous loop (nothing lets a finalizer run),
+// of one configuration, or of `configurations` (worker ids 0 to configurations - 1, leases off).
+function instances(configurations) {
   const { Snowflake } = require('..')
   const before = process.memoryUsage().rss
   let sink = 0
-  // biome-ignore lint/correctness/noConstantCondition: consumes each instance, so that V8 cannot drop the work
-  for (let i = 0; i < 1_000_000; i++) sink ^= new Snowflake() ? 1 : 0
+  if (configurations > 1) {
+    // biome-ignore lint/correctness/noConstantCondition: consumes each instance, so that V8 cannot drop the work
+    for (let i = 0; i < 1_000_000; i++) sink ^= new Snowflake({ workerId: i % configurations, lease: false }) ? 1 : 0
+  } else {
+    // biome-ignore lint/correctness/noConstantCondition: consumes each instance, so that V8 cannot drop the work
+    for (let i = 0; i < 1_000_000; i++) sink ^= new Snowflake() ? 1 : 0
+  }
   const rss = process.memoryUsage().rss
-  return { before, rss, maxRss: process.resourceUsage().maxRSS * 1024, sink }
+  return { configurations, before, rss, maxRss: process.resourceUsage().maxRSS * 1024, sink }
 }
 
 async function threadsAtCap() {
@@ -223,7 +233,7 @@ if (!isMainThread) {
     time: async () => time(cases[Number(id)]),
     threads: () => threadsAtCap(),
     scaling: () => scaling(Number(id), process.argv[4] === 'floor'),
-    instances: async () => instances(),
+    instances: async () => instances(Number(id ?? 1)),
   }
   const run = modes[mode]()
   run.then(r => process.stdout.write(JSON.stringify(r) + '\n'))

@@ -33,6 +33,13 @@ function sampleIds() {
   return () => SAMPLE_IDS[i++ & 1023]
 }
 
+/** The sample ids in 16 hex digits, taken in turn as `sampleIds` takes the ids. */
+const SAMPLE_TEXTS = SAMPLE_IDS.map(id => id.toString(16).padStart(16, '0'))
+function sampleTexts() {
+  let i = 0
+  return () => SAMPLE_TEXTS[i++ & 1023]
+}
+
 /** The WASI build, forced: no native binary is loaded (explicit worker id: WASI has no host lease). */
 const WASI_ENV = {
   NAPI_RS_FORCE_WASI: 'error',
@@ -241,16 +248,27 @@ const cases = [
       return () => s.nextId()
     },
   },
-  {
-    name: 'snowid nextIds(2), per id',
+  // Small batches, against as many single calls.
+  ...[1, 2, 4].map(n => ({
+    name: `snowid nextIds(${n}), per id`,
     regime: 'below',
     kind: 'bigint',
-    batch: 2,
+    batch: n,
     make: () => {
       const s = wideModule()
-      return () => s.nextIds(2)
+      return () => s.nextIds(n)
     },
-  },
+  })),
+  ...[1, 2, 4, 8].map(n => ({
+    name: `snowid nextIdStrings(${n}), per id`,
+    regime: 'below',
+    kind: 'string',
+    batch: n,
+    make: () => {
+      const s = wideModule()
+      return () => s.nextIdStrings(n)
+    },
+  })),
   {
     name: 'snowid nextIdStrings(100), per id',
     regime: 'below',
@@ -324,12 +342,72 @@ const cases = [
     },
   },
   {
+    name: 'snowid new Snowflake({ workerId: i % 32, lease: false })',
+    regime: 'call',
+    kind: 'none',
+    make: () => {
+      const { Snowflake } = snowid()
+      let i = 0
+      return () => new Snowflake({ workerId: i++ % 32, lease: false })
+    },
+  },
+  {
     name: '@sapphire/snowflake new Snowflake(epoch)',
     regime: 'call',
     kind: 'none',
     make: () => {
       const { Snowflake } = require('@sapphire/snowflake')
       return () => new Snowflake(1580486400000n)
+    },
+  },
+
+  // Ids as text, against the plain-JS hex equivalent.
+  {
+    name: "snowid encode(id, 'hex')",
+    regime: 'call',
+    kind: 'none',
+    make: () => {
+      const s = snowid()
+      const id = sampleIds()
+      return () => s.encode(id(), 'hex')
+    },
+  },
+  {
+    name: "plain JS id.toString(16).padStart(16, '0')",
+    regime: 'call',
+    kind: 'none',
+    make: () => {
+      const id = sampleIds()
+      return () => id().toString(16).padStart(16, '0')
+    },
+  },
+  {
+    name: "snowid parse(text, 'hex')",
+    regime: 'call',
+    kind: 'none',
+    make: () => {
+      const s = snowid()
+      const text = sampleTexts()
+      return () => s.parse(text(), 'hex')
+    },
+  },
+  {
+    name: "plain JS BigInt('0x' + text)",
+    regime: 'call',
+    kind: 'none',
+    make: () => {
+      const text = sampleTexts()
+      return () => BigInt('0x' + text())
+    },
+  },
+  {
+    name: "snowid encode(id, 'base62')",
+    regime: 'call',
+    kind: 'none',
+    make: () => {
+      const s = snowid()
+      const id = sampleIds()
+      return () => s.encode(id(), 'base62')
     },
   },
 

@@ -13,6 +13,7 @@ const os = require('node:os')
 const path = require('node:path')
 
 const { cases } = require('./cases.js')
+const idle = require('./idle.js')
 const startup = require('./startup.js')
 
 const CAP = 4_096_000
@@ -102,7 +103,8 @@ function main() {
       scalingRounds.push({ one: runCase('scaling', 1), two: runCase('scaling', 2) })
     }
   }
-  const memory = includeThreads ? runCase('instances') : null
+  const memory = includeThreads ? runCase('instances', 1) : null
+  const memory32 = includeThreads ? runCase('instances', 32) : null
   if (includeThreads) {
     threads = {
       rate: stats(threadRounds.map(t => t.idsPerSec)),
@@ -115,7 +117,8 @@ function main() {
     const ok = res.rounds.filter(x => !x.error)
     const error = res.check.error ?? res.rounds.find(x => x.error)?.error ?? null
     const rate = ok.length ? stats(ok.map(x => x.idsPerSec)) : { median: NaN, min: NaN, max: NaN }
-    return { ...res, error, rate, nsPerId: 1e9 / rate.median }
+    const cpu = ok.length ? stats(ok.map(x => x.cpuNsPerId)) : { median: NaN, min: NaN, max: NaN }
+    return { ...res, error, rate, cpu, nsPerId: 1e9 / rate.median, cpuNsPerId: cpu.median }
   })
 
   const out = []
@@ -130,22 +133,22 @@ function main() {
     if (mine.length === 0) return
     out.push('', `### ${title}`, '')
     if (note) out.push(note, '')
-    out.push('| generator | ids/s | ns/id | dups in 1M | increasing | dups across 2 threads |')
-    out.push('|---|---|---|---|---|---|')
+    out.push('| generator | ids/s | ns/id | CPU ns/id | dups in 1M | increasing | dups across 2 threads |')
+    out.push('|---|---|---|---|---|---|---|')
     for (const r of mine) {
       if (r.error) {
-        out.push(`| ${r.case.name} | not run: ${r.error} | | | | |`)
+        out.push(`| ${r.case.name} | not run: ${r.error} | | | | | |`)
         continue
       }
       const inc = r.check.increasing === null ? 'n/a' : r.check.increasing ? 'yes' : '**no**'
       const dup = n => (n === null ? 'n/a' : n === 0 ? '0' : `**${n.toLocaleString('en-US')}**`)
       out.push(
-        `| ${r.case.name} | ${fmtRate(r.rate.median)} (${fmtRate(r.rate.min)}–${fmtRate(r.rate.max)}) | ${r.nsPerId.toFixed(1)} | ${dup(r.check.duplicates)} | ${inc} | ${dup(r.check.threadDuplicates)} |`,
+        `| ${r.case.name} | ${fmtRate(r.rate.median)} (${fmtRate(r.rate.min)}–${fmtRate(r.rate.max)}) | ${r.nsPerId.toFixed(1)} | ${r.cpuNsPerId.toFixed(1)} | ${dup(r.check.duplicates)} | ${inc} | ${dup(r.check.threadDuplicates)} |`,
       )
     }
     if (regime === 'cap' && threads) {
       out.push(
-        `| snowid nextId() in 2 worker_threads, together | ${fmtRate(threads.rate.median)} (${fmtRate(threads.rate.min)}–${fmtRate(threads.rate.max)}) | ${(1e9 / threads.rate.median).toFixed(1)} | ${threads.duplicates} in ${threads.ids.toLocaleString('en-US')} | – | – |`,
+        `| snowid nextId() in 2 worker_threads, together | ${fmtRate(threads.rate.median)} (${fmtRate(threads.rate.min)}–${fmtRate(threads.rate.max)}) | ${(1e9 / threads.rate.median).toFixed(1)} | – | ${threads.duplicates} in ${threads.ids.toLocaleString('en-US')} | – | – |`,
       )
     }
   }
@@ -164,12 +167,12 @@ function main() {
   const calls = rows.filter(r => r.case.regime === 'call')
   if (calls.length) {
     out.push('', '### Reading ids and making generators: the cost of one call', '')
-    out.push('| call | calls/s | ns/call |', '|---|---|---|')
+    out.push('| call | calls/s | ns/call | CPU ns/call |', '|---|---|---|---|')
     for (const r of calls) {
       out.push(
         r.error
-          ? `| ${r.case.name} | not run: ${r.error} | |`
-          : `| ${r.case.name} | ${fmtRate(r.rate.median)} (${fmtRate(r.rate.min)}–${fmtRate(r.rate.max)}) | ${r.nsPerId.toFixed(1)} |`,
+          ? `| ${r.case.name} | not run: ${r.error} | | |`
+          : `| ${r.case.name} | ${fmtRate(r.rate.median)} (${fmtRate(r.rate.min)}–${fmtRate(r.rate.max)}) | ${r.nsPerId.toFixed(1)} | ${r.cpuNsPerId.toFixed(1)} |`,
       )
     }
   }
@@ -191,6 +194,7 @@ function main() {
     out.push(
       '',
       `1M \`new Snowflake()\` in one synchronous loop: RSS ${(memory.before / 2 ** 20).toFixed(0)} MiB before, ${(memory.rss / 2 ** 20).toFixed(0)} MiB after.`,
+      `1M \`new Snowflake({ workerId: i % 32, lease: false })\` (32 configurations) in one synchronous loop: RSS ${(memory32.before / 2 ** 20).toFixed(0)} MiB before, ${(memory32.rss / 2 ** 20).toFixed(0)} MiB after.`,
     )
   }
 
@@ -226,14 +230,41 @@ function main() {
     'decode(id) faster than @sapphire/snowflake deconstruct(id)',
     x(per(find('call', 'snowid decode(id)'), find('call', '@sapphire/snowflake deconstruct(id)'))),
   ])
-  const ctor = find('call', 'snowid new Snowflake()')
+  const us = r => (r && !r.error ? `${(r.cpuNsPerId / 1000).toFixed(2)} µs` : 'not run')
+  targets.push(['new Snowflake() at most 3 µs (CPU time)', us(find('call', 'snowid new Snowflake()'))])
   targets.push([
-    'new Snowflake() at most 3 µs',
-    ctor && !ctor.error ? `${(ctor.nsPerId / 1000).toFixed(1)} µs` : 'not run',
+    'new Snowflake() of 32 configurations at most 3 µs (CPU time)',
+    us(find('call', 'snowid new Snowflake({ workerId: i % 32, lease: false })')),
   ])
   targets.push([
     '1M new Snowflake() in a synchronous loop within 100 MiB RSS',
     memory ? `${(memory.rss / 2 ** 20).toFixed(0)} MiB` : 'not run',
+  ])
+  targets.push([
+    '1M new Snowflake() of 32 configurations within 100 MiB RSS',
+    memory32 ? `${(memory32.rss / 2 ** 20).toFixed(0)} MiB` : 'not run',
+  ])
+  // CPU time per id of a batch against one call's (`single`), the batch at most as many calls.
+  const cpuRatio = (a, b) => (a && b && !a.error && !b.error ? a.cpuNsPerId / b.cpuNsPerId : null)
+  for (const n of [1, 2, 4]) {
+    targets.push([
+      `nextIds(${n}) at most ${n} nextId() calls (CPU time per id)`,
+      x(cpuRatio(find('below', `snowid nextIds(${n}), per id`), mod)),
+    ])
+  }
+  for (const n of [1, 2, 4, 8]) {
+    targets.push([
+      `nextIdStrings(${n}) at most ${n} nextIdString() calls (CPU time per id)`,
+      x(cpuRatio(find('below', `snowid nextIdStrings(${n}), per id`), find('below', 'snowid nextIdString()'))),
+    ])
+  }
+  targets.push([
+    "encode(id, 'hex') at most 1.2× the plain-JS hex (CPU time per call)",
+    x(cpuRatio(find('call', "snowid encode(id, 'hex')"), find('call', "plain JS id.toString(16).padStart(16, '0')"))),
+  ])
+  targets.push([
+    "parse(text, 'hex') at most 1.2× the plain-JS hex (CPU time per call)",
+    x(cpuRatio(find('call', "snowid parse(text, 'hex')"), find('call', "plain JS BigInt('0x' + text)"))),
   ])
   targets.push(['nextIds(2) beats 2 nextId() calls (ids/s)', x(per(find('below', 'snowid nextIds(2), per id'), mod))])
   targets.push([
@@ -252,6 +283,15 @@ function main() {
     '2 worker_threads at the cap ≥ 95% of 4.096M, 0 duplicates',
     threads ? `${((threads.rate.median / CAP) * 100).toFixed(1)}%, ${threads.duplicates} duplicates` : 'not run',
   ])
+  if (!args.filter || 'idle lease'.includes(args.filter)) {
+    process.stderr.write('an idle process, with a lease and without...\n')
+    const rows = idle.idle(5)
+    out.push(...idle.table(rows))
+    targets.push([
+      'an idle process with a lease makes no periodic wake-ups (lease thread wake-ups per second)',
+      rows[0].wakesPerSec === null ? 'no lease thread' : `${rows[0].wakesPerSec.toFixed(1)}/s`,
+    ])
+  }
   let first = null
   if (!args.filter || 'startup first id'.includes(args.filter)) {
     process.stderr.write(`time to first id: ${args.starts} starts of each command...\n`)
@@ -281,6 +321,7 @@ function main() {
       threads: threadRounds,
       scaling: scalingRounds,
       memory,
+      memory32,
       firstId: first && first.rows,
     }
     fs.writeFileSync(args.json, JSON.stringify(raw, null, 2) + '\n')

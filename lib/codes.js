@@ -31,6 +31,13 @@ const CODES = Object.freeze([
 
 const KNOWN = new Set(CODES)
 
+/** A new error of class `Class` (`Error`, `TypeError` or `RangeError`) with `code`, and `cause` when given. */
+function codedError(Class, code, message, cause) {
+  const err = new Class(message, cause === undefined ? undefined : { cause })
+  err.code = code
+  return err
+}
+
 /** Whether `code` is one of snowid's error codes. */
 function isSnowidCode(code) {
   return typeof code === 'string' && KNOWN.has(code)
@@ -55,4 +62,4 @@ function isSnowidError(value) {
   }
 }
 
-module.exports = { CODES, isSnowidCode, isSnowidError }
+module.exports = { CODES, codedError, isSnowidCode, isSnowidError }

@@ -48,22 +48,17 @@ const { randomUUID } = require('node:crypto')
 const snowid = require('../index.js')
 // Sets a generator's lease deadline and takes in an earlier holder's mark; not reachable from user code.
 const native = require('./native.js')
-const { isSnowidCode } = require('./codes.js')
+const { codedError, isSnowidCode } = require('./codes.js')
+const { coreOf } = require('./snowflake.js')
 
-/** The binding's fence, on the native core of `snowflake` (a `Snowflake` that `index.js` made). */
+/** The binding's fence, on the native core of `snowflake` (a `Snowflake` that lib/snowflake.js made). */
 function fenceSnowflake(snowflake, deadline, mark) {
-  return native.fenceSnowflake(native.__coreOfSnowflake(snowflake), deadline, mark)
+  return native.fenceSnowflake(coreOf(snowflake), deadline, mark)
 }
 
 const DEFAULTS = { ttlMs: 10_000, waitMs: 0 }
 /** Options every store takes; each store adds its own. */
 const OPTION_NAMES = ['client', 'datacenterId', 'ttlMs', 'waitMs', 'marginMs', 'snowflake', 'reacquire']
-
-function codedError(Class, code, message, cause) {
-  const err = new Class(message, cause === undefined ? undefined : { cause })
-  err.code = code
-  return err
-}
 
 function isCoded(err) {
   return Boolean(err) && isSnowidCode(err.code)

@@ -6,11 +6,11 @@
 
 const FIELDS = ['datacenterBits', 'workerBits', 'clockBackBits', 'sequenceBits']
 
+const { codedError } = require('./codes.js')
+
 /** A coded error for a bad argument, as the binding throws them. */
 function invalid(Class, what, expected, found) {
-  const err = new Class(`${what}: expected ${expected}, found ${found}`)
-  err.code = 'ERR_SNOWID_INVALID_ARGUMENT'
-  return err
+  return codedError(Class, 'ERR_SNOWID_INVALID_ARGUMENT', `${what}: expected ${expected}, found ${found}`)
 }
 
 /** The widths and epoch of `config` (as `config()` returns it), checked to be a whole layout. */

@@ -19,6 +19,7 @@
 const { isMainThread, threadId, getEnvironmentData, setEnvironmentData } = require('node:worker_threads')
 const { randomUUID } = require('node:crypto')
 const binding = require('./native.js')
+const { codedError } = require('./codes.js')
 
 // The load of the binding this copy of snowid makes ids with, named on the binding itself: copies that share a load
 // share its generators.
@@ -37,12 +38,6 @@ function registry() {
   sab = new SharedArrayBuffer(SIZE)
   setEnvironmentData(KEY, sab)
   return sab
-}
-
-function coded(code, message) {
-  const e = new Error(message)
-  e.code = code
-  return e
 }
 
 const RULE =
@@ -70,7 +65,8 @@ function withClaims(sab, fn) {
     if (next === undefined) return
     const text = Buffer.from(JSON.stringify(next), 'utf8')
     if (text.length > bytes.length) {
-      throw coded(
+      throw codedError(
+        Error,
         'ERR_SNOWID_WASI_THREAD',
         `generators claimed by threads: expected at most ${bytes.length} bytes of claims, found ${text.length}; make ids in fewer threads`,
       )
@@ -103,7 +99,8 @@ function claim(config) {
   ].join('/')
   const sab = registry()
   if (sab === null) {
-    throw coded(
+    throw codedError(
+      Error,
       'ERR_SNOWID_WASI_THREAD',
       `ids in ${thread(threadId)}: expected snowid loaded by the main thread before this thread started, found no ` +
         `sign of it, so other threads' worker ids cannot be checked; require('snowid') in the main thread first. ${RULE}`,
@@ -115,13 +112,15 @@ function claim(config) {
     if (holder === undefined) return { ...claims, [identity]: { thread: threadId, load: LOAD } }
     if (holder.thread === threadId && holder.load === LOAD) return undefined
     if (holder.thread === threadId) {
-      throw coded(
+      throw codedError(
+        Error,
         'ERR_SNOWID_WORKER_ID_IN_USE',
         `workerId ${workerId} (datacenterId ${datacenterId}) in ${thread(threadId)}: expected one no other copy of ` +
           `snowid makes ids with, found it in use by another copy loaded in this thread. ${COPIES}. ${RULE}`,
       )
     }
-    throw coded(
+    throw codedError(
+      Error,
       'ERR_SNOWID_WORKER_ID_IN_USE',
       `workerId ${workerId} (datacenterId ${datacenterId}) in ${thread(threadId)}: expected one no other thread makes ` +
         `ids with, found it in use by ${thread(holder.thread)}. ${RULE}`,

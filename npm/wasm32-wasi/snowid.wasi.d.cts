@@ -4,44 +4,7 @@
 /** The WASI flavor this loader instantiates. */
 export declare const __napiBindingTarget: 'wasm32-wasi'
 
-/**
- * A generator with its own options. Generators with the same identity (layout, epoch, datacenterId, workerId)
- * in one process share one state, so making one per request can never duplicate ids. Its host lease is taken by
- * its first id, so one used only to read ids takes none.
- */
 export declare class Snowflake {
-  /**
-   * Options left out are read from the environment, else take their defaults, as for the default generator.
-   * The options are checked at once; the host lease is taken by the first id.
-   * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` for a bad option or environment value.
-   */
-  constructor(options?: SnowflakeOptions)
-  /** The next id, as a `bigint`. Throws as the module's `nextId()` does. */
-  nextId(): bigint
-  /** The next id, as a decimal string. Throws as the module's `nextId()` does. */
-  nextIdString(): string
-  /**
-   * The next `count` ids in a new `BigInt64Array`, or, given a `BigInt64Array`, that array filled and returned.
-   * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for a `count` that is not an integer from 1 to
-   * 1048576 or such an array.
-   */
-  nextIds(count: number | BigInt64Array): BigInt64Array
-  /**
-   * The next `count` ids as decimal strings, in order.
-   * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for a `count` that is not an integer from 1 to
-   * 1048576.
-   */
-  nextIdStrings(count: number): string[]
-  /**
-   * The fields of an id, read with this generator's layout and epoch.
-   * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
-   */
-  decode(id: bigint | string | number): DecodedId
-  /**
-   * The Unix ms of an id's timestamp, read with this generator's layout and epoch.
-   * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
-   */
-  timestampOf(id: bigint | string | number): number
   /**
    * The smallest id any generator with this layout and epoch can make in the ms `time`.
    * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as the module's `minIdAt()` does.
@@ -66,22 +29,8 @@ export declare class Snowflake {
   stats(): SnowidStats
 }
 
-/**
- * Reads ids of one layout and epoch. Unlike a `Snowflake`, it makes no ids, so it needs no worker id and takes
- * no lease, reads no environment variable, and accepts a layout whose timestamp field runs out in less than 10
- * years (or has run out): any layout with at least one timestamp bit and an epoch in the past.
- */
 export declare class SnowflakeLayout {
-  /**
-   * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` for an unknown or bad option, or widths that
-   * leave no timestamp bit.
-   */
   constructor(options?: LayoutOptions)
-  /**
-   * The fields of an id.
-   * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
-   */
-  decode(id: bigint | string | number): DecodedId
   /**
    * The Unix ms of an id's timestamp.
    * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
@@ -146,16 +95,6 @@ export interface ConfigSources {
  * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` for a bad option, or a bad environment value.
  */
 export declare function configure(options?: SnowflakeOptions): void
-
-/**
- * The fields of an id, read with the default generator's layout and epoch. It does not start the generator.
- *
- * @param id - a `bigint`, a decimal string, or a safe integer `number` (ids above 2^53 have already lost digits
- * as numbers).
- * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for negative, too large, non-integer, empty or
- * non-decimal input.
- */
-export declare function decode(id: bigint | string | number): DecodedId
 
 /** The fields of an id. Every value is a plain number or string, so the object is safe for `JSON.stringify`. */
 export interface DecodedId {
@@ -242,39 +181,6 @@ export declare function maxIdAt(time: Date | number | string): bigint
  * whole ms.
  */
 export declare function minIdAt(time: Date | number | string): bigint
-
-/**
- * The next id of the process-wide default generator, as a `bigint`.
- *
- * The default generator is configured from the environment (`SNOWID_*`) on its first use, or by `configure()`
- * before it. Its state is shared by every `worker_thread` and every `Snowflake` with the same identity.
- * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the environment holds a bad value.
- * @throws {Error} `ERR_SNOWID_IDENTITY_REQUIRED` where replicas are the norm (Kubernetes, ECS, Cloud Run, ...) and
- * neither a worker id nor a datacenter id was chosen (nor `SNOWID_SINGLE_INSTANCE=true`).
- * @throws {Error} `ERR_SNOWID_CLOCK_BACKWARDS` when the clock moved back and the `onClockBack` policy gives up.
- * @throws {Error} `ERR_SNOWID_TIME_EXHAUSTED` past the layout's `expiresAt`.
- */
-export declare function nextId(): bigint
-
-/**
- * The next `count` ids of the default generator in a new `BigInt64Array`, or, given a `BigInt64Array`, that array
- * filled with the next ids and returned. Ids come out in order, as `count` calls of `nextId()` would make them.
- * @param count - an integer from 1 to 1048576, or a `BigInt64Array` of that length.
- * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for any other `count`.
- * @throws {Error} as `nextId()` does.
- */
-export declare function nextIds(count: number | BigInt64Array): BigInt64Array
-
-/** The next id of the process-wide default generator, as a decimal string. Throws as `nextId()` does. */
-export declare function nextIdString(): string
-
-/**
- * The next `count` ids of the default generator as decimal strings, in order.
- * @param count - an integer from 1 to 1048576.
- * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for any other `count`.
- * @throws {Error} as `nextId()` does.
- */
-export declare function nextIdStrings(count: number): string[]
 
 /**
  * What the generator does when the clock reads earlier than the last id's timestamp.
@@ -475,14 +381,6 @@ export interface SnowidStats {
 
 /** The default generator's current lead and counters (all 0 before its first id). */
 export declare function stats(): SnowidStats
-
-/**
- * The Unix ms of an id's timestamp, read with the default generator's layout and epoch: `decode(id).timestamp`
- * without the other fields. It does not start the generator.
- * @param id - a `bigint`, a decimal string, or a safe integer `number`.
- * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
- */
-export declare function timestampOf(id: bigint | string | number): number
 
 /**
  * The worker-id slots that processes started with `env` (merged over this process's `process.env`, as

@@ -70,6 +70,7 @@ impl Decimal {
         &self.buf[self.start..]
     }
 
+    #[cfg(test)]
     pub fn as_str(&self) -> &str {
         // Only ASCII digits were written.
         std::str::from_utf8(self.as_bytes()).unwrap_or("0")

@@ -91,13 +91,14 @@ impl Layout {
     pub fn for_reading(widths: Widths, epoch: u64, now: u64) -> Result<Layout> {
         let Widths { datacenter, worker, clock_back, sequence } = widths;
         let sum = u64::from(datacenter) + u64::from(worker) + u64::from(clock_back) + u64::from(sequence);
-        let parts = sum_text(widths);
+        // Made only for a message.
+        let parts = || sum_text(widths);
         if [datacenter, worker, clock_back, sequence].iter().any(|&w| w > MAX_FIELD_BITS) {
             return Err(Error::range_error(
                 Code::InvalidConfig,
                 "layout",
                 &format!("fields other than the timestamp of at most {MAX_FIELD_BITS} bits each"),
-                &parts,
+                &parts(),
             ));
         }
         if sum > 62 {
@@ -105,7 +106,7 @@ impl Layout {
                 Code::InvalidConfig,
                 "layout",
                 "field widths that add up to at most 62 bits, leaving the rest (at least 1 bit) to the timestamp",
-                &parts,
+                &parts(),
             ));
         }
         let timestamp_bits = 63 - sum as u32;
@@ -118,7 +119,7 @@ impl Layout {
                      (give the other fields at least {} bits)",
                     63 - MAX_TIMESTAMP_BITS
                 ),
-                &format!("{parts}, leaving {timestamp_bits}"),
+                &format!("{}, leaving {timestamp_bits}", parts()),
             ));
         }
         if epoch > now {

@@ -37,7 +37,7 @@ use super::env::EnvSource;
 use super::error::quote;
 
 /// Where a process runs, as far as replicas go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Environment {
     Kubernetes,
     Ecs,
@@ -86,7 +86,7 @@ impl Environment {
 }
 
 /// An environment, and the signal it was known by (for messages).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Detected {
     pub environment: Environment,
     pub signal: Signal,
@@ -94,7 +94,7 @@ pub struct Detected {
 
 /// What an environment was known by. Made with no text but a value that names it, since a `new Snowflake()` with no
 /// identity looks for its environment each time.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Signal {
     /// A variable that is set.
     Set(&'static str),

@@ -1,5 +1,5 @@
-//! The process's default generator (configured on first need, started by the first id) and the module
-//! functions that use it.
+//! The process's default generator: configured on first need (by `configure()` or from the environment), started
+//! by its first id, and read without starting it (its layout, its configuration).
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -8,8 +8,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use napi::{sys, Env, JsValue, Result, Unknown};
-use napi_derive::napi;
+use napi::sys;
 use parking_lot::Mutex;
 
 use crate::core::config::{Config, Options};
@@ -19,12 +18,8 @@ use crate::core::identity::{self, bind_worker};
 use crate::core::layout::Layout;
 use crate::core::time::{Clock, SystemClock};
 
-use super::callbacks::{next_id_strings_impl, next_ids_impl};
 use super::env::{JsEnv, Remembered};
-use super::errors::{emit_warning, raise};
-use super::options::read_options;
-use super::report::{decode_with, report, stats_of, DecodedId, SnowidConfig, SnowidStats};
-use super::values::{read_id, read_time, IdBigInt, IdString, Raw};
+use super::errors::emit_warning;
 
 /// A configuration resolved from `opts` over the environment `env` holds now.
 pub(crate) fn resolve(opts: &Options, env: &JsEnv) -> CoreResult<Config> {
@@ -193,139 +188,29 @@ pub(crate) fn configured_view(env: sys::napi_env) -> Option<sys::napi_value> {
     }
 }
 
-/// The next id of the process-wide default generator, as a `bigint`.
-///
-/// The default generator is configured from the environment (`SNOWID_*`) on its first use, or by `configure()`
-/// before it. Its state is shared by every `worker_thread` and every `Snowflake` with the same identity.
-/// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the environment holds a bad value.
-/// @throws {Error} `ERR_SNOWID_IDENTITY_REQUIRED` where replicas are the norm (Kubernetes, ECS, Cloud Run, ...) and
-/// neither a worker id nor a datacenter id was chosen (nor `SNOWID_SINGLE_INSTANCE=true`).
-/// @throws {Error} `ERR_SNOWID_CLOCK_BACKWARDS` when the clock moved back and the `onClockBack` policy gives up.
-/// @throws {Error} `ERR_SNOWID_TIME_EXHAUSTED` past the layout's `expiresAt`.
-#[napi(ts_return_type = "bigint")]
-pub fn next_id(env: Env) -> IdBigInt {
-    IdBigInt(default_generator(env.raw()).and_then(|g| g.next_id()))
-}
-
-/// The next id of the process-wide default generator, as a decimal string. Throws as `nextId()` does.
-#[napi(ts_return_type = "string")]
-pub fn next_id_string(env: Env) -> IdString {
-    IdString(default_generator(env.raw()).and_then(|g| g.next_id()))
-}
-
-/// The next `count` ids of the default generator in a new `BigInt64Array`, or, given a `BigInt64Array`, that array
-/// filled with the next ids and returned. Ids come out in order, as `count` calls of `nextId()` would make them.
-/// @param count - an integer from 1 to 1048576, or a `BigInt64Array` of that length.
-/// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for any other `count`.
-/// @throws {Error} as `nextId()` does.
-#[napi(ts_return_type = "BigInt64Array")]
-pub fn next_ids(env: Env, #[napi(ts_arg_type = "number | BigInt64Array")] count: Unknown) -> Result<Raw> {
-    next_ids_impl(env.raw(), || default_generator(env.raw()), count.raw()).map(Raw)
-}
-
-/// The next `count` ids of the default generator as decimal strings, in order.
-/// @param count - an integer from 1 to 1048576.
-/// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for any other `count`.
-/// @throws {Error} as `nextId()` does.
-#[napi(ts_return_type = "string[]")]
-pub fn next_id_strings(env: Env, #[napi(ts_arg_type = "number")] count: Unknown) -> Result<Raw> {
-    next_id_strings_impl(env.raw(), || default_generator(env.raw()), count.raw()).map(Raw)
-}
-
-/// The fields of an id, read with the default generator's layout and epoch. It does not start the generator.
-///
-/// @param id - a `bigint`, a decimal string, or a safe integer `number` (ids above 2^53 have already lost digits
-/// as numbers).
-/// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for negative, too large, non-integer, empty or
-/// non-decimal input.
-#[napi]
-pub fn decode(env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<DecodedId> {
-    let raw = env.raw();
-    let id = read_id(raw, id.raw(), "id")?;
-    let layout = default_layout(raw).map_err(|e| raise(raw, &e))?;
-    Ok(decode_with(&layout, id))
-}
-
-/// The Unix ms of an id's timestamp, read with the default generator's layout and epoch: `decode(id).timestamp`
-/// without the other fields. It does not start the generator.
-/// @param id - a `bigint`, a decimal string, or a safe integer `number`.
-/// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
-#[napi]
-pub fn timestamp_of(env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<f64> {
-    let raw = env.raw();
-    let id = read_id(raw, id.raw(), "id")?;
-    let layout = default_layout(raw).map_err(|e| raise(raw, &e))?;
-    Ok(layout.unix_ms_of(id) as f64)
-}
-
-/// The smallest id any generator with the default layout and epoch can make in the ms `time`, whatever its
-/// datacenterId, workerId, clockBack and sequence: the lower bound of `WHERE id BETWEEN minIdAt(a) AND maxIdAt(b)`.
-/// It does not start the generator.
-/// @param time - a `Date`, Unix ms, or an ISO-8601 date (`YYYY-MM-DD`, or a date-time with `Z` or an offset).
-/// @throws {TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for a value of another kind.
-/// @throws {RangeError} `ERR_SNOWID_INVALID_ARGUMENT` for a time before the epoch or past `expiresAt`, or not a
-/// whole ms.
-#[napi(ts_return_type = "bigint")]
-pub fn min_id_at(env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
-    let raw = env.raw();
-    let at = read_time(raw, time.raw(), "time")?;
-    Ok(IdBigInt(default_layout(raw).and_then(|l| l.min_id_at(at, "time"))))
-}
-
-/// The largest id any generator with the default layout and epoch can make in the ms `time`: the upper bound of
-/// `WHERE id BETWEEN minIdAt(a) AND maxIdAt(b)`. It does not start the generator.
-/// @param time - a `Date`, Unix ms, or an ISO-8601 date (`YYYY-MM-DD`, or a date-time with `Z` or an offset).
-/// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` as `minIdAt()` does.
-#[napi(ts_return_type = "bigint")]
-pub fn max_id_at(env: Env, #[napi(ts_arg_type = "Date | number | string")] time: Unknown) -> Result<IdBigInt> {
-    let raw = env.raw();
-    let at = read_time(raw, time.raw(), "time")?;
-    Ok(IdBigInt(default_layout(raw).and_then(|l| l.max_id_at(at, "time"))))
-}
-
-/// The effective configuration of the default generator and where each value came from. It does not start the
-/// generator; when the worker id comes from the lease, it takes this process's automatic slot to report it.
-/// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the environment holds a bad value.
-/// @throws {Error} `ERR_SNOWID_IDENTITY_REQUIRED` as the first `nextId()` does.
-/// @throws {Error} `ERR_SNOWID_LEASE_DIR`, `ERR_SNOWID_LEASE_CORRUPT` or `ERR_SNOWID_NO_FREE_WORKER_ID` when the
-/// automatic lease cannot be taken.
-#[napi]
-pub fn config(env: Env) -> Result<SnowidConfig> {
-    let raw = env.raw();
-    let c = default_config(raw, true).map_err(|e| raise(raw, &e))?;
-    Ok(report(&c, identity::environment(&c, &JsEnv::new(raw))))
-}
-
 /// The default generator's current lead and counters (all 0 before its first id).
-#[napi]
-pub fn stats() -> SnowidStats {
+pub(crate) fn default_snapshot() -> Snapshot {
     match DEFAULT.get() {
-        Some((g, _)) => stats_of(g.snapshot()),
-        None => stats_of(Snapshot { lead_ms: 0, clock_back: 0, stats: Default::default() }),
+        Some((g, _)) => g.snapshot(),
+        None => Snapshot { lead_ms: 0, clock_back: 0, stats: Default::default() },
     }
 }
 
-/// Sets the options of the default generator before its first id. Options win over environment variables.
-/// A later call before the first id replaces the earlier options. The options are validated at once.
-/// @throws {Error} `ERR_SNOWID_ALREADY_CONFIGURED` once the default generator has issued an id.
-/// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` for a bad option, or a bad environment value.
-#[napi]
-pub fn configure(env: Env, #[napi(ts_arg_type = "SnowflakeOptions")] options: Option<Unknown>) -> Result<()> {
-    let raw = env.raw();
-    let opts = read_options(raw, options)?;
+/// Replaces the default generator's options before its first id, reading the environment again for them; refused
+/// once it has started.
+pub(crate) fn configure_default(env: sys::napi_env, opts: Options) -> CoreResult<()> {
     let mut pending = PENDING.lock();
     if DEFAULT.get().is_some() {
-        let e = CoreError::new(
+        return Err(CoreError::new(
             Code::AlreadyConfigured,
             Class::Error,
             "configure: expected a call before the default generator's first id, found it already started; \
              use new Snowflake(options) for a generator of your own",
-        );
-        return Err(raise(raw, &e));
+        ));
     }
     // A new Pending: options from before are replaced, and the environment is read again for them.
     let mut next = Pending { options: Some(opts), seen: BTreeMap::new(), layout: None, config: None };
-    next.config(raw).map_err(|e| raise(raw, &e))?;
+    next.config(env)?;
     *pending = next;
     CONFIGURED.fetch_add(1, Ordering::Release);
     Ok(())

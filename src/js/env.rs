@@ -230,7 +230,10 @@ pub(crate) fn read_env_object(env: sys::napi_env, value: sys::napi_value) -> Res
         }
         let mut s = ptr::null_mut();
         // SAFETY: `v` is a value of the current call.
-        check_reading(env, unsafe { sys::napi_coerce_to_string(env, v, &mut s) }, &format!("env.{name}"))?;
+        let status = unsafe { sys::napi_coerce_to_string(env, v, &mut s) };
+        if status != sys::Status::napi_ok {
+            check_reading(env, status, &format!("env.{name}"))?;
+        }
         vars.insert(name, unsafe { String::from_napi_value(env, s) }?);
     }
     Ok(vars)

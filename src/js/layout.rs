@@ -8,10 +8,9 @@ use crate::core::config::Config;
 use crate::core::layout::Layout;
 use crate::core::time::{Clock, SystemClock};
 
-use super::callbacks::layout_decoder;
+use super::decoding::layout_decoder;
 use super::errors::raise;
 use super::options::read_layout_options;
-use super::report::{decode_with, DecodedId};
 use super::values::{read_id, read_time, IdBigInt, Raw};
 
 /// Options of a `SnowflakeLayout`. Nothing is read from the environment: each one left out takes snowid's default.
@@ -51,9 +50,8 @@ pub struct LayoutSpec {
     pub expires_at: f64,
 }
 
-/// Reads ids of one layout and epoch. Unlike a `Snowflake`, it makes no ids, so it needs no worker id and takes
-/// no lease, reads no environment variable, and accepts a layout whose timestamp field runs out in less than 10
-/// years (or has run out): any layout with at least one timestamp bit and an epoch in the past.
+// The native core of a `SnowflakeLayout`; index.d.ts documents the class, and declares its constructor and its
+// `decode` (made from `__decoder`).
 #[napi]
 pub struct SnowflakeLayout {
     layout: Layout,
@@ -61,8 +59,7 @@ pub struct SnowflakeLayout {
 
 #[napi]
 impl SnowflakeLayout {
-    /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` for an unknown or bad option, or widths that
-    /// leave no timestamp bit.
+    // Declared in index.d.ts, with the class.
     #[napi(constructor)]
     pub fn new(env: Env, #[napi(ts_arg_type = "LayoutOptions")] options: Option<Unknown>) -> Result<Self> {
         let raw = env.raw();
@@ -72,15 +69,7 @@ impl SnowflakeLayout {
         Ok(SnowflakeLayout { layout })
     }
 
-    /// The fields of an id.
-    /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
-    #[napi]
-    pub fn decode(&self, env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<DecodedId> {
-        let id = read_id(env.raw(), id.raw(), "id")?;
-        Ok(decode_with(&self.layout, id))
-    }
-
-    /// For `index.js`: the native half of this instance's fast `decode` (see `callbacks::decode_fields`).
+    /// For `index.js`: the native half of this instance's fast `decode` (see `decoding::decode_fields`).
     #[napi(skip_typescript, js_name = "__decoder")]
     pub fn decoder(&self, env: Env) -> Result<Raw> {
         layout_decoder(env.raw(), self.layout).map(Raw)

@@ -4,13 +4,12 @@ use napi_derive::napi;
 
 use crate::core::config::{Config, Source};
 use crate::core::generator::{ClockBackPolicy, Snapshot};
-use crate::core::id::Decimal;
-use crate::core::layout::Layout;
 use crate::core::replicas::Environment;
 use crate::core::statefulset::STATEFULSET;
 
 /// The fields of an id. Every value is a plain number or string, so the object is safe for `JSON.stringify`.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
+#[allow(dead_code)] // Declares the typings only: `index.js` builds the object from what `decodeFields` writes.
 pub struct DecodedId {
     /// The id in decimal.
     pub id: String,
@@ -22,18 +21,6 @@ pub struct DecodedId {
     pub clock_back: u32,
     /// The counter within the ms.
     pub sequence: u32,
-}
-
-pub(crate) fn decode_with(layout: &Layout, id: u64) -> DecodedId {
-    let f = layout.unpack(id);
-    DecodedId {
-        id: Decimal::new(id).as_str().to_string(),
-        timestamp: (layout.epoch() + f.timestamp) as f64,
-        datacenter_id: f.datacenter_id,
-        worker_id: f.worker_id,
-        clock_back: f.clock_back,
-        sequence: f.sequence,
-    }
 }
 
 /// Where a configured value came from: an option, an environment variable, a StatefulSet pod's host name

@@ -1,152 +1,47 @@
-//! The `Snowflake` class: a generator with its own options.
+//! The `Snowflake` class as napi-rs makes it: the core of a `Snowflake` (see `snowflake_core`), whose class
+//! semantics `index.js` adds. Its hot methods are the core's plain callbacks (`__install`, `__decoder`); the rest
+//! are its napi-rs methods.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use parking_lot::Mutex;
-
-use napi::bindgen_prelude::{new_instance, ClassInstance, FromNapiValue};
-use napi::sys;
+use napi::bindgen_prelude::new_instance;
 use napi::{Env, JsValue, Result, Unknown};
 use napi_derive::napi;
 
-use crate::core::config::{time_arg, Config, OptionValue};
-use crate::core::error::Result as CoreResult;
-use crate::core::generator::{Generator, Snapshot};
+use crate::core::config::{time_arg, OptionValue};
+use crate::core::generator::Snapshot;
 use crate::core::identity;
-use crate::core::layout::Layout;
-use crate::core::time::SystemClock;
 
-use super::callbacks::{install_instance, layout_decoder, next_id_strings_impl, next_ids_impl, snowflake_class};
+use super::decoding::layout_decoder;
 use super::default::{resolve, warn_once};
 use super::env::JsEnv;
-use super::errors::{check, raise};
+use super::errors::raise;
+use super::module_instance::{cache_core, cached_core, snowflake_class};
 use super::options::read_options;
-use super::report::{decode_with, report, stats_of, DecodedId, SnowidConfig, SnowidStats};
-use super::values::{read_id, read_time, IdBigInt, IdString, Raw};
+use super::report::{report, stats_of, SnowidConfig, SnowidStats};
+use super::snowflake_core::{install_instance, SnowflakeGenerator};
+use super::values::{read_time, IdBigInt, Raw};
 
-/// A `Snowflake`'s generator, started by its first id: an object used only to read ids takes no host lease.
-pub(crate) struct SnowflakeGenerator {
-    /// The layout, known from the start: reading ids needs nothing else.
-    pub(crate) layout: Layout,
-    /// The configuration as it was resolved, before the generator started: what `snowflake_core` matches.
-    resolved: Config,
-    /// The configuration; an automatic worker id is filled in when the generator starts.
-    config: Mutex<Config>,
-    generator: OnceLock<Generator<SystemClock>>,
-}
-
-impl SnowflakeGenerator {
-    fn new(config: Config) -> SnowflakeGenerator {
-        SnowflakeGenerator {
-            layout: config.layout,
-            resolved: config.clone(),
-            config: Mutex::new(config),
-            generator: OnceLock::new(),
-        }
-    }
-
-    /// The generator, started (its host lease taken) on the first call, on the JS thread of `env`.
-    #[inline]
-    pub(crate) fn get(&self, env: sys::napi_env) -> CoreResult<&Generator<SystemClock>> {
-        match self.generator.get() {
-            Some(g) => Ok(g),
-            None => self.start(env),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn start(&self, env: sys::napi_env) -> CoreResult<&Generator<SystemClock>> {
-        let mut config = self.config.lock();
-        if let Some(g) = self.generator.get() {
-            return Ok(g);
-        }
-        let mut started = config.clone();
-        let (generator, warning) = identity::generator(&mut started)?;
-        *config = started;
-        let generator = self.generator.get_or_init(|| generator);
-        drop(config);
-        warn_once(env, warning);
-        Ok(generator)
-    }
-}
-
-/// A generator with its own options. Generators with the same identity (layout, epoch, datacenterId, workerId)
-/// in one process share one state, so making one per request can never duplicate ids. Its host lease is taken by
-/// its first id, so one used only to read ids takes none.
+// The native core of a `Snowflake`, made by `snowflake_core`; index.d.ts documents the class, and declares its
+// constructor and its methods made from plain callbacks.
 #[napi]
 pub struct Snowflake {
-    lazy: Arc<SnowflakeGenerator>,
+    core: Arc<SnowflakeGenerator>,
 }
 
 #[napi]
 impl Snowflake {
-    /// Options left out are read from the environment, else take their defaults, as for the default generator.
-    /// The options are checked at once; the host lease is taken by the first id.
-    /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` for a bad option or environment value.
-    #[napi(constructor)]
-    pub fn new(env: Env, #[napi(ts_arg_type = "SnowflakeOptions")] options: Option<Unknown>) -> Result<Self> {
-        let raw = env.raw();
-        let opts = read_options(raw, options)?;
-        let config = resolve(&opts, &JsEnv::new(raw)).map_err(|e| raise(raw, &e))?;
-        Ok(Snowflake { lazy: Arc::new(SnowflakeGenerator::new(config)) })
-    }
-
     /// For `index.js`, on the first method access of a `Snowflake` on this core: its hot methods
-    /// (`callbacks::INSTANCE_METHODS`) and batch halves (`callbacks::INSTANCE_BATCHES`), in that order, as one array.
+    /// and batch halves (see `snowflake_core::install_instance`), in that order, as one array.
     #[napi(skip_typescript, js_name = "__install")]
     pub fn install(&self, env: Env) -> Result<Raw> {
-        install_instance(env.raw(), &self.lazy).map(Raw)
+        install_instance(env.raw(), &self.core).map(Raw)
     }
 
-    /// For `index.js`: the native half of this instance's fast `decode` (see `callbacks::decode_fields`).
+    /// For `index.js`: the native half of this instance's fast `decode` (see `decoding::decode_fields`).
     #[napi(skip_typescript, js_name = "__decoder")]
     pub fn decoder(&self, env: Env) -> Result<Raw> {
-        layout_decoder(env.raw(), self.lazy.layout).map(Raw)
-    }
-
-    /// The next id, as a `bigint`. Throws as the module's `nextId()` does.
-    #[napi(ts_return_type = "bigint")]
-    pub fn next_id(&self, env: Env) -> IdBigInt {
-        IdBigInt(self.lazy.get(env.raw()).and_then(|g| g.next_id()))
-    }
-
-    /// The next id, as a decimal string. Throws as the module's `nextId()` does.
-    #[napi(ts_return_type = "string")]
-    pub fn next_id_string(&self, env: Env) -> IdString {
-        IdString(self.lazy.get(env.raw()).and_then(|g| g.next_id()))
-    }
-
-    /// The next `count` ids in a new `BigInt64Array`, or, given a `BigInt64Array`, that array filled and returned.
-    /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for a `count` that is not an integer from 1 to
-    /// 1048576 or such an array.
-    #[napi(ts_return_type = "BigInt64Array")]
-    pub fn next_ids(&self, env: Env, #[napi(ts_arg_type = "number | BigInt64Array")] count: Unknown) -> Result<Raw> {
-        next_ids_impl(env.raw(), || self.lazy.get(env.raw()), count.raw()).map(Raw)
-    }
-
-    /// The next `count` ids as decimal strings, in order.
-    /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_ARGUMENT` for a `count` that is not an integer from 1 to
-    /// 1048576.
-    #[napi(ts_return_type = "string[]")]
-    pub fn next_id_strings(&self, env: Env, #[napi(ts_arg_type = "number")] count: Unknown) -> Result<Raw> {
-        next_id_strings_impl(env.raw(), || self.lazy.get(env.raw()), count.raw()).map(Raw)
-    }
-
-    /// The fields of an id, read with this generator's layout and epoch.
-    /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
-    #[napi]
-    pub fn decode(&self, env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<DecodedId> {
-        let id = read_id(env.raw(), id.raw(), "id")?;
-        Ok(decode_with(&self.lazy.layout, id))
-    }
-
-    /// The Unix ms of an id's timestamp, read with this generator's layout and epoch.
-    /// @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
-    #[napi]
-    pub fn timestamp_of(&self, env: Env, #[napi(ts_arg_type = "bigint | string | number")] id: Unknown) -> Result<f64> {
-        let id = read_id(env.raw(), id.raw(), "id")?;
-        Ok(self.lazy.layout.unix_ms_of(id) as f64)
+        layout_decoder(env.raw(), self.core.layout).map(Raw)
     }
 
     /// The smallest id any generator with this layout and epoch can make in the ms `time`.
@@ -158,7 +53,7 @@ impl Snowflake {
         #[napi(ts_arg_type = "Date | number | string")] time: Unknown,
     ) -> Result<IdBigInt> {
         let at = read_time(env.raw(), time.raw(), "time")?;
-        Ok(IdBigInt(self.lazy.layout.min_id_at(at, "time")))
+        Ok(IdBigInt(self.core.layout.min_id_at(at, "time")))
     }
 
     /// The largest id any generator with this layout and epoch can make in the ms `time`.
@@ -170,7 +65,7 @@ impl Snowflake {
         #[napi(ts_arg_type = "Date | number | string")] time: Unknown,
     ) -> Result<IdBigInt> {
         let at = read_time(env.raw(), time.raw(), "time")?;
-        Ok(IdBigInt(self.lazy.layout.max_id_at(at, "time")))
+        Ok(IdBigInt(self.core.layout.max_id_at(at, "time")))
     }
 
     /// This generator's effective configuration and where each value came from. When the worker id comes from the
@@ -179,72 +74,49 @@ impl Snowflake {
     /// the generator.
     #[napi]
     pub fn config(&self, env: Env) -> Result<SnowidConfig> {
-        let warning = identity::check(&self.lazy.resolved).map_err(|e| raise(env.raw(), &e))?;
+        let warning = identity::check(&self.core.resolved).map_err(|e| raise(env.raw(), &e))?;
         warn_once(env.raw(), warning);
-        let needs_slot = self.lazy.config.lock().worker_id_needs_lease();
+        let needs_slot = self.core.config.lock().worker_id_needs_lease();
         if needs_slot {
-            self.lazy.get(env.raw()).map_err(|e| raise(env.raw(), &e))?;
+            self.core.get(env.raw()).map_err(|e| raise(env.raw(), &e))?;
         }
-        let environment = identity::environment(&self.lazy.resolved, &JsEnv::new(env.raw()));
-        Ok(report(&self.lazy.config.lock(), environment))
+        let environment = identity::environment(&self.core.resolved, &JsEnv::new(env.raw()));
+        Ok(report(&self.core.config.lock(), environment))
     }
 
     /// The current lead and counters of this generator's state (shared with every generator of its identity); all
     /// 0 before its first id.
     #[napi]
     pub fn stats(&self) -> SnowidStats {
-        match self.lazy.generator.get() {
+        match self.core.generator.get() {
             Some(g) => stats_of(g.snapshot()),
             None => stats_of(Snapshot { lead_ms: 0, clock_back: 0, stats: Default::default() }),
         }
     }
 }
 
-/// How many cores (configurations) a module instance keeps for reuse by `snowflake_core`.
-const CORE_CACHE: u32 = 8;
-
 /// For `index.js`: the native core of a new `Snowflake`, the object its methods run on. `options` are read and
 /// resolved over the environment as the constructor does (so a bad value throws the same coded error each time).
-/// A core of the same resolved configuration already in `cache` (an array `index.js` keeps, one per module
-/// instance, most recent first, at most [`CORE_CACHE`] long) is returned as it is; else a new one is made and put
-/// first. So a `Snowflake` made again and again with the same options costs no native memory and no finalizer of
-/// its own. Sharing a core changes nothing a `Snowflake` does: generators of one identity share one state anyway
-/// (`core::registry`), and a core holds only that configuration and its started generator.
+/// A core of the same resolved configuration that this module instance made and that a `Snowflake` still uses is
+/// returned as it is; else a new one is made. So `Snowflake`s made again and again, of any number of
+/// configurations, cost no native memory and no finalizer of their own. Sharing a core changes nothing a
+/// `Snowflake` does: generators of one identity share one state anyway (`core::registry`), and a core holds only
+/// that configuration and its started generator.
 #[napi(skip_typescript, js_name = "__snowflakeCore")]
-pub fn snowflake_core(env: Env, options: Option<Unknown>, cache: Unknown) -> Result<Raw> {
+pub fn snowflake_core(env: Env, options: Option<Unknown>) -> Result<Raw> {
     let raw = env.raw();
     let opts = read_options(raw, options)?;
     let config = resolve(&opts, &JsEnv::new(raw)).map_err(|e| raise(raw, &e))?;
-    let cache = cache.raw();
-    let mut len = 0u32;
-    // SAFETY: plain N-API calls on values of this call; `cache` is `index.js`'s array of cores.
-    check(unsafe { sys::napi_get_array_length(raw, cache, &mut len) })?;
-    let len = len.min(CORE_CACHE);
-    let element = |i: u32| -> Result<sys::napi_value> {
-        let mut v = std::ptr::null_mut();
-        check(unsafe { sys::napi_get_element(raw, cache, i, &mut v) })?;
-        Ok(v)
-    };
-    for i in 0..len {
-        let v = element(i)?;
-        // SAFETY: `v` is a value of this call; anything but a `Snowflake` core gives an error, not a match.
-        let core = unsafe { ClassInstance::<Snowflake>::from_napi_value(raw, v) }?;
-        if core.lazy.resolved == config {
-            return Ok(Raw(v));
-        }
+    if let Some(core) = cached_core(raw, &config)? {
+        return Ok(Raw(core));
     }
     // Made with this module instance's own class: napi-rs's `into_instance` would take the class of the module
     // instance loaded last on this thread, whose methods refuse it here ("Illegal invocation").
     let class = snowflake_class(raw)?;
-    let wrapped = Box::into_raw(Box::new(Snowflake { lazy: Arc::new(SnowflakeGenerator::new(config)) }));
+    let wrapped = Box::into_raw(Box::new(Snowflake { core: Arc::new(SnowflakeGenerator::new(config.clone())) }));
     // SAFETY: `wrapped` is a new `Snowflake`, which `new_instance` wraps in an instance of `class` (or frees).
     let core = unsafe { new_instance::<Snowflake>(raw, wrapped.cast(), class) }?;
-    // Most recent first: the others move down one, and the last falls out once the cache is full.
-    for i in (1..=len.min(CORE_CACHE - 1)).rev() {
-        let v = element(i - 1)?;
-        check(unsafe { sys::napi_set_element(raw, cache, i, v) })?;
-    }
-    check(unsafe { sys::napi_set_element(raw, cache, 0, core) })?;
+    cache_core(raw, config, core)?;
     Ok(Raw(core))
 }
 
@@ -259,7 +131,7 @@ pub fn snowflake_core(env: Env, options: Option<Unknown>, cache: Unknown) -> Res
 pub fn fence_snowflake(env: Env, target: &Snowflake, deadline: f64, mark: Option<f64>) -> Result<f64> {
     let ms = |n: f64, what: &str| time_arg(&OptionValue::Number(n), what).map_err(|e| raise(env.raw(), &e));
     let deadline = ms(deadline, "deadline")?;
-    let generator = target.lazy.get(env.raw()).map_err(|e| raise(env.raw(), &e))?;
+    let generator = target.core.get(env.raw()).map_err(|e| raise(env.raw(), &e))?;
     if let Some(mark) = mark {
         generator.absorb_mark(ms(mark, "mark")?);
     }

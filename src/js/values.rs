@@ -25,18 +25,6 @@ impl ToNapiValue for IdBigInt {
     }
 }
 
-/// An id, or the error that replaces it, converted to a decimal JS string written from a stack buffer.
-pub struct IdString(pub(crate) CoreResult<u64>);
-
-impl ToNapiValue for IdString {
-    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
-        match val.0 {
-            Ok(id) => unsafe { decimal(env, id) },
-            Err(e) => Err(raise(env, &e)),
-        }
-    }
-}
-
 pub(crate) fn type_of(env: sys::napi_env, value: sys::napi_value) -> Result<sys::napi_valuetype> {
     let mut t = 0;
     // SAFETY: `env` and `value` come from the current call.
@@ -129,7 +117,9 @@ pub(crate) fn own_entries(
         check(unsafe { sys::napi_get_element(env, keys, i, &mut key) })?;
         let name = unsafe { String::from_napi_value(env, key) }?;
         let status = unsafe { sys::napi_get_property(env, value, key, &mut v) };
-        check_reading(env, status, &format!("{what}.{}", short(&name)))?;
+        if status != sys::Status::napi_ok {
+            check_reading(env, status, &format!("{what}.{}", short(&name)))?;
+        }
         entries.push((name, v));
     }
     Ok(entries)

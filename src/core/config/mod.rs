@@ -23,4 +23,6 @@ pub use resolved::{Config, IfTaken, Source, Sourced};
 pub use values::time_arg;
 
 #[cfg(test)]
+mod documented_tests;
+#[cfg(test)]
 mod tests;

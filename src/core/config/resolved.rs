@@ -7,7 +7,7 @@ use super::super::layout::Layout;
 use super::super::replicas;
 
 /// Where a configured value came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Source {
     Option,
     Env,
@@ -31,14 +31,14 @@ impl Source {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Sourced<T> {
     pub value: T,
     pub source: Source,
 }
 
 /// What a worker id given as a number does when another live process on this host holds its slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum IfTaken {
     /// Fail with `ERR_SNOWID_WORKER_ID_IN_USE`.
     #[default]
@@ -78,7 +78,7 @@ impl IfTaken {
 }
 
 /// The effective configuration of a generator.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Config {
     pub datacenter_id: Sourced<u32>,
     pub worker_id: Sourced<u32>,

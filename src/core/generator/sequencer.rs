@@ -27,7 +27,7 @@ use super::super::time::format_iso;
 pub const MARK_WINDOW_MS: u64 = 100;
 
 /// What to do when the clock reads earlier than the last id's timestamp.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum ClockBackPolicy {
     /// Move to the next free clockBack value and carry on from the earlier time (the JS article's policy).
     #[default]

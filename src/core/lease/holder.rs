@@ -12,7 +12,7 @@ use super::super::fence::{Fence, Stop};
 use super::super::time::format_iso;
 use super::backend::{SlotFile, Trouble};
 use super::record::Record;
-use super::repair::Watched;
+use super::repair::{self, Watched};
 
 /// A slot this process holds, with its record.
 ///
@@ -168,7 +168,10 @@ impl Fence for Lease {
     /// Records that ids under `clock_back` may be issued up to Unix ms `until`, dropping marks before `now` only
     /// when the record is full (see [`Record::reserve`]), and writes the record before returning.
     fn reserve(&self, clock_back: u32, until: u64, now: u64) -> Result<()> {
-        self.advance(now, |next| next.reserve(clock_back, until, now))
+        self.advance(now, |next| next.reserve(clock_back, until, now))?;
+        // The mark reaches past the clock: the repair thread watches it from now on.
+        repair::wake();
+        Ok(())
     }
 
     fn guard(&self, state: Weak<dyn Stop>) {
@@ -192,22 +195,23 @@ impl Watched for Lease {
     /// not take them away should it exit next. When that finds the slot lost (`ERR_SNOWID_LEASE_LOST`), or a mark
     /// write has, it stops every generator writing marks here at once. Any other error is left for the next mark
     /// write to report.
-    fn repair(&self, now: u64) {
+    fn repair(&self, now: u64) -> bool {
         let (why, stops) = {
             let mut held = self.held.lock();
             if held.loss.error.is_none() {
                 if !held.record.reaches(now) {
-                    return;
+                    return false;
                 }
                 if held.file.in_place() {
                     held.loss.confirmed = now;
-                    return;
+                    return true;
                 }
                 let _ = self.advance_held(&mut held, now, |_| Ok(()));
             }
             match &held.loss.error {
                 Some(e) if !held.loss.stops.is_empty() => (e.clone(), std::mem::take(&mut held.loss.stops)),
-                _ => return,
+                Some(_) => return false,
+                None => return true,
             }
         };
         // With the lease's lock let go: a generator writing a mark holds its state's lock, then takes this one.
@@ -216,5 +220,6 @@ impl Watched for Lease {
                 state.stop(why.clone());
             }
         }
+        false
     }
 }

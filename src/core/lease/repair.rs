@@ -1,5 +1,7 @@
-//! The thread that watches held slots off the id path (see `Lease::repair`): it looks at each every
-//! [`REPAIR_EVERY_MS`]. It holds no lock while it sleeps and keeps no event loop alive.
+//! The thread that watches held slots off the id path (see `Lease::repair`): while some slot's marks reach past
+//! the clock, it looks at each every [`REPAIR_EVERY_MS`]; when none does, it sleeps until a mark write wakes it. So
+//! an idle process with a lease makes no periodic wake-ups. It holds no lock while it sleeps and keeps no event loop
+//! alive.
 
 use std::sync::{Arc, OnceLock};
 use std::thread::Thread;
@@ -13,11 +15,12 @@ pub const REPAIR_EVERY_MS: u64 = 10;
 
 /// A held slot the thread watches.
 pub trait Watched: Send + Sync {
-    /// Looks at the slot at Unix ms `now`.
-    fn repair(&self, now: u64);
+    /// Looks at the slot at Unix ms `now`: whether to look again in [`REPAIR_EVERY_MS`] (its marks still reach past
+    /// the clock).
+    fn repair(&self, now: u64) -> bool;
 }
 
-/// The slots watched, for the life of the process (as the process holds them), and whether the thread started.
+/// The slots watched, for the life of the process (as the process holds them), and the thread, once started.
 struct Watch {
     slots: Mutex<Vec<Arc<dyn Watched>>>,
     thread: OnceLock<Option<Thread>>,
@@ -36,15 +39,27 @@ pub fn watch(slot: Arc<dyn Watched>) {
     w.thread.get_or_init(|| {
         std::thread::Builder::new().name("snowid-lease".into()).spawn(run).ok().map(|h| h.thread().clone())
     });
+    wake();
+}
+
+/// Wakes the thread, should it sleep: a mark now reaches past the clock.
+pub fn wake() {
+    if let Some(Some(thread)) = watch_list().thread.get() {
+        thread.unpark();
+    }
 }
 
 fn run() {
     loop {
-        std::thread::sleep(std::time::Duration::from_millis(REPAIR_EVERY_MS));
         let slots: Vec<Arc<dyn Watched>> = watch_list().slots.lock().clone();
         let now = SystemClock.now_ms();
-        for slot in slots {
-            slot.repair(now);
+        // Every slot is looked at, even once one asks to be looked at again.
+        let again = slots.iter().fold(false, |again, slot| slot.repair(now) | again);
+        if again {
+            std::thread::sleep(std::time::Duration::from_millis(REPAIR_EVERY_MS));
+        } else {
+            // Until `wake`; a wake that came first makes this return at once.
+            std::thread::park();
         }
     }
 }
