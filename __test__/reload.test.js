@@ -137,6 +137,24 @@ test(
   },
 )
 
+test(
+  'three generations loaded by the hot-reload snippet, in the main thread and in a worker_thread at once, used in turn',
+  NATIVE,
+  () => {
+    const file = path.join(tempDir(), 'ids.bin')
+    const r = spawnNode([path.join(__dirname, 'fixtures', 'reload-generations.js'), file])
+    assert.equal(r.status, 0, `the child failed (${r.signal ?? r.status}):\n${r.stderr}`)
+    const out = JSON.parse(r.stdout)
+    assert.deepEqual(out.wrong, [], `${out.wrongCount} wrong results`)
+    const ids = new BigInt64Array(new Uint8Array(fs.readFileSync(file)).buffer)
+    // Per thread: 6 rounds (generation 0 thrice, 1 twice, 2 once) of 2 * (1 + ... + 64) ids and one more.
+    assert.equal(ids.length, 2 * 6 * (2 * 2080 + 1))
+    assert.equal(out.ids, ids.length)
+    const { dups, total } = countDuplicates([ids])
+    assert.equal(dups, 0, `${dups} duplicates in ${total} ids`)
+  },
+)
+
 // The WASI build's claims (lib/wasi-threads.js): each load of its binding instantiates the wasm module afresh, with
 // generators of its own, so a second load in one thread is refused a worker id the first load holds, as another
 // thread would be. The claims are plain JS over the binding object, so this runs on any build.
