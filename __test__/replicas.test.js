@@ -210,7 +210,8 @@ test('a store lease chooses the worker id, so its generators and configureWorker
      }
      // A client's connection keeps the process alive while a lease waits; this store has none.
      const alive = setInterval(() => {}, 1000)
-     startLease({ client: {} }, [], () => store, StoreLease, true).then(async (lease) => {
+     // A slot taken unconfirmed waits one TTL before its first renewal: 2 s here, not the default 10 s.
+     startLease({ client: {}, ttlMs: 2000 }, [], () => store, StoreLease, true).then(async (lease) => {
        const own = s.decode(lease.snowflake.nextId()).workerId
        const byDefault = s.decode(s.nextId()).workerId
        console.log(JSON.stringify([own, byDefault, s.config().sources.workerId]))
