@@ -153,6 +153,23 @@ test(
 )
 
 test(
+  'two processes each with a /dev/shm of its own, one network (containers with --network host): distinct slots, 0 duplicates',
+  HOST_LEASE,
+  async t => {
+    if (needsRoot(t)) return
+    // The default directory is /dev/shm/snowid for both, but two directories: only the claims keep them apart.
+    const env = { SNOWID_LEASE_DIR: undefined, SNOWID_LEASE_NAMESPACE: undefined }
+    const shms = [fakeShm(), fakeShm()]
+    const [a, b] = await both({ env, shm: shms[0] }, { env, shm: shms[1] })
+    assert.notEqual(a.slot, b.slot)
+    assert.equal(duplicates(a, b), 0)
+    // Each made its slot file in its own directory.
+    const files = shms.map(dir => fs.readdirSync(path.join(dir, 'snowid')))
+    assert.deepEqual(files, [[`${a.slot}.lease`], [`${b.slot}.lease`]])
+  },
+)
+
+test(
   'two lease directories (SNOWID_LEASE_DIR), one id space: distinct slots, 0 duplicates; a configured slot is held once',
   HOST_LEASE,
   async () => {

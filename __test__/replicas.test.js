@@ -11,7 +11,7 @@ const fs = require('node:fs')
 const { execFile } = require('node:child_process')
 const { promisify } = require('node:util')
 
-const { ROOT, cleanEnv, runNode, wasiSkip, withoutUnchosenWarning } = require('./helpers.js')
+const { ROOT, cleanEnv, runCli, runNode, wasiSkip, withoutUnchosenWarning } = require('./helpers.js')
 
 /** `runNode`, without waiting: the cases of a test run side by side. */
 async function runNodeAsync(code, extraEnv = {}) {
@@ -210,7 +210,8 @@ test('a store lease chooses the worker id, so its generators and configureWorker
      }
      // A client's connection keeps the process alive while a lease waits; this store has none.
      const alive = setInterval(() => {}, 1000)
-     startLease({ client: {} }, [], () => store, StoreLease, true).then(async (lease) => {
+     // A slot taken unconfirmed waits one TTL before its first renewal: 2 s here, not the default 10 s.
+     startLease({ client: {}, ttlMs: 2000 }, [], () => store, StoreLease, true).then(async (lease) => {
        const own = s.decode(lease.snowflake.nextId()).workerId
        const byDefault = s.decode(s.nextId()).workerId
        console.log(JSON.stringify([own, byDefault, s.config().sources.workerId]))
@@ -313,5 +314,100 @@ test(
     const out = JSON.parse(r.stdout)
     assert.deepEqual(out, { warnings: [], environment: null })
     assert.equal(r.stderr, '')
+  },
+)
+
+test('the CLI where replicas are the norm: ids are refused in one line, reading ids and printing SQL still work', () => {
+  const k8s = { KUBERNETES_SERVICE_HOST: '10.96.0.1' }
+  for (const args of [['2'], ['config'], ['config', '--json'], ['--encoding', 'base62', '1']]) {
+    const r = runCli(args, k8s)
+    assert.equal(r.status, 1, `snowid ${args.join(' ')}: ${r.stdout}${r.stderr}`)
+    assert.equal(r.stdout, '')
+    assert.match(
+      r.stderr,
+      /^snowid: identity: expected a worker id or datacenter id chosen for each replica in Kubernetes .*\(ERR_SNOWID_IDENTITY_REQUIRED\)\n$/,
+    )
+  }
+  const decoded = runCli(['decode', '175928847299117063'], k8s)
+  assert.equal(decoded.status, 0, decoded.stderr)
+  assert.equal(JSON.parse(decoded.stdout).sequence, 7)
+  const piped = runCli(['decode'], k8s, { input: '175928847299117063\n' })
+  assert.equal(piped.status, 0, piped.stderr)
+  assert.equal(JSON.parse(piped.stdout).workerId, 8)
+  for (const args of [
+    ['sql', 'postgres'],
+    ['sql', 'mysql'],
+    ['sql', 'postgres', '--functions'],
+  ]) {
+    const r = runCli(args, k8s)
+    assert.equal(r.status, 0, `snowid ${args.join(' ')}: ${r.stderr}`)
+    assert.match(r.stdout, /^-- snowid/)
+  }
+  // The switch works for the CLI as for any process.
+  const single = runCli(['2'], { ...k8s, SNOWID_SINGLE_INSTANCE: 'true' })
+  assert.equal(single.status, 0, single.stderr)
+  assert.equal(single.stdout.trim().split('\n').length, 2)
+})
+
+// A worker_thread's first use where replicas are the norm: its own default generator calls, config() and a
+// Snowflake, then the main thread's. MODE: 'none' (no identity), 'configure' (configure({ workerId: 5 }) in the main
+// thread first), 'thread-env' (the thread sets process.env.SNOWID_WORKER_ID, its own copy, before its first id).
+const THREADS = `
+const s = require('.')
+const { Worker } = require('node:worker_threads')
+const mode = process.argv[1]
+if (mode === 'configure') s.configure({ workerId: 5 })
+const inThread = \`
+  const s = require(\${JSON.stringify(process.cwd())})
+  if (\${JSON.stringify(mode)} === 'thread-env') process.env.SNOWID_WORKER_ID = '7'
+  const out = {}
+  const attempt = (k, f) => { try { out[k] = f() } catch (e) { out[k] = e.code } }
+  attempt('nextId', () => s.decode(s.nextId()).workerId)
+  attempt('config', () => s.config().workerId)
+  attempt('snowflake', () => s.decode(new s.Snowflake().nextId()).workerId)
+  require('node:worker_threads').parentPort.postMessage(out)\`
+new Worker(inThread, { eval: true }).on('message', (out) => {
+  const attempt = (k, f) => { try { out[k] = f() } catch (e) { out[k] = e.code } }
+  attempt('mainNextId', () => s.decode(s.nextId()).workerId)
+  attempt('mainConfig', () => s.config().workerId)
+  console.log(JSON.stringify(out))
+})
+`
+
+test(
+  'worker_threads where replicas are the norm: refused until the process has an identity, from any thread',
+  wasiSkip('no host lease'),
+  async () => {
+    const modes = ['none', 'configure', 'thread-env']
+    const all = await Promise.all(
+      modes.map(async mode => {
+        const env = cleanEnv({ KUBERNETES_SERVICE_HOST: '10.96.0.1' })
+        try {
+          const r = await promisify(execFile)(process.execPath, ['-e', THREADS, mode], {
+            cwd: ROOT,
+            env,
+            encoding: 'utf8',
+            timeout: 60_000,
+          })
+          return JSON.parse(r.stdout)
+        } finally {
+          fs.rmSync(env.SNOWID_LEASE_DIR, { recursive: true, force: true })
+        }
+      }),
+    )
+    const refused = 'ERR_SNOWID_IDENTITY_REQUIRED'
+    assert.deepEqual(all[0], {
+      nextId: refused,
+      config: refused,
+      snowflake: refused,
+      mainNextId: refused,
+      mainConfig: refused,
+    })
+    // The default generator is the process's: the main thread's configure() chooses for every thread. A Snowflake
+    // reads only the environment and its options, which choose nothing here.
+    assert.deepEqual(all[1], { nextId: 5, config: 5, snowflake: refused, mainNextId: 5, mainConfig: 5 })
+    // A thread's own process.env, set before its first id, configures the process's default generator (whichever
+    // thread starts it), and its Snowflakes.
+    assert.deepEqual(all[2], { nextId: 7, config: 7, snowflake: 7, mainNextId: 7, mainConfig: 7 })
   },
 )

@@ -1,9 +1,10 @@
 'use strict'
 
 // Replicas that cannot see each other, made without Docker: each one a process in its own network and mount
-// namespaces (`unshare --net --mount --fork`) with tmpfs on /tmp, /var/tmp and /dev/shm, as a container has. With
-// KUBERNETES_SERVICE_HOST set and no identity chosen, every replica refuses its first id; with a SNOWID_WORKER_ID
-// each, they issue ids at full speed, written to files and counted by sorting, with no duplicate.
+// namespaces (`unshare --net --mount --fork`) with tmpfs on /tmp, /var/tmp, /run and /dev/shm, as a container has.
+// With KUBERNETES_SERVICE_HOST set and no identity chosen, every replica refuses its first id; with a SNOWID_WORKER_ID
+// each, or a SNOWID_DATACENTER_ID each (the worker id from the replica's own lease), they issue ids at full speed,
+// written to files and counted by sorting, with no duplicate.
 //
 // Needs root and util-linux's unshare: without them it skips loudly, and fails when CI is set. Slow (several
 // processes at full speed for seconds), so not in npm test's glob.
@@ -20,7 +21,7 @@ const { ROOT, cleanEnv, countDuplicates, readIds } = require('../helpers.js')
 const REPLICAS = 4
 const RUN_MS = 1500
 // The directories a container has of its own, and so each replica here.
-const PRIVATE_DIRS = ['/tmp', '/var/tmp', '/dev/shm']
+const PRIVATE_DIRS = ['/tmp', '/var/tmp', '/run', '/dev/shm']
 
 function missing() {
   if (process.platform !== 'linux') return 'namespaces are Linux only'
@@ -169,4 +170,20 @@ test('replicas with a SNOWID_WORKER_ID each issue ids at full speed with no dupl
   const { dups: dup, total } = countDuplicates(runs.map(r => r.ids))
   assert.equal(dup, 0, `${dup} duplicates in ${total} ids`)
   t.diagnostic(`${REPLICAS} replicas, ${RUN_MS} ms: ${total} ids, ${dup} duplicates`)
+})
+
+test('replicas with a SNOWID_DATACENTER_ID each, the worker id from their own leases, issue ids with no duplicate', {
+  skip: why ?? false,
+  timeout: 120_000,
+}, async t => {
+  const runs = await replicas(dir, i => ({ KUBERNETES_SERVICE_HOST: '10.96.0.1', SNOWID_DATACENTER_ID: String(i) }))
+  runs.forEach(({ report, ids }, i) => {
+    // Each replica's lease is empty: each takes workerId 0, under its own datacenter id.
+    assert.deepEqual([report.datacenterId, report.workerId], [i, 0], JSON.stringify(report))
+    assert.deepEqual([report.sources.datacenterId, report.sources.workerId], ['env', 'lease'])
+    assert.ok(ids.length > 1000, `replica ${i} issued ${ids.length} ids`)
+  })
+  const { dups: dup, total } = countDuplicates(runs.map(r => r.ids))
+  assert.equal(dup, 0, `${dup} duplicates in ${total} ids`)
+  t.diagnostic(`${REPLICAS} replicas, ${RUN_MS} ms, a datacenter id each: ${total} ids, ${dup} duplicates`)
 })

@@ -155,6 +155,9 @@ test('a lease directory replaced under its holder, the slot taken from another n
       // scheduling delay of a busy machine. The only duplicates are ids of that window.
       assert.ok(t.overlap <= WINDOW_MS, `the holder issued ids ${t.overlap} ms past the other process's first: ${what}`)
       if (t.dups) assert.ok(t.dupMs[0] >= t.aLast - t.overlap && t.dupMs[1] <= t.aLast, what)
+      // The message tells the truth: every duplicate is of a ms at or after the last check it names.
+      const checked = Date.parse(/its own file there, at (\S+) \(/.exec(t.error.message)[1])
+      if (t.dups) assert.ok(t.dupMs[0] >= checked, `a duplicate of ${t.dupMs[0]}, before the last check: ${what}`)
     }
     assert.ok(
       trials.some(t => t.bTook),
