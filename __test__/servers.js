@@ -173,23 +173,42 @@ async function waitForPort(port, timeoutMs = 10_000) {
   }
 }
 
+/** The redis-server binary, or `undefined`. */
+const redisBin = () =>
+  onPath('redis-server') || findExecutable(['/usr/bin/redis-server', '/usr/local/bin/redis-server'])
+
 /**
- * Starts a redis-server on a free loopback port with persistence off, so that a restart loses every key.
+ * Starts a redis-server on a free loopback port with persistence off, so that a restart loses every key; `args` are
+ * added to its command line (`--replicaof 127.0.0.1 PORT`, `--cluster-enabled yes`, ...), and `port` may be given.
  * Returns `{ port, url, stop(), restart() }`, or `undefined` when redis-server is not installed.
  */
-async function startRedis() {
-  const bin = onPath('redis-server') || findExecutable(['/usr/bin/redis-server', '/usr/local/bin/redis-server'])
+async function startRedis({ args = [], port: given } = {}) {
+  const bin = redisBin()
   if (!bin) return undefined
-  const port = await freePort()
+  const port = given ?? (await freePort())
+  // Its working directory: a replica writes the snapshot it receives there.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-redis-'))
   let child
   const launch = async () => {
     const spawnedAt = Date.now()
     child = spawn(
       bin,
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
-      {
-        stdio: 'ignore',
-      },
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--daemonize',
+        'no',
+        '--dir',
+        dir,
+        ...args,
+      ],
+      { stdio: 'ignore' },
     )
     await waitForPort(port)
     return spawnedAt
@@ -204,7 +223,13 @@ async function startRedis() {
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
-    stop: kill,
+    get pid() {
+      return child.pid
+    },
+    async stop() {
+      await kill()
+      fs.rmSync(dir, { recursive: true, force: true })
+    },
     /**
      * Kills the server (its data is gone), waits `downMs`, and starts an empty one on the same port. Resolves to the
      * `Date.now()` just before the new server was spawned: no client can have reached it earlier.
@@ -305,7 +330,162 @@ async function startMariadb() {
   }
 }
 
+/**
+ * Starts a Redis Sentinel on a free loopback port, watching the master at 127.0.0.1:`masterPort` as `name`, with a
+ * quorum of `quorum`, declaring the master down after `downAfterMs`. Returns `{ port, stop() }` (which also removes its
+ * directory), or `undefined` when redis-server is not installed.
+ */
+async function startSentinel(masterPort, { name = 'snowid', quorum = 2, downAfterMs = 1000 } = {}) {
+  const bin = redisBin()
+  if (!bin) return undefined
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-sentinel-'))
+  const port = await freePort()
+  const conf = path.join(dir, 'sentinel.conf')
+  fs.writeFileSync(
+    conf,
+    [
+      `port ${port}`,
+      'bind 127.0.0.1',
+      `dir ${dir}`,
+      'sentinel resolve-hostnames no',
+      `sentinel monitor ${name} 127.0.0.1 ${masterPort} ${quorum}`,
+      `sentinel down-after-milliseconds ${name} ${downAfterMs}`,
+      `sentinel failover-timeout ${name} 3000`,
+      `sentinel parallel-syncs ${name} 1`,
+      '',
+    ].join('\n'),
+  )
+  const child = spawn(bin, [conf, '--sentinel'], { stdio: 'ignore' })
+  const exited = new Promise(resolve => child.once('exit', resolve))
+  await waitForPort(port)
+  return {
+    port,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL')
+        await exited
+      }
+      fs.rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/**
+ * Starts a Redis Cluster of `masters` redis-servers on free loopback ports, with no replicas (`redis-cli --cluster
+ * create`), and waits until every node says the cluster is ok. Returns `{ ports, stop() }`, or `undefined` when
+ * redis-server or redis-cli is not installed.
+ */
+async function startRedisCluster(masters = 3) {
+  const cli = onPath('redis-cli') || findExecutable(['/usr/bin/redis-cli', '/usr/local/bin/redis-cli'])
+  if (!redisBin() || !cli) return undefined
+  const nodes = []
+  const stop = () => Promise.all(nodes.map(n => n.stop()))
+  try {
+    for (let i = 0; i < masters; i++) {
+      nodes.push(
+        await startRedis({
+          args: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000'],
+        }),
+      )
+    }
+    const ports = nodes.map(n => n.port)
+    const created = spawnSync(
+      cli,
+      ['--cluster', 'create', ...ports.map(p => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'],
+      { encoding: 'utf8', timeout: 60_000 },
+    )
+    if (created.status !== 0) throw new Error(`redis-cli --cluster create: ${created.stdout}${created.stderr}`)
+    const until = Date.now() + 30_000
+    for (const port of ports) {
+      for (;;) {
+        const info = spawnSync(cli, ['-p', String(port), 'cluster', 'info'], { encoding: 'utf8', timeout: 10_000 })
+        if (/cluster_state:ok/.test(info.stdout)) break
+        if (Date.now() > until) throw new Error(`the cluster is not ok on ${port} after 30 s: ${info.stdout}`)
+        await new Promise(r => setTimeout(r, 100))
+      }
+    }
+    return { ports, stop }
+  } catch (err) {
+    await stop()
+    throw err
+  }
+}
+
+/**
+ * A TCP proxy on a free loopback port to 127.0.0.1:`target`, for faults the tests make: `cut()` stops forwarding
+ * both ways on every connection, open or new (a partition: the peers see no answer, not a reset); `heal()` forwards
+ * again, what was held included; `retarget(port)` sends new connections elsewhere (a switched virtual address);
+ * `drop()` resets every open connection. Returns `{ port, cut(), heal(), retarget(), drop(), close() }`.
+ */
+async function tcpProxy(target) {
+  const pairs = new Set()
+  let cutOff = false
+  let to = target
+  const server = net.createServer(client => {
+    const upstream = net.connect(to, '127.0.0.1')
+    const pair = { client, upstream }
+    pairs.add(pair)
+    const end = () => {
+      pairs.delete(pair)
+      client.destroy()
+      upstream.destroy()
+    }
+    client.on('error', end).on('close', end)
+    upstream.on('error', end).on('close', end)
+    client.pipe(upstream)
+    upstream.pipe(client)
+    if (cutOff) hold(pair)
+  })
+  const hold = ({ client, upstream }) => {
+    client.unpipe(upstream)
+    upstream.unpipe(client)
+    client.pause()
+    upstream.pause()
+  }
+  await new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', resolve)
+  })
+  return {
+    port: server.address().port,
+    cut() {
+      cutOff = true
+      for (const pair of pairs) hold(pair)
+    },
+    heal() {
+      cutOff = false
+      for (const { client, upstream } of pairs) {
+        client.pipe(upstream)
+        upstream.pipe(client)
+        client.resume()
+        upstream.resume()
+      }
+    },
+    retarget(port) {
+      to = port
+    },
+    drop() {
+      for (const { client, upstream } of pairs) {
+        client.resetAndDestroy()
+        upstream.destroy()
+      }
+      pairs.clear()
+    },
+    close() {
+      for (const { client, upstream } of pairs) {
+        client.destroy()
+        upstream.destroy()
+      }
+      pairs.clear()
+      return new Promise(resolve => server.close(() => resolve()))
+    },
+  }
+}
+
 module.exports = {
+  startRedisCluster,
+  tcpProxy,
+  startSentinel,
   freePort,
   findExecutable,
   onPath,
