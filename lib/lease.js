@@ -331,10 +331,11 @@ class StoreLease extends EventEmitter {
     return this
   }
 
-  #schedule() {
+  /** The next renewal, in `delayMs` (by default a third of the TTL). */
+  #schedule(delayMs = Math.max(Math.floor(this.#o.ttlMs / 3), 20)) {
     clearTimeout(this.#timer)
     if (this.#released) return
-    this.#timer = setTimeout(() => this.#tick(), Math.max(Math.floor(this.#o.ttlMs / 3), 20))
+    this.#timer = setTimeout(() => this.#tick(), delayMs)
     this.#timer.unref()
   }
 
@@ -389,7 +390,8 @@ class StoreLease extends EventEmitter {
         return
       }
       this.emit('renewFailed', coded)
-      this.#schedule()
+      // Tried again soon: a renewal that timed out ends two thirds into the TTL, and the deadline comes before the third.
+      this.#schedule(Math.max(Math.floor(this.#o.ttlMs / 20), 10))
     } finally {
       this.#renewing = false
     }
