@@ -63,7 +63,7 @@ function holder(settings, env = {}) {
           const crashes = events.filter(e => e.event === 'crash').map(e => e.message)
           reject(
             new Error(
-              `no matching event in ${ms} ms; events: ${JSON.stringify(events.map(e => e.event))}; crashes: ${crashes.join('; ')}; stderr: ${stderr}`,
+              `no matching event in ${ms} ms; exit: ${child.exitCode ?? child.signalCode}; events: ${JSON.stringify(events.map(e => e.event))}; crashes: ${crashes.join('; ')}; stderr: ${stderr}`,
             ),
           )
         }, ms)
@@ -74,9 +74,12 @@ function holder(settings, env = {}) {
     ids() {
       return events.filter(e => e.event === 'ids').flatMap(e => e.ids)
     },
+    /** Stops the holder (SIGTERM: it releases its lease), or kills it if it has not exited 15 s later. */
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
       await exited
+      clearTimeout(timer)
     },
   }
 }

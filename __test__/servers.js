@@ -89,10 +89,13 @@ function postgresBinDir() {
 }
 
 /**
- * Starts a throwaway PostgreSQL cluster on a free loopback port: trust auth for the user `snowid`, no fsync.
- * Returns `{ port, host, user, database, restart(), stop() }`, or `undefined` when PostgreSQL is not installed.
+ * Starts a throwaway PostgreSQL cluster on a free loopback port: trust auth for the user `snowid`, no fsync;
+ * `settings` (name: value) are added to or override its `-c` settings. With `standbyOf` (a server this returned), the
+ * cluster is a streaming standby of that one, made with `pg_basebackup -R -X stream`, that streams through `via` (a
+ * port that reaches the primary, such as a proxy's). Returns `{ port, host, user, database, restart(), promote(), kill(),
+ * stop() }`, or `undefined` when PostgreSQL is not installed.
  */
-async function startPostgres() {
+async function startPostgres({ settings = {}, standbyOf, via } = {}) {
   const bin = postgresBinDir()
   if (!bin) return undefined
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-pg-'))
@@ -105,16 +108,54 @@ async function startPostgres() {
     const gid = Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim())
     fs.chownSync(root, uid, gid)
   }
-  runAs('postgres', path.join(bin, 'initdb'), ['-D', data, '-U', 'snowid', '--auth=trust', '-E', 'UTF8', '--no-sync'])
+  // A cluster that could not be made leaves nothing behind.
+  const made = () => {
+    if (standbyOf) {
+      runAs('postgres', path.join(bin, 'pg_basebackup'), [
+        '-h',
+        '127.0.0.1',
+        '-p',
+        String(standbyOf.port),
+        '-U',
+        'snowid',
+        '-D',
+        data,
+        '-R',
+        '-X',
+        'stream',
+        '--no-sync',
+      ])
+    } else {
+      runAs('postgres', path.join(bin, 'initdb'), [
+        '-D',
+        data,
+        '-U',
+        'snowid',
+        '--auth=trust',
+        '-E',
+        'UTF8',
+        '--no-sync',
+      ])
+    }
+  }
+  try {
+    made()
+  } catch (err) {
+    fs.rmSync(root, { recursive: true, force: true })
+    throw err
+  }
   const port = await freePort()
-  const options = [
-    `-p ${port}`,
-    '-c listen_addresses=127.0.0.1',
-    `-c unix_socket_directories=${root}`,
-    '-c fsync=off',
-    '-c synchronous_commit=off',
-    '-c full_page_writes=off',
-  ].join(' ')
+  const all = {
+    listen_addresses: '127.0.0.1',
+    unix_socket_directories: root,
+    fsync: 'off',
+    synchronous_commit: 'off',
+    full_page_writes: 'off',
+    // A standby streams through `via`: this overrides the primary_conninfo that pg_basebackup -R wrote.
+    ...(standbyOf ? { primary_conninfo: `'host=127.0.0.1 port=${via ?? standbyOf.port} user=snowid'` } : {}),
+    ...settings,
+  }
+  const options = [`-p ${port}`, ...Object.entries(all).map(([k, v]) => `-c ${k}=${v}`)].join(' ')
   const start = () =>
     runAs('postgres', path.join(bin, 'pg_ctl'), [
       '-D',
@@ -145,9 +186,25 @@ async function startPostgres() {
       start()
       return startedAt
     },
+    /** Promotes a standby (`pg_ctl promote`, waiting until it accepts writes). */
+    promote() {
+      runAs('postgres', path.join(bin, 'pg_ctl'), ['-D', data, '-w', '-t', '60', 'promote'])
+    },
+    /** Stops the server as a crash would (`pg_ctl stop -m immediate`); its data stays until stop(). */
+    kill() {
+      runAs('postgres', path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop'])
+    },
     stop() {
       try {
-        runAs('postgres', path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop'])
+        // Already stopped by kill(): pg_ctl status says so (exit 3), and there is nothing to stop.
+        const status = spawnSync(asRoot ? 'runuser' : path.join(bin, 'pg_ctl'), [
+          ...(asRoot ? ['-u', 'postgres', '--', path.join(bin, 'pg_ctl')] : []),
+          '-D',
+          data,
+          'status',
+        ])
+        if (status.status === 0)
+          runAs('postgres', path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop'])
       } finally {
         fs.rmSync(root, { recursive: true, force: true })
       }
@@ -412,6 +469,101 @@ async function startRedisCluster(masters = 3) {
 }
 
 /**
+ * Starts an etcd cluster of `members` (1 or 3) on free loopback ports, each in a temporary directory, with a fast
+ * election (heartbeat 100 ms, election timeout 1000 ms). Returns `{ members, endpoints(), leader(), stop() }`, each
+ * member `{ name, port, kill(), start() }` (start() brings a killed member back with its data), or `undefined` when
+ * etcd is not installed.
+ */
+async function startEtcd(members = 1) {
+  const bin = onPath('etcd') || findExecutable(['/usr/bin/etcd', '/usr/local/bin/etcd'])
+  const ctl = onPath('etcdctl') || findExecutable(['/usr/bin/etcdctl', '/usr/local/bin/etcdctl'])
+  if (!bin || !ctl) return undefined
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-etcd-'))
+  const list = []
+  for (let i = 0; i < members; i++) list.push({ name: `m${i}`, port: await freePort(), peer: await freePort() })
+  const cluster = list.map(m => `${m.name}=http://127.0.0.1:${m.peer}`).join(',')
+  for (const m of list) {
+    let child = null
+    let exited = null
+    m.start = async () => {
+      child = spawn(
+        bin,
+        [
+          '--name',
+          m.name,
+          '--data-dir',
+          path.join(root, m.name),
+          '--listen-client-urls',
+          `http://127.0.0.1:${m.port}`,
+          '--advertise-client-urls',
+          `http://127.0.0.1:${m.port}`,
+          '--listen-peer-urls',
+          `http://127.0.0.1:${m.peer}`,
+          '--initial-advertise-peer-urls',
+          `http://127.0.0.1:${m.peer}`,
+          '--initial-cluster',
+          cluster,
+          '--initial-cluster-state',
+          'new',
+          '--initial-cluster-token',
+          path.basename(root),
+          '--heartbeat-interval',
+          '100',
+          '--election-timeout',
+          '1000',
+          '--logger',
+          'zap',
+          '--log-level',
+          'error',
+        ],
+        { stdio: 'ignore' },
+      )
+      exited = new Promise(resolve => child.once('exit', resolve))
+      await waitForPort(m.port, 30_000)
+    }
+    m.kill = async () => {
+      if (child && child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL')
+        await exited
+      }
+    }
+  }
+  const endpoints = () => list.map(m => `http://127.0.0.1:${m.port}`)
+  const stop = async () => {
+    await Promise.all(list.map(m => m.kill()))
+    fs.rmSync(root, { recursive: true, force: true })
+  }
+  /** The member that leads now, by etcdctl endpoint status; `undefined` while none does. */
+  const leader = () => {
+    const r = spawnSync(ctl, ['--endpoints', endpoints().join(','), 'endpoint', 'status', '-w', 'json'], {
+      encoding: 'utf8',
+      timeout: 10_000,
+      env: { ...process.env, ETCDCTL_API: '3' },
+    })
+    let status = []
+    try {
+      status = JSON.parse(r.stdout)
+    } catch {
+      return undefined
+    }
+    const lead = status.find(s => s.Status && String(s.Status.header.member_id) === String(s.Status.leader))
+    return lead && list.find(m => lead.Endpoint.endsWith(`:${m.port}`))
+  }
+  try {
+    await Promise.all(list.map(m => m.start()))
+    const until = Date.now() + 30_000
+    while (!leader()) {
+      if (Date.now() > until) throw new Error('etcd elected no leader within 30 s')
+      await new Promise(r => setTimeout(r, 100))
+    }
+  } catch (err) {
+    await stop()
+    throw err
+  }
+  return { members: list, endpoints, leader, stop }
+}
+
+/**
  * A TCP proxy on a free loopback port to 127.0.0.1:`target`, for faults the tests make: `cut()` stops forwarding
  * both ways on every connection, open or new (a partition: the peers see no answer, not a reset); `heal()` forwards
  * again, what was held included; `retarget(port)` sends new connections elsewhere (a switched virtual address);
@@ -483,6 +635,8 @@ async function tcpProxy(target) {
 }
 
 module.exports = {
+  startEtcd,
+  postgresBinDir,
   startRedisCluster,
   tcpProxy,
   startSentinel,

@@ -37,6 +37,8 @@
 //                               and is called before every take, so it remembers that it is done.
 //   closed(err)                 whether the client was ended or closed by its owner (judged from the client, and
 //                               from `err`, the error of its last call), so that a lost lease stops taking slots.
+//   explain(what, err)          (optional) why a call made for `what` got no answer in time (`err`), as a coded error,
+//                               when the store can tell (a commit waiting for a synchronous standby); else null.
 //
 // The generator may issue ids until its deadline: the send time of the last confirmed renewal plus ttlMs, less
 // marginMs, checked in Rust on every call. Every renewal first raises the slot's mark past that deadline, so a later
@@ -203,6 +205,22 @@ function withTimeout(store, promise, ms) {
     timer.unref()
   })
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
+
+/**
+ * As `storeError`, but a call that got no answer in time is first explained by the store when it can (`explain`,
+ * optional: PostgreSQL tells a commit waiting for its synchronous standby from a server that is down).
+ */
+async function explainedError(store, what, err) {
+  if (err && err.timedOut && store.explain) {
+    try {
+      const explained = await withTimeout(store, store.explain(what, err), 2000)
+      if (explained) return explained
+    } catch {
+      // The store cannot say why: the plain error stands.
+    }
+  }
+  return storeError(store, what, err)
 }
 
 /** An error from a store call made for `what`, as a coded error. */
@@ -377,7 +395,8 @@ class StoreLease extends EventEmitter {
       this.#lose(`the slot is no longer held by this process (its lease expired, or ${this.#store.name} lost it)`)
     } catch (err) {
       if (this.#released || epoch !== this.#epoch) return
-      const coded = storeError(this.#store, 'renew', err)
+      const coded = await explainedError(this.#store, 'renew', err)
+      if (this.#released || epoch !== this.#epoch) return
       if (coded.code === 'ERR_SNOWID_LEASE_CORRUPT') {
         this.#lose(coded.message, coded)
         return
@@ -527,8 +546,10 @@ async function takeSlot(store, o, preferred = -1, only = false) {
     if (store.prepare) await withTimeout(store, store.prepare(), o.takeTimeoutMs)
     taken = await withTimeout(store, store.take(token, preferred, only, at), o.takeTimeoutMs)
   } catch (err) {
-    if (err && err.timedOut) store.abandon(token).catch(() => {})
-    throw storeError(store, 'acquire', err)
+    // A take that may still run, or that ran without its replicas: whatever it took for its token is given back.
+    if ((err && err.timedOut) || (err && err.code === 'ERR_SNOWID_STORE_NOT_REPLICATED'))
+      store.abandon(token).catch(() => {})
+    throw await explainedError(store, 'acquire', err)
   }
   if (!taken) return null
   if (taken.workerId === undefined) return { ahead: taken.ahead }
@@ -540,6 +561,17 @@ async function takeSlot(store, o, preferred = -1, only = false) {
  * lease (an instance of `Lease`). `onDefault(lease)` is called once the slot may be used, before the generator starts.
  */
 async function acquire(store, o, Lease, onDefault) {
+  // The caller awaits the acquire: it keeps the process alive until it settles, as its store calls would. (An etcd3
+  // client's gRPC channel does not, between calls; a lease's renewals never do.)
+  const busy = setInterval(() => {}, 1 << 30)
+  try {
+    return await acquireSlot(store, o, Lease, onDefault)
+  } finally {
+    clearInterval(busy)
+  }
+}
+
+async function acquireSlot(store, o, Lease, onDefault) {
   const started = Date.now()
   const retryMs = Math.max(Math.floor(Math.min(o.ttlMs, 1000) / 10), 10)
   // A take or a first renewal that got no answer in time, or a slot lost before use (its key evicted, its row changed
@@ -562,7 +594,7 @@ async function acquire(store, o, Lease, onDefault) {
         return await lease._open(taken)
       } catch (err) {
         await lease.release().catch(() => {})
-        const coded = storeError(store, 'acquire', err)
+        const coded = await explainedError(store, 'acquire', err)
         if (!retried(coded)) throw coded
       }
     }
