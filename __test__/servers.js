@@ -535,11 +535,26 @@ async function startEtcd(members = 1) {
   }
   /** The member that leads now, by etcdctl endpoint status; `undefined` while none does. */
   const leader = () => {
-    const r = spawnSync(ctl, ['--endpoints', endpoints().join(','), 'endpoint', 'status', '-w', 'json'], {
-      encoding: 'utf8',
-      timeout: 10_000,
-      env: { ...process.env, ETCDCTL_API: '3' },
-    })
+    const r = spawnSync(
+      ctl,
+      [
+        '--endpoints',
+        endpoints().join(','),
+        '--dial-timeout',
+        '300ms',
+        '--command-timeout',
+        '1s',
+        'endpoint',
+        'status',
+        '-w',
+        'json',
+      ],
+      {
+        encoding: 'utf8',
+        timeout: 10_000,
+        env: { ...process.env, ETCDCTL_API: '3' },
+      },
+    )
     let status = []
     try {
       status = JSON.parse(r.stdout)
