@@ -2,7 +2,7 @@
 
 // The lease of a (datacenterId, workerId) slot from a shared store, for services on more than one host: one state
 // machine (take, hold, renew, lose, take again, release) and its events, used by every store (snowid/redis,
-// snowid/postgres, snowid/mysql). A store supplies only its primitives, as an object:
+// snowid/postgres, snowid/mysql, snowid/etcd). A store supplies only its primitives, as an object:
 //
 //   name                        the store's name for messages ('Redis', 'PostgreSQL', 'MySQL')
 //   unavailableCode             the code of "the store did not answer" (ERR_SNOWID_REDIS_UNAVAILABLE, ...)
@@ -17,8 +17,9 @@
 //                               with replicas, that they acknowledged it); `forgotten` says that the slot's history
 //                               may have been lost (it was last written before a failover the store can tell of), so
 //                               it waits one TTL as a slot with no history does. When no slot is taken, resolves to
-//                               null, or to { ahead } (the earliest mark skipped) when free slots were skipped. Throws ERR_SNOWID_LEASE_CORRUPT (having given the slot back) for a slot
-//                               whose record it cannot read.
+//                               null, or to { ahead } (the earliest mark skipped) when free slots were skipped.
+//                               Throws ERR_SNOWID_LEASE_CORRUPT (having given the slot back) for a slot whose record
+//                               it cannot read.
 //   renew(workerId, token, until, clockBack)
 //                               if `token` still holds the slot: raises its mark to `until` (when not null), with
 //                               `clockBack`, then extends the TTL, in one atomic step. Resolves true, or false when
