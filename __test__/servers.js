@@ -311,10 +311,10 @@ function mariadbBins() {
 /**
  * Starts a throwaway MariaDB on a free loopback port, in a new datadir in a temporary directory: no grant tables
  * (any user, no password), no binary log, no flush at commit. When this process is root, the server runs as root
- * (`--user=root`), which mariadbd otherwise refuses. Returns `{ host, port, user, stop() }`, or `undefined` when
- * MariaDB is not installed.
+ * (`--user=root`), which mariadbd otherwise refuses; `args` are added to its command line (`--log-bin`,
+ * `--server-id=2`, ...). Returns `{ host, port, user, kill(), stop() }`, or `undefined` when MariaDB is not installed.
  */
-async function startMariadb() {
+async function startMariadb({ args = [] } = {}) {
   const bins = mariadbBins()
   if (!bins) return undefined
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-mariadb-'))
@@ -355,6 +355,7 @@ async function startMariadb() {
         '--innodb-buffer-pool-size=64M',
         '--innodb-flush-log-at-trx-commit=0',
         ...asUser,
+        ...args,
       ],
       { stdio: 'ignore' },
     )
@@ -368,6 +369,13 @@ async function startMariadb() {
       host: '127.0.0.1',
       port,
       user: 'root',
+      /** Kills the server as a crash would (SIGKILL); its directory stays until stop(). */
+      async kill() {
+        if (child.exitCode === null && child.signalCode === null) {
+          child.kill('SIGKILL')
+          await exited
+        }
+      },
       /** Shuts the server down (SIGTERM, then SIGKILL after 30 s) and removes its directory. */
       async stop() {
         if (child.exitCode === null && child.signalCode === null) {
