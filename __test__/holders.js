@@ -90,6 +90,19 @@ function assertNoDuplicates(ids, what) {
   assert.equal(dups, 0, `${dups} duplicate ids ${what}`)
 }
 
+/**
+ * Duplicates among the ids of `holders`, counted by sorting; and, for the diagnostics, what each issued, with the
+ * times of its first and last ids (read with `layout`, a Snowflake of the holders' layout) in ms from `zero`.
+ */
+function tally(holders, layout, zero) {
+  const lists = holders.map(h => h.ids())
+  const { total, dups } = countDuplicates(lists)
+  const time = id => layout.decode(id).timestamp
+  const span = ids =>
+    ids.length ? `${ids.length} ids from ${time(ids[0]) - zero} to ${time(ids.at(-1)) - zero} ms` : 'no ids'
+  return { total, dups, each: lists.map(span) }
+}
+
 /** Resolves once `pred()` is true, polling every 10 ms; rejects after `ms`. */
 async function until(pred, ms, what) {
   const end = Date.now() + ms
@@ -360,6 +373,7 @@ async function releaseAfterAStepBack(tt, base) {
 module.exports = {
   holder,
   assertNoDuplicates,
+  tally,
   until,
   releaseAfterAStepBack,
   endedClientExits,

@@ -85,7 +85,6 @@ function etcdStore(options, o) {
   const ttlSeconds = Math.ceil(o.ttlMs / 1000)
   // The etcd lease of each token this store took a slot for.
   const leases = new Map()
-  let prepared = null
 
   const corrupt = (w, found) =>
     codedError(
@@ -161,15 +160,7 @@ function etcdStore(options, o) {
     slotName: leaseKey,
     classify,
     closed,
-    prepare() {
-      prepared =
-        prepared ??
-        prepare().catch(err => {
-          prepared = null
-          throw err
-        })
-      return prepared
-    },
+    prepare,
     async take(token, preferred, only, { now, until, limit }) {
       const lease = client.lease(ttlSeconds, { autoKeepAlive: false })
       leases.set(token, lease)

@@ -34,8 +34,8 @@
 //                               so that the take, if it still runs, leaves nothing held.
 //   classify(err)               an error from the store as a coded error: a permission error as
 //                               ERR_SNOWID_STORE_PERMISSION_DENIED, naming what is missing; null for anything else.
-//   prepare()                   (optional) the store's one-time setup, such as making its table; resolves once done,
-//                               and is called before every take, so it remembers that it is done.
+//   prepare()                   (optional) the store's one-time setup, such as making its table; resolves once done.
+//                               It is called before the first take, and again before the next one if it failed.
 //   closed(err)                 whether the client was ended or closed by its owner (judged from the client, and
 //                               from `err`, the error of its last call), so that a lost lease stops taking slots.
 //   explain(what, err)          (optional) why a call made for `what` got no answer in time (`err`), as a coded error,
@@ -530,6 +530,22 @@ function markAhead(o, mark, now, why) {
   )
 }
 
+// Each store's one-time setup (its prepare()), as a promise shared by its takes; dropped when it fails.
+const prepared = new WeakMap()
+
+function prepareOnce(store) {
+  if (!prepared.has(store)) {
+    prepared.set(
+      store,
+      store.prepare().catch(err => {
+        prepared.delete(store)
+        throw err
+      }),
+    )
+  }
+  return prepared.get(store)
+}
+
 /**
  * Tries once to take a slot. Returns `{ workerId, token, mark, confirmed, sent }`; else `null` when no slot is free,
  * or `{ ahead }` when the free slots were skipped because their marks are a TTL or more ahead of the clock (the
@@ -544,7 +560,7 @@ async function takeSlot(store, o, preferred = -1, only = false) {
   let taken
   try {
     // The store's one-time setup (a table made and checked) has a timeout of its own, apart from the take's.
-    if (store.prepare) await withTimeout(store, store.prepare(), o.takeTimeoutMs)
+    if (store.prepare) await withTimeout(store, prepareOnce(store), o.takeTimeoutMs)
     taken = await withTimeout(store, store.take(token, preferred, only, at), o.takeTimeoutMs)
   } catch (err) {
     // A take that may still run, or that ran without its replicas: whatever it took for its token is given back.

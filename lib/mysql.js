@@ -205,7 +205,6 @@ function mysqlStore(options, o) {
   const workerBits = Math.log2(o.slotCount)
   const valid = `(mark_ms IS NULL OR mark_ms BETWEEN 0 AND ${MAX_MARK}) AND (clock_back IS NULL OR (mark_ms IS NOT NULL AND clock_back BETWEEN 0 AND ${MAX_CLOCK_BACK}))`
   const free = `datacenter_id = ? AND worker_id < ? AND (token IS NULL OR expires_ms IS NULL OR expires_ms <= ${NOW_MS})`
-  let prepared = null
 
   /** Makes the table when missing (with its fresh rows), checks it, and adds rows (with no mark) for slots it lacks. */
   async function prepare() {
@@ -286,15 +285,7 @@ function mysqlStore(options, o) {
     slotName: rowName,
     classify,
     closed: err => closed(options.client, err),
-    prepare() {
-      prepared =
-        prepared ??
-        prepare().catch(err => {
-          prepared = null
-          throw err
-        })
-      return prepared
-    },
+    prepare,
     async take(token, preferred, only, { now, limit }) {
       // Only rows snowid wrote are taken, and none whose mark is at or past `limit`. The mark is raised by the
       // renewal that follows, so `confirmed` is false.

@@ -230,7 +230,6 @@ function postgresStore(options, o) {
   const t = quoteTable(table)
   const dc = o.datacenterId
   const expiry = `clock_timestamp() + $ttl * interval '1 millisecond'`.replace('$ttl', String(o.ttlMs))
-  let prepared = null
 
   /**
    * Makes the table when missing, with a fresh row for every slot (of every datacenter, when they are not too many),
@@ -322,15 +321,7 @@ END $snowid$`,
         err,
       )
     },
-    prepare() {
-      prepared =
-        prepared ??
-        prepare().catch(err => {
-          prepared = null
-          throw err
-        })
-      return prepared
-    },
+    prepare,
     async take(token, preferred, only, { now, until, limit }) {
       // A free row is taken only when its mark and clockBack are ones snowid wrote; else it is reported, untouched.
       // Rows whose mark is at or past `limit` are skipped: the earliest such mark is returned when none is taken.

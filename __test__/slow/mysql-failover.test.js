@@ -13,14 +13,12 @@ const { setTimeout: sleep } = require('node:timers/promises')
 
 process.env.SNOWID_LEASE_DIR = require('../helpers.js').freshLeaseDir()
 
-const { countDuplicates } = require('../helpers.js')
 const { reportMissing, startMariadb, tcpProxy } = require('../servers.js')
-const { holder, until } = require('../holders.js')
+const { holder, tally, until } = require('../holders.js')
 const snowid = require('../..')
 
 const TTL = 3000
 const LAYOUT = new snowid.Snowflake({ workerBits: 0, workerId: 0, lease: false })
-const timeOf = id => LAYOUT.decode(id).timestamp
 
 async function main() {
   const probe = await startMariadb()
@@ -82,14 +80,12 @@ async function main() {
     await sleep(TTL)
     await h.stop()
     await n.stop()
-    const { total, dups } = countDuplicates([h.ids(), n.ids()])
-    const span = ids =>
-      ids.length ? `${ids.length} ids from ${timeOf(ids[0]) - cutAt} to ${timeOf(ids.at(-1)) - cutAt} ms` : 'no ids'
+    const { total, dups, each } = tally([h, n], LAYOUT, cutAt)
     const lost = h.events.find(e => e.event === 'lost')
     t.diagnostic(
       `replica cut off at 0 ms, promoted at ${promotedAt - cutAt} ms; N used the slot at ${acquired.at - cutAt} ms`,
     )
-    t.diagnostic(`H: ${span(h.ids())}; 'lost' ${lost ? `at ${lost.at - cutAt} ms` : 'never'}; N: ${span(n.ids())}`)
+    t.diagnostic(`H: ${each[0]}; 'lost' ${lost ? `at ${lost.at - cutAt} ms` : 'never'}; N: ${each[1]}`)
     t.diagnostic(`${dups} duplicate ids of ${total}`)
     assert.ok(n.ids().length > 0, 'N issued ids')
     assert.equal(dups, 0, `${dups} duplicate ids of ${total}`)

@@ -19,9 +19,8 @@ const { setTimeout: sleep } = require('node:timers/promises')
 
 process.env.SNOWID_LEASE_DIR = require('../helpers.js').freshLeaseDir()
 
-const { countDuplicates } = require('../helpers.js')
 const { postgresBinDir, reportMissing, startPostgres, tcpProxy } = require('../servers.js')
-const { holder, until } = require('../holders.js')
+const { holder, tally, until } = require('../holders.js')
 const { acquireWorkerId } = require('../../lib/postgres.js')
 const snowid = require('../..')
 
@@ -76,15 +75,6 @@ const lease = (port, extra = {}) => ({
   ...extra,
 })
 
-/** Duplicates by sorting, and each holder's ids as the span of their times from `zero`, for the diagnostics. */
-function tally(holders, zero) {
-  const lists = holders.map(h => h.ids())
-  const { total, dups } = countDuplicates(lists)
-  const span = ids =>
-    ids.length ? `${ids.length} ids from ${timeOf(ids[0]) - zero} to ${timeOf(ids.at(-1)) - zero} ms` : 'no ids'
-  return { total, dups, each: lists.map(span) }
-}
-
 /**
  * The failover most scenarios share: H holds the slot through `front`; `beforeKill(cutAt)` runs once the standby is cut
  * off and falls behind; then the primary crashes, the standby is promoted, and `follow` says whether the front
@@ -128,7 +118,7 @@ async function failover(t, { settings, follow, beforeKill = () => sleep(TTL + 10
 }
 
 function report(t, { h, n, cutAt, promotedAt, first }) {
-  const { total, dups, each } = tally([h, n], cutAt)
+  const { total, dups, each } = tally([h, n], LAYOUT, cutAt)
   const lost = h.events.find(e => e.event === 'lost')
   t.diagnostic(
     `standby cut off at 0 ms, promoted at ${promotedAt - cutAt} ms; ${first.who} used the slot after it at ${first.at - cutAt} ms`,

@@ -22,9 +22,8 @@ const { setTimeout: sleep } = require('node:timers/promises')
 
 process.env.SNOWID_LEASE_DIR = require('../helpers.js').freshLeaseDir()
 
-const { countDuplicates } = require('../helpers.js')
 const { onPath, reportMissing, startRedis, startSentinel, tcpProxy } = require('../servers.js')
-const { holder, until } = require('../holders.js')
+const { holder, tally, until } = require('../holders.js')
 const snowid = require('../..')
 
 const NAME = 'snowid'
@@ -52,19 +51,6 @@ async function masterAndReplica(t) {
 
 // The holders' layout (workerBits 0), to read the times of their ids.
 const LAYOUT = new snowid.Snowflake({ workerBits: 0, workerId: 0, lease: false })
-const timeOf = id => LAYOUT.decode(id).timestamp
-
-/**
- * Duplicates among the holders' ids, counted by sorting; and, for the diagnostics, what each issued, with the times
- * of its first and last ids in ms from `zero`.
- */
-function tally(holders, zero) {
-  const lists = holders.map(h => h.ids())
-  const { total, dups } = countDuplicates(lists)
-  const span = ids =>
-    ids.length ? `${ids.length} ids from ${timeOf(ids[0]) - zero} to ${timeOf(ids.at(-1)) - zero} ms` : 'no ids'
-  return { total, dups, each: lists.map(span) }
-}
 
 async function main() {
   if (!onPath('redis-server') || !onPath('redis-cli')) {
@@ -112,7 +98,7 @@ async function main() {
       await sleep(1000)
       await h.stop()
       await n.stop()
-      const { total, dups, each } = tally([h, n], cutAt)
+      const { total, dups, each } = tally([h, n], LAYOUT, cutAt)
       const lost = h.events.find(e => e.event === 'lost')
       t.diagnostic(
         `promoted ${promotedAt - cutAt} ms after the cut; N used the slot ${acquired.at - cutAt} ms after it; healed at ${healedAt - cutAt} ms, old master demoted ${demotedAt - healedAt} ms later`,
@@ -152,7 +138,7 @@ async function main() {
         await sleep(3000)
         await h.stop()
         await n.stop()
-        const { total, dups, each } = tally([h, n], cutAt)
+        const { total, dups, each } = tally([h, n], LAYOUT, cutAt)
         const lost = h.events.find(e => e.event === 'lost')
         t.diagnostic(
           `replica cut off at 0 ms, promoted at ${promotedAt - cutAt} ms; N used the slot at ${acquired.at - cutAt} ms`,
