@@ -436,27 +436,44 @@ async function startSentinel(masterPort, { name = 'snowid', quorum = 2, downAfte
 }
 
 /**
- * Starts a Redis Cluster of `masters` redis-servers on free loopback ports, with no replicas (`redis-cli --cluster
- * create`), and waits until every node says the cluster is ok. Returns `{ ports, stop() }`, or `undefined` when
+ * Starts a Redis Cluster of `masters` redis-servers on free loopback ports, each with `replicas` replicas
+ * (`redis-cli --cluster create`), and waits until every node says the cluster is ok and every replica is in sync.
+ * Returns `{ ports, nodes, stop() }` (`nodes`: what startRedis returned, in the order of `ports`), or `undefined` when
  * redis-server or redis-cli is not installed.
  */
-async function startRedisCluster(masters = 3) {
+async function startRedisCluster(masters = 3, { replicas = 0 } = {}) {
   const cli = onPath('redis-cli') || findExecutable(['/usr/bin/redis-cli', '/usr/local/bin/redis-cli'])
   if (!redisBin() || !cli) return undefined
   const nodes = []
   const stop = () => Promise.all(nodes.map(n => n.stop()))
   try {
-    for (let i = 0; i < masters; i++) {
+    for (let i = 0; i < masters * (1 + replicas); i++) {
       nodes.push(
         await startRedis({
-          args: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000'],
+          args: [
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            'nodes.conf',
+            '--cluster-node-timeout',
+            '2000',
+            '--repl-diskless-sync-delay',
+            '0',
+          ],
         }),
       )
     }
     const ports = nodes.map(n => n.port)
     const created = spawnSync(
       cli,
-      ['--cluster', 'create', ...ports.map(p => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'],
+      [
+        '--cluster',
+        'create',
+        ...ports.map(p => `127.0.0.1:${p}`),
+        '--cluster-replicas',
+        String(replicas),
+        '--cluster-yes',
+      ],
       { encoding: 'utf8', timeout: 60_000 },
     )
     if (created.status !== 0) throw new Error(`redis-cli --cluster create: ${created.stdout}${created.stderr}`)
@@ -464,12 +481,16 @@ async function startRedisCluster(masters = 3) {
     for (const port of ports) {
       for (;;) {
         const info = spawnSync(cli, ['-p', String(port), 'cluster', 'info'], { encoding: 'utf8', timeout: 10_000 })
-        if (/cluster_state:ok/.test(info.stdout)) break
+        const repl = spawnSync(cli, ['-p', String(port), 'info', 'replication'], { encoding: 'utf8', timeout: 10_000 })
+        const synced = /role:slave/.test(repl.stdout)
+          ? /master_link_status:up/.test(repl.stdout)
+          : !/state=(?!online)/.test(repl.stdout)
+        if (/cluster_state:ok/.test(info.stdout) && synced) break
         if (Date.now() > until) throw new Error(`the cluster is not ok on ${port} after 30 s: ${info.stdout}`)
         await new Promise(r => setTimeout(r, 100))
       }
     }
-    return { ports, stop }
+    return { ports, nodes, stop }
   } catch (err) {
     await stop()
     throw err
