@@ -38,8 +38,21 @@ async function connect(kind, ports) {
   return { client, close: () => client.destroy() }
 }
 
-/** The node (of `cluster.nodes`) that replicates the master holding `key`'s hash slot. */
-function replicaOf(cluster, key) {
+/**
+ * The node (of `cluster.nodes`) that replicates the master holding `key`'s hash slot, once the first node's view of
+ * the cluster (gossip, just after it was made) names it; waits up to 20 s.
+ */
+async function replicaOf(cluster, key) {
+  const end = Date.now() + 20_000
+  for (;;) {
+    const node = findReplica(cluster, key)
+    if (node) return node
+    if (Date.now() > end) throw new Error(`no replica of the master of ${key} in CLUSTER NODES after 20 s`)
+    await new Promise(r => setTimeout(r, 100))
+  }
+}
+
+function findReplica(cluster, key) {
   const slot = Number(cli(cluster.ports[0], 'CLUSTER', 'KEYSLOT', key).trim())
   const lines = cli(cluster.ports[0], 'CLUSTER', 'NODES').trim().split('\n')
   // A line of CLUSTER NODES: id, address, flags (myself,master ...), its master's id, ..., the slot ranges from the 9th.
@@ -54,10 +67,9 @@ function replicaOf(cluster, key) {
           return slot >= lo && slot <= hi
         }),
   )
-  const masterId = master.split(' ')[0]
-  const replica = lines.find(l => l.split(' ')[3] === masterId)
-  const port = Number(/:(\d+)@/.exec(replica)[1])
-  return cluster.nodes.find(n => n.port === port)
+  const replica = master && lines.find(l => l.split(' ')[3] === master.split(' ')[0])
+  const port = replica && /:(\d+)@/.exec(replica)
+  return port ? cluster.nodes.find(n => n.port === Number(port[1])) : undefined
 }
 
 async function main() {
@@ -73,7 +85,7 @@ async function main() {
       const { client, close } = await connect(kind, cluster.ports)
       t.after(() => close())
       const keyPrefix = `replicated-${kind}`
-      const replica = replicaOf(cluster, `{${keyPrefix}}`)
+      const replica = await replicaOf(cluster, `{${keyPrefix}}`)
       const lease = await acquireWorkerId({ client, keyPrefix, ttlMs: 3000, snowflake: { workerBits: 1 } })
       const events = []
       for (const name of ['renewed', 'renewFailed', 'lost', 'reacquired'])
