@@ -11,7 +11,7 @@ const os = require('node:os')
 const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { ROOT, cleanEnv } = require('./helpers.js')
+const { ROOT, cleanEnv, countDuplicates } = require('./helpers.js')
 const snowid = require('..')
 
 const HOLDER = path.join(__dirname, 'fixtures', 'lease-holder.js')
@@ -63,7 +63,7 @@ function holder(settings, env = {}) {
           const crashes = events.filter(e => e.event === 'crash').map(e => e.message)
           reject(
             new Error(
-              `no matching event in ${ms} ms; events: ${JSON.stringify(events.map(e => e.event))}; crashes: ${crashes.join('; ')}; stderr: ${stderr}`,
+              `no matching event in ${ms} ms; exit: ${child.exitCode ?? child.signalCode}; events: ${JSON.stringify(events.map(e => e.event))}; crashes: ${crashes.join('; ')}; stderr: ${stderr}`,
             ),
           )
         }, ms)
@@ -74,21 +74,33 @@ function holder(settings, env = {}) {
     ids() {
       return events.filter(e => e.event === 'ids').flatMap(e => e.ids)
     },
+    /** Stops the holder (SIGTERM: it releases its lease), or kills it if it has not exited 15 s later. */
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
       await exited
+      clearTimeout(timer)
     },
   }
 }
 
+/** Asserts that `ids` (decimal strings or bigints) hold no id twice, counted by sorting (helpers.js's countDuplicates). */
 function assertNoDuplicates(ids, what) {
-  const seen = new Set()
-  let dups = 0
-  for (const id of ids) {
-    if (seen.has(id)) dups++
-    seen.add(id)
-  }
+  const { dups } = countDuplicates([ids])
   assert.equal(dups, 0, `${dups} duplicate ids ${what}`)
+}
+
+/**
+ * Duplicates among the ids of `holders`, counted by sorting; and, for the diagnostics, what each issued, with the
+ * times of its first and last ids (read with `layout`, a Snowflake of the holders' layout) in ms from `zero`.
+ */
+function tally(holders, layout, zero) {
+  const lists = holders.map(h => h.ids())
+  const { total, dups } = countDuplicates(lists)
+  const time = id => layout.decode(id).timestamp
+  const span = ids =>
+    ids.length ? `${ids.length} ids from ${time(ids[0]) - zero} to ${time(ids.at(-1)) - zero} ms` : 'no ids'
+  return { total, dups, each: lists.map(span) }
 }
 
 /** Resolves once `pred()` is true, polling every 10 ms; rejects after `ms`. */
@@ -361,6 +373,7 @@ async function releaseAfterAStepBack(tt, base) {
 module.exports = {
   holder,
   assertNoDuplicates,
+  tally,
   until,
   releaseAfterAStepBack,
   endedClientExits,

@@ -96,26 +96,31 @@ async function main() {
       'CREATE TABLE other_columns (datacenter_id int NOT NULL, worker_id int NOT NULL, PRIMARY KEY (datacenter_id, worker_id))',
     )
     await sql(
-      'CREATE TABLE no_key (datacenter_id int NOT NULL, worker_id int NOT NULL, token varchar(64), expires_ms bigint, mark_ms bigint, clock_back int)',
+      'CREATE TABLE no_key (datacenter_id int NOT NULL, worker_id int NOT NULL, token varchar(64), expires_ms bigint, mark_ms bigint, clock_back int, written_on bigint)',
     )
     await sql(
-      'CREATE TABLE wrong_type (datacenter_id int NOT NULL, worker_id int NOT NULL, token varchar(64), expires_ms bigint, mark_ms int, clock_back int, PRIMARY KEY (datacenter_id, worker_id))',
+      'CREATE TABLE wrong_type (datacenter_id int NOT NULL, worker_id int NOT NULL, token varchar(64), expires_ms bigint, mark_ms int, clock_back int, written_on bigint, PRIMARY KEY (datacenter_id, worker_id))',
     )
     await sql(
-      'CREATE TABLE memory_engine (datacenter_id int NOT NULL, worker_id int NOT NULL, token varchar(64), expires_ms bigint, mark_ms bigint, clock_back int, PRIMARY KEY (datacenter_id, worker_id)) ENGINE=MEMORY',
+      'CREATE TABLE memory_engine (datacenter_id int NOT NULL, worker_id int NOT NULL, token varchar(64), expires_ms bigint, mark_ms bigint, clock_back int, written_on bigint, PRIMARY KEY (datacenter_id, worker_id)) ENGINE=MEMORY',
+    )
+    // A table made by a version before written_on: the message says how to add it.
+    await sql(
+      'CREATE TABLE before_origin (datacenter_id int NOT NULL, worker_id int NOT NULL, token varchar(64), expires_ms bigint, mark_ms bigint, clock_back int, PRIMARY KEY (datacenter_id, worker_id))',
     )
     await sql('CREATE VIEW a_view AS SELECT 1 AS x')
     for (const [table, found] of [
-      ['other_columns', /columns with no token, no expires_ms, no mark_ms, no clock_back/],
+      ['other_columns', /columns with no token, no expires_ms, no mark_ms, no clock_back, no written_on/],
       ['no_key', /no primary key/],
       ['wrong_type', /columns with mark_ms int null/],
       ['memory_engine', /the engine MEMORY/],
       ['a_view', /no base table/],
+      ['before_origin', /no written_on; add it with ALTER TABLE `before_origin` ADD COLUMN written_on bigint NULL$/],
     ]) {
       await assert.rejects(acquireWorkerId({ client: pool, table, ttlMs: 500 }), err => {
         assert.equal(err.code, 'ERR_SNOWID_STORE_TABLE_INVALID', `${table}: ${err.message}`)
         assert.match(err.message, found)
-        assert.ok(err.message.length <= 400)
+        assert.ok(err.message.length <= 480)
         return true
       })
     }

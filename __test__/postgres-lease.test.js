@@ -123,6 +123,7 @@ async function main() {
               'expires_at timestamp with time zone',
               'mark_ms bigint',
               'clock_back integer',
+              'written_on text',
             ],
           )
           assert.equal(
@@ -258,20 +259,29 @@ async function main() {
       await admin.sql('CREATE UNLOGGED TABLE unlogged (LIKE public.shadowed INCLUDING ALL)')
       await admin.sql('CREATE TABLE no_key (LIKE public.shadowed)')
       await admin.sql(
-        'CREATE TABLE wrong_type (datacenter_id integer, worker_id integer, token text, expires_at timestamptz, mark_ms integer, clock_back integer, PRIMARY KEY (datacenter_id, worker_id))',
+        'CREATE TABLE wrong_type (datacenter_id integer, worker_id integer, token text, expires_at timestamptz, mark_ms integer, clock_back integer, written_on text, PRIMARY KEY (datacenter_id, worker_id))',
       )
       await admin.sql('CREATE TABLE other_key (LIKE public.shadowed, PRIMARY KEY (worker_id, datacenter_id))')
+      // A table made by a version before written_on: the message says how to add it.
+      await admin.sql(
+        'CREATE TABLE before_origin (datacenter_id integer NOT NULL, worker_id integer NOT NULL, token text, expires_at timestamptz, mark_ms bigint, clock_back integer, PRIMARY KEY (datacenter_id, worker_id))',
+      )
       for (const [client, table, found] of [
         [one, 'shadowed', /a temporary table/],
         [admin.client, 'unlogged', /an unlogged table/],
         [admin.client, 'no_key', /no primary key/],
         [admin.client, 'wrong_type', /columns with mark_ms integer/],
         [admin.client, 'other_key', /the primary key \(worker_id, datacenter_id\)/],
+        [
+          admin.client,
+          'before_origin',
+          /no written_on; add it with ALTER TABLE "before_origin" ADD COLUMN written_on text$/,
+        ],
       ]) {
         await assert.rejects(acquireWorkerId({ client, table, ttlMs: 500 }), err => {
           assert.equal(err.code, 'ERR_SNOWID_STORE_TABLE_INVALID', `${table}: ${err.message}`)
           assert.match(err.message, found)
-          assert.ok(err.message.length <= 400)
+          assert.ok(err.message.length <= 480)
           return true
         })
       }

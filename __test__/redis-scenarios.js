@@ -212,9 +212,7 @@ async function withClient(t, kind) {
         const taking = new Promise(resolve => (opened = resolve))
         const gated = hookReplies(kind, client, async (args, reply) => {
           const take =
-            String(args[1]).includes('local prefix, dc, slots, token, ttl') &&
-            Array.isArray(reply) &&
-            String(reply[0]) === '1'
+            String(args[1]).includes('local token, ttl, slots') && Array.isArray(reply) && String(reply[0]) === '1'
           if (gate && take) {
             opened()
             await gate
@@ -279,11 +277,24 @@ async function withClient(t, kind) {
     async () => {
       const { raw, close } = await connect(kind, redis.port)
       const users = {
-        full: ['~{snowid}:*', '+eval', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire', '+del'],
-        noEval: ['~{snowid}:*', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire', '+del'],
-        noHmget: ['~{snowid}:*', '+eval', '+set', '+get', '+hget', '+hset', '+pexpire', '+del'],
-        noDel: ['~{snowid}:*', '+eval', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire'],
-        noKeys: ['~other:*', '+eval', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire', '+del'],
+        full: [
+          '~{snowid}:*',
+          '+eval',
+          '+set',
+          '+get',
+          '+hmget',
+          '+hget',
+          '+hset',
+          '+pexpire',
+          '+del',
+          '+info',
+          '+wait',
+        ],
+        noEval: ['~{snowid}:*', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire', '+del', '+info', '+wait'],
+        noHmget: ['~{snowid}:*', '+eval', '+set', '+get', '+hget', '+hset', '+pexpire', '+del', '+info', '+wait'],
+        noDel: ['~{snowid}:*', '+eval', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire', '+info', '+wait'],
+        noInfo: ['~{snowid}:*', '+eval', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire', '+del', '+wait'],
+        noKeys: ['~other:*', '+eval', '+set', '+get', '+hmget', '+hget', '+hset', '+pexpire', '+del', '+info', '+wait'],
       }
       const opened = []
       const as = async user => {
@@ -306,6 +317,7 @@ async function withClient(t, kind) {
           })
         await refused('noEval', /the command EVAL \(\+eval\)/)
         await refused('noHmget', /the command HMGET \(\+hmget\)/)
+        await refused('noInfo', /the command INFO \(\+info\)/)
         await refused('noKeys', /access to the lease keys/)
         const lease = await acquireWorkerId(options(await as('noDel')))
         await assert.rejects(lease.release(), err => {

@@ -89,10 +89,13 @@ function postgresBinDir() {
 }
 
 /**
- * Starts a throwaway PostgreSQL cluster on a free loopback port: trust auth for the user `snowid`, no fsync.
- * Returns `{ port, host, user, database, restart(), stop() }`, or `undefined` when PostgreSQL is not installed.
+ * Starts a throwaway PostgreSQL cluster on a free loopback port: trust auth for the user `snowid`, no fsync;
+ * `settings` (name: value) are added to or override its `-c` settings. With `standbyOf` (a server this returned), the
+ * cluster is a streaming standby of that one, made with `pg_basebackup -R -X stream`, that streams through `via` (a
+ * port that reaches the primary, such as a proxy's). Returns `{ port, host, user, database, restart(), promote(), kill(),
+ * stop() }`, or `undefined` when PostgreSQL is not installed.
  */
-async function startPostgres() {
+async function startPostgres({ settings = {}, standbyOf, via } = {}) {
   const bin = postgresBinDir()
   if (!bin) return undefined
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-pg-'))
@@ -105,16 +108,54 @@ async function startPostgres() {
     const gid = Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim())
     fs.chownSync(root, uid, gid)
   }
-  runAs('postgres', path.join(bin, 'initdb'), ['-D', data, '-U', 'snowid', '--auth=trust', '-E', 'UTF8', '--no-sync'])
+  // A cluster that could not be made leaves nothing behind.
+  const made = () => {
+    if (standbyOf) {
+      runAs('postgres', path.join(bin, 'pg_basebackup'), [
+        '-h',
+        '127.0.0.1',
+        '-p',
+        String(standbyOf.port),
+        '-U',
+        'snowid',
+        '-D',
+        data,
+        '-R',
+        '-X',
+        'stream',
+        '--no-sync',
+      ])
+    } else {
+      runAs('postgres', path.join(bin, 'initdb'), [
+        '-D',
+        data,
+        '-U',
+        'snowid',
+        '--auth=trust',
+        '-E',
+        'UTF8',
+        '--no-sync',
+      ])
+    }
+  }
+  try {
+    made()
+  } catch (err) {
+    fs.rmSync(root, { recursive: true, force: true })
+    throw err
+  }
   const port = await freePort()
-  const options = [
-    `-p ${port}`,
-    '-c listen_addresses=127.0.0.1',
-    `-c unix_socket_directories=${root}`,
-    '-c fsync=off',
-    '-c synchronous_commit=off',
-    '-c full_page_writes=off',
-  ].join(' ')
+  const all = {
+    listen_addresses: '127.0.0.1',
+    unix_socket_directories: root,
+    fsync: 'off',
+    synchronous_commit: 'off',
+    full_page_writes: 'off',
+    // A standby streams through `via`: this overrides the primary_conninfo that pg_basebackup -R wrote.
+    ...(standbyOf ? { primary_conninfo: `'host=127.0.0.1 port=${via ?? standbyOf.port} user=snowid'` } : {}),
+    ...settings,
+  }
+  const options = [`-p ${port}`, ...Object.entries(all).map(([k, v]) => `-c ${k}=${v}`)].join(' ')
   const start = () =>
     runAs('postgres', path.join(bin, 'pg_ctl'), [
       '-D',
@@ -145,9 +186,25 @@ async function startPostgres() {
       start()
       return startedAt
     },
+    /** Promotes a standby (`pg_ctl promote`, waiting until it accepts writes). */
+    promote() {
+      runAs('postgres', path.join(bin, 'pg_ctl'), ['-D', data, '-w', '-t', '60', 'promote'])
+    },
+    /** Stops the server as a crash would (`pg_ctl stop -m immediate`); its data stays until stop(). */
+    kill() {
+      runAs('postgres', path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop'])
+    },
     stop() {
       try {
-        runAs('postgres', path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop'])
+        // Already stopped by kill(): pg_ctl status says so (exit 3), and there is nothing to stop.
+        const status = spawnSync(asRoot ? 'runuser' : path.join(bin, 'pg_ctl'), [
+          ...(asRoot ? ['-u', 'postgres', '--', path.join(bin, 'pg_ctl')] : []),
+          '-D',
+          data,
+          'status',
+        ])
+        if (status.status === 0)
+          runAs('postgres', path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop'])
       } finally {
         fs.rmSync(root, { recursive: true, force: true })
       }
@@ -173,23 +230,42 @@ async function waitForPort(port, timeoutMs = 10_000) {
   }
 }
 
+/** The redis-server binary, or `undefined`. */
+const redisBin = () =>
+  onPath('redis-server') || findExecutable(['/usr/bin/redis-server', '/usr/local/bin/redis-server'])
+
 /**
- * Starts a redis-server on a free loopback port with persistence off, so that a restart loses every key.
+ * Starts a redis-server on a free loopback port with persistence off, so that a restart loses every key; `args` are
+ * added to its command line (`--replicaof 127.0.0.1 PORT`, `--cluster-enabled yes`, ...), and `port` may be given.
  * Returns `{ port, url, stop(), restart() }`, or `undefined` when redis-server is not installed.
  */
-async function startRedis() {
-  const bin = onPath('redis-server') || findExecutable(['/usr/bin/redis-server', '/usr/local/bin/redis-server'])
+async function startRedis({ args = [], port: given } = {}) {
+  const bin = redisBin()
   if (!bin) return undefined
-  const port = await freePort()
+  const port = given ?? (await freePort())
+  // Its working directory: a replica writes the snapshot it receives there.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-redis-'))
   let child
   const launch = async () => {
     const spawnedAt = Date.now()
     child = spawn(
       bin,
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
-      {
-        stdio: 'ignore',
-      },
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--daemonize',
+        'no',
+        '--dir',
+        dir,
+        ...args,
+      ],
+      { stdio: 'ignore' },
     )
     await waitForPort(port)
     return spawnedAt
@@ -204,7 +280,13 @@ async function startRedis() {
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
-    stop: kill,
+    get pid() {
+      return child.pid
+    },
+    async stop() {
+      await kill()
+      fs.rmSync(dir, { recursive: true, force: true })
+    },
     /**
      * Kills the server (its data is gone), waits `downMs`, and starts an empty one on the same port. Resolves to the
      * `Date.now()` just before the new server was spawned: no client can have reached it earlier.
@@ -229,10 +311,10 @@ function mariadbBins() {
 /**
  * Starts a throwaway MariaDB on a free loopback port, in a new datadir in a temporary directory: no grant tables
  * (any user, no password), no binary log, no flush at commit. When this process is root, the server runs as root
- * (`--user=root`), which mariadbd otherwise refuses. Returns `{ host, port, user, stop() }`, or `undefined` when
- * MariaDB is not installed.
+ * (`--user=root`), which mariadbd otherwise refuses; `args` are added to its command line (`--log-bin`,
+ * `--server-id=2`, ...). Returns `{ host, port, user, kill(), stop() }`, or `undefined` when MariaDB is not installed.
  */
-async function startMariadb() {
+async function startMariadb({ args = [] } = {}) {
   const bins = mariadbBins()
   if (!bins) return undefined
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-mariadb-'))
@@ -273,6 +355,7 @@ async function startMariadb() {
         '--innodb-buffer-pool-size=64M',
         '--innodb-flush-log-at-trx-commit=0',
         ...asUser,
+        ...args,
       ],
       { stdio: 'ignore' },
     )
@@ -286,6 +369,13 @@ async function startMariadb() {
       host: '127.0.0.1',
       port,
       user: 'root',
+      /** Kills the server as a crash would (SIGKILL); its directory stays until stop(). */
+      async kill() {
+        if (child.exitCode === null && child.signalCode === null) {
+          child.kill('SIGKILL')
+          await exited
+        }
+      },
       /** Shuts the server down (SIGTERM, then SIGKILL after 30 s) and removes its directory. */
       async stop() {
         if (child.exitCode === null && child.signalCode === null) {
@@ -305,7 +395,295 @@ async function startMariadb() {
   }
 }
 
+/**
+ * Starts a Redis Sentinel on a free loopback port, watching the master at 127.0.0.1:`masterPort` as `name`, with a
+ * quorum of `quorum`, declaring the master down after `downAfterMs`. Returns `{ port, stop() }` (which also removes its
+ * directory), or `undefined` when redis-server is not installed.
+ */
+async function startSentinel(masterPort, { name = 'snowid', quorum = 2, downAfterMs = 1000 } = {}) {
+  const bin = redisBin()
+  if (!bin) return undefined
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-sentinel-'))
+  const port = await freePort()
+  const conf = path.join(dir, 'sentinel.conf')
+  fs.writeFileSync(
+    conf,
+    [
+      `port ${port}`,
+      'bind 127.0.0.1',
+      `dir ${dir}`,
+      'sentinel resolve-hostnames no',
+      `sentinel monitor ${name} 127.0.0.1 ${masterPort} ${quorum}`,
+      `sentinel down-after-milliseconds ${name} ${downAfterMs}`,
+      `sentinel failover-timeout ${name} 3000`,
+      `sentinel parallel-syncs ${name} 1`,
+      '',
+    ].join('\n'),
+  )
+  const child = spawn(bin, [conf, '--sentinel'], { stdio: 'ignore' })
+  const exited = new Promise(resolve => child.once('exit', resolve))
+  await waitForPort(port)
+  return {
+    port,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL')
+        await exited
+      }
+      fs.rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/**
+ * Starts a Redis Cluster of `masters` redis-servers on free loopback ports, each with `replicas` replicas
+ * (`redis-cli --cluster create`), and waits until every node says the cluster is ok and every replica is in sync.
+ * Returns `{ ports, nodes, stop() }` (`nodes`: what startRedis returned, in the order of `ports`), or `undefined` when
+ * redis-server or redis-cli is not installed.
+ */
+async function startRedisCluster(masters = 3, { replicas = 0 } = {}) {
+  const cli = onPath('redis-cli') || findExecutable(['/usr/bin/redis-cli', '/usr/local/bin/redis-cli'])
+  if (!redisBin() || !cli) return undefined
+  const nodes = []
+  const stop = () => Promise.all(nodes.map(n => n.stop()))
+  try {
+    for (let i = 0; i < masters * (1 + replicas); i++) {
+      nodes.push(
+        await startRedis({
+          args: [
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            'nodes.conf',
+            '--cluster-node-timeout',
+            '2000',
+            '--repl-diskless-sync-delay',
+            '0',
+          ],
+        }),
+      )
+    }
+    const ports = nodes.map(n => n.port)
+    const created = spawnSync(
+      cli,
+      [
+        '--cluster',
+        'create',
+        ...ports.map(p => `127.0.0.1:${p}`),
+        '--cluster-replicas',
+        String(replicas),
+        '--cluster-yes',
+      ],
+      { encoding: 'utf8', timeout: 60_000 },
+    )
+    if (created.status !== 0) throw new Error(`redis-cli --cluster create: ${created.stdout}${created.stderr}`)
+    const until = Date.now() + 30_000
+    for (const port of ports) {
+      for (;;) {
+        const info = spawnSync(cli, ['-p', String(port), 'cluster', 'info'], { encoding: 'utf8', timeout: 10_000 })
+        const repl = spawnSync(cli, ['-p', String(port), 'info', 'replication'], { encoding: 'utf8', timeout: 10_000 })
+        const synced = /role:slave/.test(repl.stdout)
+          ? /master_link_status:up/.test(repl.stdout)
+          : !/state=(?!online)/.test(repl.stdout)
+        if (/cluster_state:ok/.test(info.stdout) && synced) break
+        if (Date.now() > until) throw new Error(`the cluster is not ok on ${port} after 30 s: ${info.stdout}`)
+        await new Promise(r => setTimeout(r, 100))
+      }
+    }
+    return { ports, nodes, stop }
+  } catch (err) {
+    await stop()
+    throw err
+  }
+}
+
+/**
+ * Starts an etcd cluster of `members` (1 or 3) on free loopback ports, each in a temporary directory, with a fast
+ * election (heartbeat 100 ms, election timeout 1000 ms). Returns `{ members, endpoints(), leader(), stop() }`, each
+ * member `{ name, port, kill(), start() }` (start() brings a killed member back with its data), or `undefined` when
+ * etcd is not installed.
+ */
+async function startEtcd(members = 1) {
+  const bin = onPath('etcd') || findExecutable(['/usr/bin/etcd', '/usr/local/bin/etcd'])
+  const ctl = onPath('etcdctl') || findExecutable(['/usr/bin/etcdctl', '/usr/local/bin/etcdctl'])
+  if (!bin || !ctl) return undefined
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-etcd-'))
+  const list = []
+  for (let i = 0; i < members; i++) list.push({ name: `m${i}`, port: await freePort(), peer: await freePort() })
+  const cluster = list.map(m => `${m.name}=http://127.0.0.1:${m.peer}`).join(',')
+  for (const m of list) {
+    let child = null
+    let exited = null
+    m.start = async () => {
+      child = spawn(
+        bin,
+        [
+          '--name',
+          m.name,
+          '--data-dir',
+          path.join(root, m.name),
+          '--listen-client-urls',
+          `http://127.0.0.1:${m.port}`,
+          '--advertise-client-urls',
+          `http://127.0.0.1:${m.port}`,
+          '--listen-peer-urls',
+          `http://127.0.0.1:${m.peer}`,
+          '--initial-advertise-peer-urls',
+          `http://127.0.0.1:${m.peer}`,
+          '--initial-cluster',
+          cluster,
+          '--initial-cluster-state',
+          'new',
+          '--initial-cluster-token',
+          path.basename(root),
+          '--heartbeat-interval',
+          '100',
+          '--election-timeout',
+          '1000',
+          '--logger',
+          'zap',
+          '--log-level',
+          'error',
+        ],
+        { stdio: 'ignore' },
+      )
+      exited = new Promise(resolve => child.once('exit', resolve))
+      await waitForPort(m.port, 30_000)
+    }
+    m.kill = async () => {
+      if (child && child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL')
+        await exited
+      }
+    }
+  }
+  const endpoints = () => list.map(m => `http://127.0.0.1:${m.port}`)
+  const stop = async () => {
+    await Promise.all(list.map(m => m.kill()))
+    fs.rmSync(root, { recursive: true, force: true })
+  }
+  /** The member that leads now, by etcdctl endpoint status; `undefined` while none does. */
+  const leader = () => {
+    const r = spawnSync(
+      ctl,
+      [
+        '--endpoints',
+        endpoints().join(','),
+        '--dial-timeout',
+        '300ms',
+        '--command-timeout',
+        '1s',
+        'endpoint',
+        'status',
+        '-w',
+        'json',
+      ],
+      {
+        encoding: 'utf8',
+        timeout: 10_000,
+        env: { ...process.env, ETCDCTL_API: '3' },
+      },
+    )
+    let status = []
+    try {
+      status = JSON.parse(r.stdout)
+    } catch {
+      return undefined
+    }
+    const lead = status.find(s => s.Status && String(s.Status.header.member_id) === String(s.Status.leader))
+    return lead && list.find(m => lead.Endpoint.endsWith(`:${m.port}`))
+  }
+  try {
+    await Promise.all(list.map(m => m.start()))
+    const until = Date.now() + 30_000
+    while (!leader()) {
+      if (Date.now() > until) throw new Error('etcd elected no leader within 30 s')
+      await new Promise(r => setTimeout(r, 100))
+    }
+  } catch (err) {
+    await stop()
+    throw err
+  }
+  return { members: list, endpoints, leader, stop }
+}
+
+/**
+ * A TCP proxy on a free loopback port to 127.0.0.1:`target`, for faults the tests make: `cut()` stops forwarding
+ * both ways on every connection, open or new (a partition: the peers see no answer, not a reset); `heal()` forwards
+ * again, what was held included; `retarget(port)` sends new connections elsewhere (a switched virtual address);
+ * `drop()` resets every open connection. Returns `{ port, cut(), heal(), retarget(), drop(), close() }`.
+ */
+async function tcpProxy(target) {
+  const pairs = new Set()
+  let cutOff = false
+  let to = target
+  const server = net.createServer(client => {
+    const upstream = net.connect(to, '127.0.0.1')
+    const pair = { client, upstream }
+    pairs.add(pair)
+    const end = () => {
+      pairs.delete(pair)
+      client.destroy()
+      upstream.destroy()
+    }
+    client.on('error', end).on('close', end)
+    upstream.on('error', end).on('close', end)
+    client.pipe(upstream)
+    upstream.pipe(client)
+    if (cutOff) hold(pair)
+  })
+  const hold = ({ client, upstream }) => {
+    client.unpipe(upstream)
+    upstream.unpipe(client)
+    client.pause()
+    upstream.pause()
+  }
+  await new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', resolve)
+  })
+  return {
+    port: server.address().port,
+    cut() {
+      cutOff = true
+      for (const pair of pairs) hold(pair)
+    },
+    heal() {
+      cutOff = false
+      for (const { client, upstream } of pairs) {
+        client.pipe(upstream)
+        upstream.pipe(client)
+        client.resume()
+        upstream.resume()
+      }
+    },
+    retarget(port) {
+      to = port
+    },
+    drop() {
+      for (const { client, upstream } of pairs) {
+        client.resetAndDestroy()
+        upstream.destroy()
+      }
+      pairs.clear()
+    },
+    close() {
+      for (const { client, upstream } of pairs) {
+        client.destroy()
+        upstream.destroy()
+      }
+      pairs.clear()
+      return new Promise(resolve => server.close(() => resolve()))
+    },
+  }
+}
+
 module.exports = {
+  startEtcd,
+  postgresBinDir,
+  startRedisCluster,
+  tcpProxy,
+  startSentinel,
   freePort,
   findExecutable,
   onPath,

@@ -208,6 +208,24 @@ useMysqlLease()
 const mysqlDdl: string = mysqlLeases.tableSql('t', { workerBits: 6 })
 export { mysqlDdl }
 
+import * as etcdLeases from 'snowid/etcd'
+import type { EtcdAcquireOptions, SnowidEtcdError } from 'snowid/etcd'
+declare const etcd3Client: etcdLeases.EtcdClient
+async function useEtcdLease(): Promise<bigint> {
+  const options: EtcdAcquireOptions = { client: etcd3Client, keyPrefix: 'ids', ttlMs: 10000 }
+  const lease: etcdLeases.EtcdLease = await etcdLeases.acquireWorkerId(options)
+  lease.on('lost', (err: SnowidEtcdError) => err.code === 'ERR_SNOWID_ETCD_UNAVAILABLE')
+  lease.on('renewFailed', (err: SnowidEtcdError) => err.code === 'ERR_SNOWID_STORE_NOT_REPLICATED')
+  await lease.release()
+  await etcdLeases.configureWorkerId({ client: etcd3Client })
+  // @ts-expect-error: etcd has no table
+  await etcdLeases.acquireWorkerId({ client: etcd3Client, table: 't' })
+  return lease.snowflake.nextId()
+}
+useEtcdLease()
+const redisWithReplicas: RedisAcquireOptions = { client: ioredisLike, replicas: 2 }
+export { redisWithReplicas }
+
 import { postgresFunctions } from 'snowid/sql'
 const functionsSql: string = postgresFunctions(config()) + postgresFunctions(gen.config())
 // @ts-expect-error: a layout is required

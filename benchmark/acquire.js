@@ -3,8 +3,9 @@
 // node benchmark/acquire.js [--rounds N]
 //
 // How long acquireWorkerId takes, from the call to a lease whose generator may issue ids, on servers this script
-// starts on free loopback ports (as the tests do): PostgreSQL (pg Pool), MySQL (MariaDB, mysql2 Pool) and Redis
-// (ioredis), with the default ttlMs (10 s). Cases:
+// starts on free loopback ports (as the tests do): PostgreSQL (pg Pool), MySQL (MariaDB, mysql2 Pool), Redis
+// (ioredis) alone and with one replica (whose WAIT each confirmed write then needs), and a 3-member etcd cluster
+// (etcd3), with the default ttlMs (10 s). Cases:
 // - new table:  the first acquire, which makes the lease table (PostgreSQL, MySQL) or finds no keys (Redis);
 // - fresh slot: a slot never held, on a table made earlier (another datacenter's row);
 // - used slot:  a slot given back by release(), so its mark is behind the clock.
@@ -14,7 +15,7 @@ const os = require('node:os')
 const path = require('node:path')
 
 const root = path.resolve(__dirname, '..')
-const { startMariadb, startPostgres, startRedis } = require(path.join(root, '__test__', 'servers.js'))
+const { startEtcd, startMariadb, startPostgres, startRedis } = require(path.join(root, '__test__', 'servers.js'))
 
 function parseArgs(argv) {
   const args = { rounds: 5 }
@@ -51,7 +52,7 @@ async function measure(name, rounds, { newTable, freshSlot, usedSlot }) {
   ]
   for (const [label, run] of cases) {
     const times = []
-    for (let i = 0; i < (label === 'new table' && name === 'Redis' ? Math.min(rounds, 2) : rounds); i++)
+    for (let i = 0; i < (label === 'new table' && name.startsWith('Redis') ? Math.min(rounds, 2) : rounds); i++)
       times.push(await timeAcquire(() => run(i)))
     row[label] = fmt(times)
   }
@@ -124,6 +125,47 @@ async function redis(rounds) {
   }
 }
 
+async function redisWithReplica(rounds) {
+  const fast = ['--repl-diskless-sync-delay', '0']
+  const server = await startRedis({ args: fast })
+  if (!server) return null
+  const replica = await startRedis({ args: [...fast, '--replicaof', '127.0.0.1', String(server.port)] })
+  const Redis = require(path.join(root, 'node_modules', 'ioredis'))
+  const client = new Redis({ host: '127.0.0.1', port: server.port })
+  const { acquireWorkerId } = require(path.join(root, 'lib', 'redis.js'))
+  try {
+    // The replica in sync before any lease is taken.
+    while (!/slave0:.*state=online/.test(await client.info('replication'))) await new Promise(r => setTimeout(r, 50))
+    return await measure('Redis, 1 replica (ioredis)', rounds, {
+      newTable: i => acquireWorkerId({ client, keyPrefix: `new${i}` }),
+      freshSlot: i => acquireWorkerId({ client, keyPrefix: 'new0', datacenterId: 1 + (i % 7) }),
+      usedSlot: () => acquireWorkerId({ client, keyPrefix: 'new0' }),
+    })
+  } finally {
+    client.disconnect()
+    await replica.stop()
+    await server.stop()
+  }
+}
+
+async function etcd(rounds) {
+  const cluster = await startEtcd(3)
+  if (!cluster) return null
+  const { Etcd3 } = require(path.join(root, 'node_modules', 'etcd3'))
+  const client = new Etcd3({ hosts: cluster.endpoints() })
+  const { acquireWorkerId } = require(path.join(root, 'lib', 'etcd.js'))
+  try {
+    return await measure('etcd, 3 members (etcd3)', rounds, {
+      newTable: i => acquireWorkerId({ client, keyPrefix: `new${i}` }),
+      freshSlot: i => acquireWorkerId({ client, keyPrefix: 'new0', datacenterId: 1 + (i % 7) }),
+      usedSlot: () => acquireWorkerId({ client, keyPrefix: 'new0' }),
+    })
+  } finally {
+    client.close()
+    await cluster.stop()
+  }
+}
+
 async function main() {
   const { rounds } = parseArgs(process.argv.slice(2))
   const cpu = os.cpus()[0]
@@ -138,6 +180,8 @@ async function main() {
     ['PostgreSQL', postgres],
     ['MySQL', mysql],
     ['Redis', redis],
+    ['Redis with a replica', redisWithReplica],
+    ['etcd', etcd],
   ]) {
     const row = await run(rounds)
     if (row) rows.push(row)

@@ -30,6 +30,8 @@ export interface SnowidLeaseError extends Error {
     | 'ERR_SNOWID_REDIS_UNAVAILABLE'
     | 'ERR_SNOWID_POSTGRES_UNAVAILABLE'
     | 'ERR_SNOWID_MYSQL_UNAVAILABLE'
+    | 'ERR_SNOWID_ETCD_UNAVAILABLE'
+    | 'ERR_SNOWID_STORE_NOT_REPLICATED'
     | 'ERR_SNOWID_STORE_TABLE_INVALID'
     | 'ERR_SNOWID_STORE_PERMISSION_DENIED'
     | 'ERR_SNOWID_NO_FREE_WORKER_ID'
@@ -58,11 +60,14 @@ export declare class StoreLease {
   release(): Promise<void>
 
   on(event: 'renewed', listener: (info: { deadline: number }) => void): this
-  /** 'renewFailed': a renewal the store did not answer (the lease keeps trying until its deadline), or, after a
+  /** 'renewFailed': a renewal the store did not answer, or that its replicas did not confirm
+   * (`ERR_SNOWID_STORE_NOT_REPLICATED`; the lease keeps trying until its deadline), or, after a
    * loss, a failed attempt to take a slot again (`ERR_SNOWID_CLOCK_BACKWARDS` when the free slots' marks are further
    * ahead than a TTL; the attempts go on, except after `ERR_SNOWID_LEASE_CORRUPT`, `ERR_SNOWID_STORE_PERMISSION_DENIED`
    * or `ERR_SNOWID_STORE_TABLE_INVALID`, or once the client was ended or closed). */
   on(event: 'renewFailed', listener: (err: SnowidLeaseError) => void): this
+  /** 'lost': the generator stopped issuing (at its deadline, with no renewal confirmed; or the slot is no longer
+   * this lease's). */
   on(event: 'lost', listener: (err: SnowidLeaseError) => void): this
   on(event: 'reacquired', listener: (lease: this) => void): this
   once(event: 'renewed', listener: (info: { deadline: number }) => void): this

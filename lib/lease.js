@@ -2,7 +2,7 @@
 
 // The lease of a (datacenterId, workerId) slot from a shared store, for services on more than one host: one state
 // machine (take, hold, renew, lose, take again, release) and its events, used by every store (snowid/redis,
-// snowid/postgres, snowid/mysql). A store supplies only its primitives, as an object:
+// snowid/postgres, snowid/mysql, snowid/etcd). A store supplies only its primitives, as an object:
 //
 //   name                        the store's name for messages ('Redis', 'PostgreSQL', 'MySQL')
 //   unavailableCode             the code of "the store did not answer" (ERR_SNOWID_REDIS_UNAVAILABLE, ...)
@@ -13,15 +13,20 @@
 //                               step, skipping slots whose mark is at or past `limit` (the generator could not start
 //                               past it). Resolves to { workerId, mark, confirmed }: `mark` is the slot's high-water
 //                               mark (Unix ms) as found, or undefined when the slot has no history; `confirmed` says
-//                               that the same step raised the mark to `until`, as a renewal does. When no slot is
-//                               taken, resolves to null, or to { ahead } (the earliest mark skipped) when free slots
-//                               were skipped. Throws ERR_SNOWID_LEASE_CORRUPT (having given the slot back) for a slot
-//                               whose record it cannot read.
+//                               that the same step raised the mark to `until`, as a renewal does (and, for a store
+//                               with replicas, that they acknowledged it); `forgotten` says that the slot's history
+//                               may have been lost (it was last written before a failover the store can tell of), so
+//                               it waits one TTL as a slot with no history does. When no slot is taken, resolves to
+//                               null, or to { ahead } (the earliest mark skipped) when free slots were skipped.
+//                               Throws ERR_SNOWID_LEASE_CORRUPT (having given the slot back) for a slot whose record
+//                               it cannot read.
 //   renew(workerId, token, until, clockBack)
 //                               if `token` still holds the slot: raises its mark to `until` (when not null), with
 //                               `clockBack`, then extends the TTL, in one atomic step. Resolves true, or false when
 //                               the slot is no longer `token`'s. Throws ERR_SNOWID_LEASE_CORRUPT for a mark it cannot
-//                               read, leaving it as found.
+//                               read, leaving it as found, and ERR_SNOWID_STORE_NOT_REPLICATED when the store wrote
+//                               it but did not get it confirmed by the replicas a failover could promote (such a
+//                               renewal never moves the deadline).
 //   release(workerId, token, last)
 //                               if `token` still holds the slot: lowers its mark to `last` (when not null), then
 //                               frees the slot.
@@ -29,10 +34,12 @@
 //                               so that the take, if it still runs, leaves nothing held.
 //   classify(err)               an error from the store as a coded error: a permission error as
 //                               ERR_SNOWID_STORE_PERMISSION_DENIED, naming what is missing; null for anything else.
-//   prepare()                   (optional) the store's one-time setup, such as making its table; resolves once done,
-//                               and is called before every take, so it remembers that it is done.
+//   prepare()                   (optional) the store's one-time setup, such as making its table; resolves once done.
+//                               It is called before the first take, and again before the next one if it failed.
 //   closed(err)                 whether the client was ended or closed by its owner (judged from the client, and
 //                               from `err`, the error of its last call), so that a lost lease stops taking slots.
+//   explain(what, err)          (optional) why a call made for `what` got no answer in time (`err`), as a coded error,
+//                               when the store can tell (a commit waiting for a synchronous standby); else null.
 //
 // The generator may issue ids until its deadline: the send time of the last confirmed renewal plus ttlMs, less
 // marginMs, checked in Rust on every call. Every renewal first raises the slot's mark past that deadline, so a later
@@ -196,6 +203,22 @@ function withTimeout(store, promise, ms) {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
 }
 
+/**
+ * As `storeError`, but a call that got no answer in time is first explained by the store when it can (`explain`,
+ * optional: PostgreSQL tells a commit waiting for its synchronous standby from a server that is down).
+ */
+async function explainedError(store, what, err) {
+  if (err && err.timedOut && store.explain) {
+    try {
+      const explained = await withTimeout(store, store.explain(what, err), 2000)
+      if (explained) return explained
+    } catch {
+      // The store cannot say why: the plain error stands.
+    }
+  }
+  return storeError(store, what, err)
+}
+
 /** An error from a store call made for `what`, as a coded error. */
 function storeError(store, what, err) {
   if (isCoded(err)) return err
@@ -221,6 +244,12 @@ class StoreLease extends EventEmitter {
   #token
   #deadline = 0
   #timer = null
+  // Fires at the deadline, unless a renewal moved it: the generator stops issuing then, so the loss is told then.
+  #expiry = null
+  // Counts the losses: a renewal that was on its way when the lease was lost is then ignored.
+  #epoch = 0
+  // The last renewal's failure, told with the loss.
+  #lastFailure = null
   #released = false
   #renewing = false
   #onDefault
@@ -249,8 +278,8 @@ class StoreLease extends EventEmitter {
   }
 
   /** Holds the slot just taken, renewing it without a mark, until it may be used (see `holdUntilUsable`). */
-  #hold(mark) {
-    return holdUntilUsable(this.#o, mark, () => this.#renew({ withMark: false }))
+  #hold(mark, forgotten) {
+    return holdUntilUsable(this.#o, mark, forgotten, () => this.#renew({ withMark: false }))
   }
 
   /** Renews the lease once: raises the mark past the new deadline, extends the TTL, then returns the deadline (0 when lost). */
@@ -272,7 +301,7 @@ class StoreLease extends EventEmitter {
   /** Takes a slot (see `takeSlot`), holds it until usable, and starts the generator on it. */
   async _open(taken) {
     const confirmed = this.#confirmedByTake(taken)
-    if (!confirmed) await this.#hold(taken.mark)
+    if (!confirmed) await this.#hold(taken.mark, Boolean(taken.forgotten))
     if (this.#onDefault && !this.snowflake) this.#onDefault(this)
     return this.#start(taken.mark, confirmed)
   }
@@ -282,9 +311,9 @@ class StoreLease extends EventEmitter {
    * does, so its deadline is the same; it is used at once when the slot's mark is behind the clock, and the answer
    * came within a renewal's timeout.
    */
-  #confirmedByTake({ confirmed, mark, sent }) {
+  #confirmedByTake({ confirmed, forgotten, mark, sent }) {
     const now = Date.now()
-    if (!confirmed || mark === undefined || now <= mark || now - sent >= this.#o.renewTimeoutMs) return 0
+    if (!confirmed || forgotten || mark === undefined || now <= mark || now - sent >= this.#o.renewTimeoutMs) return 0
     return sent + this.#o.ttlMs - this.#o.marginMs
   }
 
@@ -310,54 +339,85 @@ class StoreLease extends EventEmitter {
     this.workerId = this.#slot
     this.snowflake = snowflake
     this.#deadline = deadline
+    this.#lastFailure = null
+    this.#armExpiry()
     this.#schedule()
     return this
   }
 
-  #schedule() {
+  /** The next renewal, in `delayMs` (by default a third of the TTL). */
+  #schedule(delayMs = Math.max(Math.floor(this.#o.ttlMs / 3), 20)) {
     clearTimeout(this.#timer)
     if (this.#released) return
-    this.#timer = setTimeout(() => this.#tick(), Math.max(Math.floor(this.#o.ttlMs / 3), 20))
+    this.#timer = setTimeout(() => this.#tick(), delayMs)
     this.#timer.unref()
   }
 
+  /** Tells the loss when the deadline comes with no renewal confirmed: the generator stops issuing at that moment. */
+  #armExpiry() {
+    clearTimeout(this.#expiry)
+    const deadline = this.#deadline
+    this.#expiry = setTimeout(
+      () => {
+        if (this.#released || this.#deadline !== deadline) return
+        const why = this.#lastFailure
+          ? `: ${this.#lastFailure.message}`
+          : ' (the renewal sent last is still unanswered)'
+        this.#lose(`no renewal was confirmed before the deadline${why}`, this.#lastFailure ?? undefined)
+      },
+      Math.max(deadline - Date.now(), 0),
+    )
+    this.#expiry.unref()
+  }
+
   async #tick() {
-    if (this.#released || this.#renewing) return
+    if (this.#released) return
+    // A renewal of the slot lost last is still out (it ends within its timeout): try again after it.
+    if (this.#renewing) return this.#schedule()
     this.#renewing = true
+    const epoch = this.#epoch
     try {
       const deadline = await this.#renew()
-      if (this.#released) return
+      if (this.#released || epoch !== this.#epoch) return
       if (deadline) {
         this.#deadline = deadline
         fenceSnowflake(this.snowflake, deadline)
+        this.#lastFailure = null
+        this.#armExpiry()
         this.emit('renewed', { deadline })
         this.#schedule()
         return
       }
       this.#lose(`the slot is no longer held by this process (its lease expired, or ${this.#store.name} lost it)`)
     } catch (err) {
-      if (this.#released) return
-      const coded = storeError(this.#store, 'renew', err)
+      if (this.#released || epoch !== this.#epoch) return
+      const coded = await explainedError(this.#store, 'renew', err)
+      if (this.#released || epoch !== this.#epoch) return
       if (coded.code === 'ERR_SNOWID_LEASE_CORRUPT') {
-        this.#lose(coded.message)
+        this.#lose(coded.message, coded)
         return
       }
-      // The store is unreachable or slow: keep trying until the deadline; the generator stops by itself there.
+      // The store is unreachable, slow, or did not get the renewal replicated: keep trying until the deadline, where
+      // the generator stops by itself and the expiry timer tells the loss.
+      this.#lastFailure = coded
       if (Date.now() >= this.#deadline) {
-        this.#lose(`no renewal was confirmed before the deadline: ${coded.message}`)
+        this.#lose(`no renewal was confirmed before the deadline: ${coded.message}`, coded)
         return
       }
       this.emit('renewFailed', coded)
-      this.#schedule()
+      // Tried again soon: a renewal that timed out ends two thirds into the TTL, and the deadline comes before the third.
+      this.#schedule(Math.max(Math.floor(this.#o.ttlMs / 20), 10))
     } finally {
       this.#renewing = false
     }
   }
 
-  #lose(why) {
+  #lose(why, cause) {
     fenceSnowflake(this.snowflake, 0)
     this.#deadline = 0
+    this.#epoch++
     clearTimeout(this.#timer)
+    clearTimeout(this.#expiry)
     const next = this.#o.reacquire
       ? 'until the lease takes a slot again (listen for reacquired)'
       : 'from now on: acquire a new lease'
@@ -365,6 +425,7 @@ class StoreLease extends EventEmitter {
       Error,
       'ERR_SNOWID_LEASE_LOST',
       `lease: lost datacenterId ${this.datacenterId} workerId ${this.workerId}: ${why}. Its snowflake throws ${next}`,
+      cause,
     )
     this.emit('lost', err)
     if (this.#o.reacquire && !this.#released) this.#reacquire()
@@ -411,6 +472,7 @@ class StoreLease extends EventEmitter {
     if (this.#released) return
     this.#released = true
     clearTimeout(this.#timer)
+    clearTimeout(this.#expiry)
     const stopped = this.snowflake ? fenceSnowflake(this.snowflake, 0) : 0
     // The mark is lowered only to the last id of a generator in use on the slot held: after a loss, the slot being
     // re-taken keeps the mark it has (another holder may have issued ids past this generator's last one meanwhile).
@@ -436,13 +498,14 @@ async function giveBack(store, { workerId, token }, last = null, { strict = fals
 
 /**
  * Holds a freshly taken slot, renewing it without a mark, until it may be used: one TTL after it was taken when it
- * has no recorded history (so any earlier holder's deadline has passed), else just past the mark an earlier holder
- * left. Throws when the slot is lost meanwhile, or when the mark is further ahead of this host's clock than a TTL.
+ * has no recorded history or its history may have been lost (`forgotten`: so any earlier holder's deadline has
+ * passed), and in any case just past the mark an earlier holder left. Throws when the slot is lost meanwhile, or when
+ * the mark is further ahead of this host's clock than a TTL.
  */
-async function holdUntilUsable(o, mark, renew) {
+async function holdUntilUsable(o, mark, forgotten, renew) {
   const now = Date.now()
-  const until = mark === undefined ? now + o.ttlMs : mark + 1
-  if (until - now > o.ttlMs) throw markAhead(o, mark, now, 'the slot was taken')
+  if (mark !== undefined && mark + 1 - now > o.ttlMs) throw markAhead(o, mark, now, 'the slot was taken')
+  const until = Math.max(mark === undefined || forgotten ? now + o.ttlMs : 0, mark === undefined ? 0 : mark + 1)
   while (Date.now() < until) {
     await sleep(Math.min(Math.max(Math.floor(o.ttlMs / 3), 20), until - Date.now()))
     const ok = await renew()
@@ -462,6 +525,22 @@ function markAhead(o, mark, now, why) {
   )
 }
 
+// Each store's one-time setup (its prepare()), as a promise shared by its takes; dropped when it fails.
+const prepared = new WeakMap()
+
+function prepareOnce(store) {
+  if (!prepared.has(store)) {
+    prepared.set(
+      store,
+      store.prepare().catch(err => {
+        prepared.delete(store)
+        throw err
+      }),
+    )
+  }
+  return prepared.get(store)
+}
+
 /**
  * Tries once to take a slot. Returns `{ workerId, token, mark, confirmed, sent }`; else `null` when no slot is free,
  * or `{ ahead }` when the free slots were skipped because their marks are a TTL or more ahead of the clock (the
@@ -476,11 +555,13 @@ async function takeSlot(store, o, preferred = -1, only = false) {
   let taken
   try {
     // The store's one-time setup (a table made and checked) has a timeout of its own, apart from the take's.
-    if (store.prepare) await withTimeout(store, store.prepare(), o.takeTimeoutMs)
+    if (store.prepare) await withTimeout(store, prepareOnce(store), o.takeTimeoutMs)
     taken = await withTimeout(store, store.take(token, preferred, only, at), o.takeTimeoutMs)
   } catch (err) {
-    if (err && err.timedOut) store.abandon(token).catch(() => {})
-    throw storeError(store, 'acquire', err)
+    // A take that may still run, or that ran without its replicas: whatever it took for its token is given back.
+    if ((err && err.timedOut) || (err && err.code === 'ERR_SNOWID_STORE_NOT_REPLICATED'))
+      store.abandon(token).catch(() => {})
+    throw await explainedError(store, 'acquire', err)
   }
   if (!taken) return null
   if (taken.workerId === undefined) return { ahead: taken.ahead }
@@ -492,12 +573,25 @@ async function takeSlot(store, o, preferred = -1, only = false) {
  * lease (an instance of `Lease`). `onDefault(lease)` is called once the slot may be used, before the generator starts.
  */
 async function acquire(store, o, Lease, onDefault) {
+  // The caller awaits the acquire: it keeps the process alive until it settles, as its store calls would. (An etcd3
+  // client's gRPC channel does not, between calls; a lease's renewals never do.)
+  const busy = setInterval(() => {}, 1 << 30)
+  try {
+    return await acquireSlot(store, o, Lease, onDefault)
+  } finally {
+    clearInterval(busy)
+  }
+}
+
+async function acquireSlot(store, o, Lease, onDefault) {
   const started = Date.now()
   const retryMs = Math.max(Math.floor(Math.min(o.ttlMs, 1000) / 10), 10)
   // A take or a first renewal that got no answer in time, or a slot lost before use (its key evicted, its row changed
   // by hand), is tried again within waitMs; every other error ends the acquire.
   const retried = coded =>
-    (coded.code === 'ERR_SNOWID_LEASE_LOST' || Boolean(coded.cause && coded.cause.timedOut)) &&
+    (coded.code === 'ERR_SNOWID_LEASE_LOST' ||
+      coded.code === 'ERR_SNOWID_STORE_NOT_REPLICATED' ||
+      Boolean(coded.cause && coded.cause.timedOut)) &&
     Date.now() - started < o.waitMs
   for (;;) {
     let taken = null
@@ -512,7 +606,7 @@ async function acquire(store, o, Lease, onDefault) {
         return await lease._open(taken)
       } catch (err) {
         await lease.release().catch(() => {})
-        const coded = storeError(store, 'acquire', err)
+        const coded = await explainedError(store, 'acquire', err)
         if (!retried(coded)) throw coded
       }
     }

@@ -17,6 +17,12 @@
 // one is used at once. Rows made later (a hand deletion, a datacenter or slot the table did not have) have no mark
 // (NULL), and are held one TTL before use.
 //
+// Failover. Every write that raises a mark records `written_on`, the server's @@server_id (distinct for every server
+// of a replication topology). A promoted replica may lack the old primary's last commits: a row last written by
+// another server may have lost its history, and is held one TTL before use, whatever its mark says. The row-based
+// binary log (the default, and what MIXED uses for a statement that reads a system variable) carries the value the
+// primary wrote; a statement-based one would have each replica write its own.
+//
 // The lease itself (take, hold, renew, lose, take again, release) is lib/lease.js's, shared with snowid/redis and
 // snowid/postgres.
 
@@ -67,6 +73,7 @@ const COLUMNS = [
   ['expires_ms', 'bigint', true],
   ['mark_ms', 'bigint', true],
   ['clock_back', 'int', true],
+  ['written_on', 'bigint', true],
 ]
 const KEY = 'datacenter_id, worker_id'
 
@@ -93,9 +100,10 @@ function createTable(t, dcLo, dcHi, workerBits) {
   expires_ms bigint NULL,
   mark_ms bigint NULL,
   clock_back int NULL,
+  written_on bigint NULL,
   PRIMARY KEY (${KEY})
 ) ENGINE=InnoDB
-SELECT ${dcLo} + (n.i >> ${workerBits}) AS datacenter_id, n.i & ${mask} AS worker_id, 0 AS mark_ms
+SELECT ${dcLo} + (n.i >> ${workerBits}) AS datacenter_id, n.i & ${mask} AS worker_id, 0 AS mark_ms, @@server_id AS written_on
 FROM ${series(count)}
 WHERE n.i < ${count}`
 }
@@ -123,8 +131,10 @@ function tableSql(table = DEFAULT_TABLE, layout = {}) {
   const workerBits = layoutNumber(layout, 'workerBits', 5)
   return `-- snowid/mysql: one row per (datacenterId, workerId) slot. A row is held while token is set and expires_ms
 -- (Unix ms, the database's clock) is in the future. mark_ms is the slot's high-water mark in Unix ms: no id of the
--- slot was stamped after it, so the next holder starts past it. clock_back is the clockBack in use at the mark. The
--- rows are made with the table, never held (mark_ms 0); a row made later (a hand deletion) is held one TTL before use.
+-- slot was stamped after it, so the next holder starts past it. clock_back is the clockBack in use at the mark.
+-- written_on is the @@server_id of the server that last raised the mark: a row last written by another (before a
+-- replica's promotion) is held one TTL before use. The rows are made with the table, never held (mark_ms 0); a row
+-- made later (a hand deletion) is held one TTL before use.
 ${createTable(t, 0, 2 ** dcBits - 1, workerBits)};
 `
 }
@@ -195,7 +205,6 @@ function mysqlStore(options, o) {
   const workerBits = Math.log2(o.slotCount)
   const valid = `(mark_ms IS NULL OR mark_ms BETWEEN 0 AND ${MAX_MARK}) AND (clock_back IS NULL OR (mark_ms IS NOT NULL AND clock_back BETWEEN 0 AND ${MAX_CLOCK_BACK}))`
   const free = `datacenter_id = ? AND worker_id < ? AND (token IS NULL OR expires_ms IS NULL OR expires_ms <= ${NOW_MS})`
-  let prepared = null
 
   /** Makes the table when missing (with its fresh rows), checks it, and adds rows (with no mark) for slots it lacks. */
   async function prepare() {
@@ -245,13 +254,18 @@ function mysqlStore(options, o) {
     }
     const problem = tableProblem(found)
     if (problem) {
+      // A table made by an earlier version lacks only written_on, which can be added to it.
+      const hint =
+        problem === 'columns with no written_on'
+          ? `; add it with ALTER TABLE ${t} ADD COLUMN written_on bigint NULL`
+          : ''
       throw codedError(
         Error,
         'ERR_SNOWID_STORE_TABLE_INVALID',
         `mysql: expected ${table} to be an InnoDB table with the columns and primary key (${KEY}) that snowid sql mysql prints, found ${problem}`.slice(
           0,
           400,
-        ),
+        ) + hint,
       )
     }
   }
@@ -271,15 +285,7 @@ function mysqlStore(options, o) {
     slotName: rowName,
     classify,
     closed: err => closed(options.client, err),
-    prepare() {
-      prepared =
-        prepared ??
-        prepare().catch(err => {
-          prepared = null
-          throw err
-        })
-      return prepared
-    },
+    prepare,
     async take(token, preferred, only, { now, limit }) {
       // Only rows snowid wrote are taken, and none whose mark is at or past `limit`. The mark is raised by the
       // renewal that follows, so `confirmed` is false.
@@ -294,13 +300,14 @@ function mysqlStore(options, o) {
       )
       if (claimed.affectedRows === 1) {
         const [row] = await query(
-          `SELECT worker_id, CAST(mark_ms AS CHAR) AS mark FROM ${t} WHERE datacenter_id = ? AND token = ?`,
+          `SELECT worker_id, CAST(mark_ms AS CHAR) AS mark, NOT (written_on <=> @@server_id) AS forgotten FROM ${t} WHERE datacenter_id = ? AND token = ?`,
           [dc, token],
         )
         return {
           workerId: Number(row.worker_id),
           mark: row.mark === null ? undefined : Number(row.mark),
           confirmed: false,
+          forgotten: Number(row.forgotten) === 1,
         }
       }
       // None taken: a free row snowid did not write is reported, untouched; else the earliest mark skipped, if any.
@@ -321,10 +328,11 @@ function mysqlStore(options, o) {
       const renewed = await query(
         `UPDATE ${t} SET
            clock_back = IF(? > COALESCE(mark_ms, -1), ?, clock_back),
+           written_on = IF(? IS NULL, written_on, @@server_id),
            mark_ms = IF(? IS NULL, mark_ms, GREATEST(COALESCE(mark_ms, 0), ?)),
            expires_ms = ${expiry}
          WHERE ${held} AND ${valid}`,
-        [until, clockBack, until, until, dc, workerId, token],
+        [until, clockBack, until, until, until, dc, workerId, token],
       )
       if (renewed.affectedRows === 1) return true
       const [row] = await query(

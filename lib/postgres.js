@@ -17,6 +17,14 @@
 // PostgreSQL is durable, so a row that was there from the start and never held has had no holder. A row that is
 // missing later was deleted by hand, maybe while held; it is made again with no mark (NULL), and is held one TTL
 // before use, so that any holder of the deleted row has passed its deadline.
+//
+// Failover. Every write records `written_on`, the server's system identifier and WAL timeline. A promoted standby
+// runs on a new timeline, and an asynchronous one may lack the last commits of the old primary: a take, a renewal,
+// the row itself. So a row last written on another timeline (or another system) may have lost its history, and is
+// held one TTL before use, whatever its mark says, so that every holder of the old primary has passed its deadline.
+// With synchronous replication a commit waits for the standby; a wait cancelled by an operator commits locally
+// only, and PostgreSQL says so in a warning: that renewal or take does not count (ERR_SNOWID_STORE_NOT_REPLICATED),
+// as pg reports warnings (postgres.js gives them only to its own onnotice).
 
 const { StoreLease, startLease, codedError } = require('./lease.js')
 
@@ -61,7 +69,14 @@ const COLUMNS = [
   ['expires_at', 'timestamptz', 'timestamp with time zone'],
   ['mark_ms', 'bigint', 'bigint'],
   ['clock_back', 'integer', 'integer'],
+  ['written_on', 'text', 'text'],
 ]
+// The server history a write is made on: the system identifier and the WAL timeline being written (a promoted
+// standby's is new). pg_control_system() and pg_walfile_name() need no privilege.
+const ORIGIN = `((SELECT system_identifier::text FROM pg_control_system()) || ':' || ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int)`
+// What PostgreSQL warns when a commit's wait for its synchronous standby is cancelled (pg_cancel_backend, a
+// statement timeout, a terminated backend): the transaction committed here, and may not have reached the standby.
+const SYNC_CANCELLED = /canceling (the )?wait for synchronous replication/i
 const KEY = 'datacenter_id, worker_id'
 
 /** `CREATE TABLE` of the lease table named `t` (quoted), indented by `pad`. */
@@ -72,7 +87,7 @@ const createTable = (t, pad = '') =>
 
 /** `INSERT` of a row with mark_ms 0 (never held) for every slot of datacenters `dcLo..dcHi`, `slots` each. */
 const insertFresh = (t, dcLo, dcHi, slots) =>
-  `INSERT INTO ${t} (datacenter_id, worker_id, mark_ms) SELECT d, w, 0 FROM generate_series(${dcLo}, ${dcHi}) AS d, generate_series(0, ${slots - 1}) AS w;`
+  `INSERT INTO ${t} (datacenter_id, worker_id, mark_ms, written_on) SELECT d, w, 0, ${ORIGIN} FROM generate_series(${dcLo}, ${dcHi}) AS d, generate_series(0, ${slots - 1}) AS w;`
 
 const layoutNumber = (layout, key, fallback) => {
   const v = layout && layout[key] !== undefined ? layout[key] : fallback
@@ -98,9 +113,11 @@ function tableSql(table = DEFAULT_TABLE, layout = {}) {
   const slots = 2 ** layoutNumber(layout, 'workerBits', 5)
   return `-- snowid/postgres: one row per (datacenterId, workerId) slot. A row is held while token is set and expires_at
 -- (the database's clock) is in the future. mark_ms is the slot's high-water mark in Unix ms: no id of the slot was
--- stamped after it, so the next holder starts past it. clock_back is the clockBack in use at the mark. The rows are
--- made with the table, never held (mark_ms 0); a row made later (a hand deletion) is held one TTL before use. One
--- statement: the rows come with the table or not at all, and it fails on a table that already exists.
+-- stamped after it, so the next holder starts past it. clock_back is the clockBack in use at the mark. written_on is
+-- the server's system identifier and WAL timeline at the row's last write: a row written on another (before a
+-- standby's promotion) is held one TTL before use. The rows are made with the table, never held (mark_ms 0); a row
+-- made later (a hand deletion) is held one TTL before use. One statement: the rows come with the table or not at all,
+-- and it fails on a table that already exists.
 DO $snowid$ BEGIN
 ${createTable(t, '  ')}
   ${insertFresh(t, 0, dcs - 1, slots)}
@@ -108,15 +125,52 @@ END $snowid$;
 `
 }
 
-/** Runs one parameterized statement on a `pg` Pool or Client, or a postgres.js `sql`, and resolves to its rows. */
+/**
+ * Runs one parameterized statement on a `pg` Pool or Client, or a postgres.js `sql`, and resolves to its rows. With
+ * `watch`, a pg client's warnings during the statement are read: a cancelled wait for the synchronous standby throws
+ * ERR_SNOWID_STORE_NOT_REPLICATED once the statement is done (`watch` names what for).
+ */
 function queryRunner(client) {
   if (typeof client === 'function' && typeof client.unsafe === 'function') {
     // postgres.js
     return async (text, params) => Array.from(await client.unsafe(text, params))
   }
   if (client && typeof client === 'object' && typeof client.query === 'function') {
-    // pg: a Pool or a Client
-    return async (text, params) => (await client.query(text, params)).rows
+    // pg: a Pool (a connection of its own for the statement, so that its warnings are this statement's) or a Client
+    const pool = 'totalCount' in client && typeof client.connect === 'function'
+    return async (text, params, watch) => {
+      if (!watch || (!pool && typeof client.on !== 'function')) return (await client.query(text, params)).rows
+      const c = pool ? await client.connect() : client
+      const warnings = []
+      const onNotice = n => {
+        if (SYNC_CANCELLED.test(String(n && n.message))) warnings.push(n)
+      }
+      // A connection that breaks while checked out emits 'error' on its client (the statement fails too): the
+      // client is then given back broken, so that the pool drops it.
+      let broken
+      const onError = err => {
+        broken = err
+      }
+      c.on('notice', onNotice)
+      if (pool) c.on('error', onError)
+      try {
+        const { rows } = await c.query(text, params)
+        if (warnings.length) {
+          throw codedError(
+            Error,
+            'ERR_SNOWID_STORE_NOT_REPLICATED',
+            `${watch}: expected the synchronous standby to confirm the commit, found that the synchronous standby did not confirm: its wait was cancelled, and PostgreSQL warned "${String(warnings[0].message).slice(0, 160)}" (committed on the primary only, which a failover can forget, so it does not count)`,
+          )
+        }
+        return rows
+      } finally {
+        c.off('notice', onNotice)
+        if (pool) {
+          c.off('error', onError)
+          c.release(broken)
+        }
+      }
+    }
   }
   throw codedError(
     TypeError,
@@ -176,7 +230,6 @@ function postgresStore(options, o) {
   const t = quoteTable(table)
   const dc = o.datacenterId
   const expiry = `clock_timestamp() + $ttl * interval '1 millisecond'`.replace('$ttl', String(o.ttlMs))
-  let prepared = null
 
   /**
    * Makes the table when missing, with a fresh row for every slot (of every datacenter, when they are not too many),
@@ -222,13 +275,16 @@ END $snowid$`,
     )
     const problem = tableProblem(found)
     if (problem) {
+      // A table made by an earlier version lacks only written_on, which can be added to it.
+      const hint =
+        problem === 'columns with no written_on' ? `; add it with ALTER TABLE ${t} ADD COLUMN written_on text` : ''
       throw codedError(
         Error,
         'ERR_SNOWID_STORE_TABLE_INVALID',
         `postgres: expected ${table} to be a permanent table with the columns and primary key (${KEY}) that snowid sql postgres prints, found ${problem}`.slice(
           0,
           400,
-        ),
+        ) + hint,
       )
     }
   }
@@ -247,15 +303,25 @@ END $snowid$`,
     slotName: rowName,
     classify,
     closed: err => closed(options.client, err),
-    prepare() {
-      prepared =
-        prepared ??
-        prepare().catch(err => {
-          prepared = null
-          throw err
-        })
-      return prepared
+    /**
+     * Why a statement got no answer in time, when PostgreSQL can tell: sessions of this role waiting for the
+     * synchronous standby (wait event SyncRep) mean that the primary is up and its standby does not confirm.
+     */
+    async explain(what, err) {
+      const [row] = await query(
+        `SELECT count(*)::int AS waiting, current_setting('synchronous_standby_names') AS names
+         FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND usename = current_user`,
+        [],
+      )
+      if (!row || Number(row.waiting) === 0) return null
+      return codedError(
+        Error,
+        'ERR_SNOWID_STORE_NOT_REPLICATED',
+        `${what}: expected the synchronous standby to confirm the commit, found that the synchronous standby did not confirm it (${String(err && err.message)}; ${row.waiting} session${Number(row.waiting) === 1 ? '' : 's'} of this role wait in SyncRep, synchronous_standby_names is ${JSON.stringify(String(row.names)).slice(0, 80)}). PostgreSQL is up: check the standby and its link`,
+        err,
+      )
     },
+    prepare,
     async take(token, preferred, only, { now, until, limit }) {
       // A free row is taken only when its mark and clockBack are ones snowid wrote; else it is reported, untouched.
       // Rows whose mark is at or past `limit` are skipped: the earliest such mark is returned when none is taken.
@@ -263,8 +329,8 @@ END $snowid$`,
              AND (token IS NULL OR expires_at IS NULL OR expires_at <= clock_timestamp())
              AND ($4::int < 0 OR NOT $5::boolean OR worker_id = $4::int)`
       const rows = await query(
-        `WITH pick AS (
-           SELECT worker_id, mark_ms, clock_back FROM ${t}
+        `WITH here AS (SELECT ${ORIGIN} AS origin), pick AS (
+           SELECT worker_id, mark_ms, clock_back, written_on FROM ${t}
            WHERE ${free} AND (mark_ms IS NULL OR mark_ms < $7::bigint OR mark_ms NOT BETWEEN 0 AND ${MAX_MARK})
            ORDER BY (worker_id = $4::int) DESC, (mark_ms IS NOT NULL AND mark_ms BETWEEN 0 AND $6::bigint) DESC, worker_id
            LIMIT 1
@@ -272,7 +338,8 @@ END $snowid$`,
          ), took AS (
            UPDATE ${t} AS s SET token = $3, expires_at = ${expiry},
              mark_ms = GREATEST(COALESCE(s.mark_ms, 0), $8::bigint),
-             clock_back = CASE WHEN $8::bigint > COALESCE(s.mark_ms, -1) THEN 0 ELSE s.clock_back END
+             clock_back = CASE WHEN $8::bigint > COALESCE(s.mark_ms, -1) THEN 0 ELSE s.clock_back END,
+             written_on = (SELECT origin FROM here)
            FROM pick
            WHERE s.datacenter_id = $1 AND s.worker_id = pick.worker_id
              AND (pick.mark_ms IS NULL OR pick.mark_ms BETWEEN 0 AND ${MAX_MARK})
@@ -281,15 +348,18 @@ END $snowid$`,
          )
          SELECT pick.worker_id, pick.mark_ms::text AS mark, pick.clock_back::text AS clock_back,
                 (SELECT count(*) FROM took)::int AS taken,
+                pick.written_on IS DISTINCT FROM (SELECT origin FROM here) AS forgotten,
                 CASE WHEN pick.worker_id IS NULL THEN (SELECT min(mark_ms)::text FROM ${t} WHERE ${free} AND mark_ms >= $7::bigint) END AS ahead
          FROM (SELECT 1) AS one LEFT JOIN pick ON true`,
         [dc, o.slotCount, token, preferred, only, now, limit, until],
+        'acquire',
       )
       const [row] = rows
       if (!row || row.worker_id === null) return row && row.ahead !== null ? { ahead: Number(row.ahead) } : null
       const workerId = Number(row.worker_id)
       if (Number(row.taken) !== 1) throw corrupt(workerId, `mark_ms ${row.mark} and clock_back ${row.clock_back}`)
-      return { workerId, mark: row.mark === null ? undefined : Number(row.mark), confirmed: true }
+      const mark = row.mark === null ? undefined : Number(row.mark)
+      return { workerId, mark, confirmed: true, forgotten: row.forgotten === true }
     },
     async renew(workerId, token, until, clockBack) {
       const [row] = await query(
@@ -301,7 +371,8 @@ END $snowid$`,
            UPDATE ${t} AS s SET
              expires_at = ${expiry},
              mark_ms = CASE WHEN $4::bigint IS NULL THEN s.mark_ms ELSE GREATEST(COALESCE(s.mark_ms, 0), $4::bigint) END,
-             clock_back = CASE WHEN $4::bigint > COALESCE(s.mark_ms, -1) THEN $5::int ELSE s.clock_back END
+             clock_back = CASE WHEN $4::bigint > COALESCE(s.mark_ms, -1) THEN $5::int ELSE s.clock_back END,
+             written_on = ${ORIGIN}
            FROM cur
            WHERE s.datacenter_id = $1 AND s.worker_id = $2
              AND (cur.mark_ms IS NULL OR cur.mark_ms BETWEEN 0 AND ${MAX_MARK})
@@ -311,6 +382,7 @@ END $snowid$`,
          SELECT (SELECT count(*) FROM cur)::int AS held, (SELECT count(*) FROM upd)::int AS renewed,
                 (SELECT mark_ms::text FROM cur) AS mark, (SELECT clock_back::text FROM cur) AS clock_back`,
         [dc, workerId, token, until, clockBack],
+        'renew',
       )
       if (Number(row.held) === 1 && Number(row.renewed) !== 1)
         throw corrupt(workerId, `mark_ms ${row.mark} and clock_back ${row.clock_back}`)

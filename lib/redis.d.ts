@@ -2,12 +2,18 @@
 import type { LeaseOptions, SnowidLeaseError, StoreLease } from './lease'
 
 /**
- * A connected Redis client: ioredis (`new Redis(...)`), or node-redis (`createClient(...)`, after `connect()`).
- * snowid runs its Lua scripts through `client.call` (ioredis) or `client.sendCommand` (node-redis).
+ * A connected Redis client: ioredis (`new Redis(...)`, through Sentinel or not, or `new Redis.Cluster(...)`), or
+ * node-redis (`createClient(...)` or `createCluster(...)`, after `connect()`). snowid runs its Lua scripts through
+ * `client.call` (ioredis) or `client.sendCommand` (node-redis).
  */
 export type RedisClient =
   | { call(command: string, ...args: Array<string | number>): Promise<unknown> }
   | { isOpen: boolean; sendCommand(args: string[]): Promise<unknown> }
+  | {
+      isOpen: boolean
+      getSlotMaster(slot: number): unknown
+      sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>
+    }
 
 export interface RedisAcquireOptions extends LeaseOptions {
   /** The client to use. snowid does not connect or close it. */
@@ -15,6 +21,11 @@ export interface RedisAcquireOptions extends LeaseOptions {
   /** Keys are `{keyPrefix}:<datacenterId>:<workerId>:lease` and `...:marks`. No braces.
    * @default 'snowid' */
   keyPrefix?: string
+  /** How many replicas must acknowledge each take and renewal (`WAIT`) before it counts, 0 to 100. By default as many
+   * as the master has had connected under its replication id (0 for a Redis with no replica). A smaller number
+   * survives the loss of replicas, but not a split brain that leaves one with the old master.
+   * @default the master's replicas */
+  replicas?: number
 }
 
 /** A coded error of snowid/redis. */
@@ -24,11 +35,13 @@ export type SnowidRedisError = SnowidLeaseError
 export declare class RedisLease extends StoreLease {}
 
 /**
- * Leases a free worker id from Redis and returns the started lease. A slot with no recorded history is held for
- * one TTL before it is used; a slot with a mark is used once the clock is past it.
+ * Leases a free worker id from Redis and returns the started lease. A slot with no recorded history, or whose mark
+ * was written before a failover (under another replication id), is held for one TTL before it is used; a slot with
+ * a mark is used once the clock is past it.
  * @throws `ERR_SNOWID_NO_FREE_WORKER_ID` when every slot is leased for `waitMs`.
  * @throws `ERR_SNOWID_REDIS_UNAVAILABLE` when Redis does not answer; `ERR_SNOWID_LEASE_CORRUPT` for a key that
- * holds something else than snowid wrote; `ERR_SNOWID_STORE_PERMISSION_DENIED` when an ACL refuses a command or key.
+ * holds something else than snowid wrote; `ERR_SNOWID_STORE_PERMISSION_DENIED` when an ACL refuses a command or key;
+ * `ERR_SNOWID_STORE_NOT_REPLICATED` when fewer replicas than `replicas` acknowledged the lease for `waitMs`.
  */
 export declare function acquireWorkerId(options: RedisAcquireOptions): Promise<RedisLease>
 

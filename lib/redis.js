@@ -6,7 +6,16 @@
 // renewed by compare-and-extend on that token. Beside it, `{prefix}:<datacenterId>:<workerId>:marks` keeps the
 // slot's high-water mark (`until`, Unix ms) and the clockBack in use; it has no TTL. Every renewal first raises the
 // mark to cover the new deadline, then the generator may issue until that deadline (the confirmed expiry less a
-// margin), checked in Rust on every call.
+// margin), checked in Rust on every call. Every key a script touches is passed in KEYS, under the one hash tag
+// `{prefix}`, so Redis Cluster routes a whole take to the node that holds them all.
+//
+// Replicas and failover. A write on a master is confirmed only once `replicas` replicas acknowledge it (WAIT, sent
+// on the same connection right after the script): by default as many as the master has had connected under its
+// current replication id, a number kept in `{prefix}:replicas` so that it never drops while the replicas are cut
+// off. So a master cut off from its replicas (the old side of a split brain) confirms no renewal, and its holders
+// stop at their deadlines. Every mark is written with the master's replication id and offset; a slot whose mark was
+// written under another replication id, or at an offset the master has not reached (it restarted from an older
+// snapshot), may have lost its history in a failover, and waits one TTL before use, as a slot with no history does.
 //
 // The lease itself (take, hold, renew, lose, take again, release) is lib/lease.js's, shared with snowid/postgres:
 // this module supplies the Redis primitives.
@@ -36,41 +45,67 @@ local function must(cmd, ...)
 end
 `
 
-// Takes a free slot of a datacenter: the preferred one first when given (ARGV[6] >= 0), and only that one when
-// ARGV[7] is 'only'; then one whose mark is before ARGV[8] (usable at once); then the lowest. A slot whose mark is at
-// or past ARGV[10] is skipped (the generator could not start past it). The slot taken gets its mark raised to
-// ARGV[9], as a renewal does, when it has a mark snowid wrote. Returns { workerId, until, clockBack, raised } of the
-// slot taken, with the marks as found (false when there are none), or 'corrupt' and the error when the marks cannot
-// be read; else { 'ahead', the earliest mark skipped } or false.
+// The master's replication id and offset, and how many replicas it has connected (INFO replication).
+const REPLICATION = `
+local function replication()
+  local info = must('INFO', 'replication')
+  return string.match(info, 'master_replid:(%x+)') or '', tonumber(string.match(info, 'master_repl_offset:(%d+)') or '0'),
+    tonumber(string.match(info, 'connected_slaves:(%d+)') or '0')
+end
+`
+
+// Takes a free slot of a datacenter: KEYS are each slot's lease and marks keys, in order, then the replicas key. The
+// preferred slot first when given (ARGV[3] >= 0), and only that one when ARGV[4] is 'only'; then one whose mark is
+// before ARGV[5] (usable at once); then the lowest. A slot whose mark is at or past ARGV[7] is skipped (the generator
+// could not start past it). The slot taken gets its mark raised to ARGV[6], as a renewal does, when it has a mark
+// snowid wrote. The replicas a write needs: ARGV[8] when it is a number, else as many as the master has had under its
+// replication id (kept in the replicas key). Returns { workerId, until, clockBack, raised, forgotten, replicas } of the
+// slot taken, with the marks as found (false when there are none), `forgotten` 1 when they were written under another
+// replication id or past the master's offset; or 'corrupt' and the error when the marks cannot be read; else
+// { 'ahead', the earliest mark skipped } or false.
 const ACQUIRE =
   PRELUDE +
+  REPLICATION +
   `
-local prefix, dc, slots, token, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
-local now, raise, limit = tonumber(ARGV[8]), ARGV[9], tonumber(ARGV[10])
+local token, ttl, slots = ARGV[1], ARGV[2], (#KEYS - 1) / 2
+local now, raise, limit = tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
+local replid, offset, connected = replication()
+local replicas = tonumber(ARGV[8])
+if not replicas then
+  local known = tonumber(must('HGET', KEYS[#KEYS], replid)) or 0
+  replicas = math.max(known, connected)
+  if replicas > known then
+    if known == 0 then must('DEL', KEYS[#KEYS]) end
+    must('HSET', KEYS[#KEYS], replid, replicas)
+  end
+end
 local ahead = false
 local function try(w, anyMark)
-  local base = prefix .. ':' .. dc .. ':' .. w
-  local ok, m = call('HMGET', base .. ':marks', 'until', 'clockBack')
+  local leaseKey, marksKey = KEYS[2 * w + 1], KEYS[2 * w + 2]
+  local ok, m = call('HMGET', marksKey, 'until', 'clockBack', 'replid', 'offset')
   local mark = ok and m[1] and string.match(m[1], '^%d+$') and tonumber(m[1])
   if mark and mark >= limit then
-    if not must('GET', base .. ':lease') and (not ahead or mark < ahead) then ahead = mark end
+    if not must('GET', leaseKey) and (not ahead or mark < ahead) then ahead = mark end
     return nil
   end
   if not anyMark and not (mark and mark < now) then return nil end
-  if not must('SET', base .. ':lease', token, 'NX', 'PX', ttl) then return nil end
+  if not must('SET', leaseKey, token, 'NX', 'PX', ttl) then return nil end
   if not ok then return {w, 'corrupt', m} end
-  local raised = 0
+  local raised, forgotten = 0, 0
+  if m[3] and (m[3] ~= replid or (tonumber(m[4]) or 0) > offset) then forgotten = 1 end
   if mark and (not m[2] or string.match(m[2], '^%d%d?%d?$')) then
-    if tonumber(raise) > mark then must('HSET', base .. ':marks', 'until', raise, 'clockBack', '0') end
+    if tonumber(raise) > mark then
+      must('HSET', marksKey, 'until', raise, 'clockBack', '0', 'replid', replid, 'offset', offset)
+    end
     raised = 1
   end
-  return {w, m[1] or false, m[2] or false, raised}
+  return {w, m[1] or false, m[2] or false, raised, forgotten, replicas}
 end
-local preferred = tonumber(ARGV[6])
+local preferred = tonumber(ARGV[3])
 if preferred >= 0 then
   local r = try(preferred, true)
   if r then return r end
-  if ARGV[7] == 'only' then return ahead and {'ahead', tostring(ahead)} or false end
+  if ARGV[4] == 'only' then return ahead and {'ahead', tostring(ahead)} or false end
 end
 for pass = 1, 2 do
   for w = 0, slots - 1 do
@@ -81,10 +116,12 @@ end
 return ahead and {'ahead', tostring(ahead)} or false
 `
 
-// Extends the lease if it still holds our token, and first raises the mark to ARGV[3] (when given). Returns 1, 0
-// when the lease is gone or held by another token, or -1 when the stored mark is not a number.
+// Extends the lease if it still holds our token, and first raises the mark to ARGV[3] (when given), with the master's
+// replication id and offset. Returns 1, 0 when the lease is gone or held by another token, or -1 when the stored mark
+// is not a number.
 const RENEW =
   PRELUDE +
+  REPLICATION +
   `
 if must('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if ARGV[3] ~= '' then
@@ -92,7 +129,8 @@ if ARGV[3] ~= '' then
   if not ok then return -1 end
   if old and not string.match(old, '^%d+$') then return -1 end
   if not old or tonumber(ARGV[3]) > tonumber(old) then
-    must('HSET', KEYS[2], 'until', ARGV[3], 'clockBack', ARGV[4])
+    local replid, offset = replication()
+    must('HSET', KEYS[2], 'until', ARGV[3], 'clockBack', ARGV[4], 'replid', replid, 'offset', offset)
   end
 end
 must('PEXPIRE', KEYS[1], ARGV[2])
@@ -114,30 +152,70 @@ end
 return must('DEL', KEYS[1])
 `
 
-// Deletes every lease key of a datacenter that holds the token ARGV[3]: sent after a take whose answer timed out. Redis
-// runs the commands of one connection in order, so this runs after the stray take, whatever it took.
+// Deletes every lease key (KEYS) of a datacenter that holds the token ARGV[1]: sent after a take whose answer timed
+// out. Redis runs the commands of one connection in order, so this runs after the stray take, whatever it took.
 const ABANDON =
   PRELUDE +
   `
-local prefix, dc, slots, token = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local n = 0
-for w = 0, slots - 1 do
-  local key = prefix .. ':' .. dc .. ':' .. w .. ':lease'
-  if must('GET', key) == token then n = n + must('DEL', key) end
+for _, key in ipairs(KEYS) do
+  if must('GET', key) == ARGV[1] then n = n + must('DEL', key) end
 end
 return n
 `
 
-/** Runs a Lua script on an ioredis or node-redis client. */
+/**
+ * Runs a Lua script on an ioredis or node-redis client (a single server, Sentinel-managed, or a Cluster), as
+ * `run(script, keys, args, replicas, waitMs)`: with `replicas` > 0, WAIT follows the script on the same connection, and
+ * the result is `{ reply, acks }`, the script's reply and how many replicas acknowledged it within `waitMs`; else
+ * `{ reply }`.
+ */
 function scriptRunner(client) {
-  if (client && typeof client === 'object' && 'isOpen' in client && typeof client.sendCommand === 'function') {
-    // node-redis (the `redis` package): raw commands take strings only.
-    return (script, keys, args) =>
-      client.sendCommand(['EVAL', script, String(keys.length), ...keys, ...args.map(String)])
+  const evalArgs = (script, keys, args) => ['EVAL', script, String(keys.length), ...keys, ...args.map(String)]
+  const both = async (first, second) => {
+    // Both are sent before either answers, so they go out together, in order, on one connection.
+    const reply = first()
+    const acks = second ? second() : undefined
+    const settled = await Promise.allSettled([reply, acks])
+    if (settled[0].status === 'rejected') throw settled[0].reason
+    if (settled[1].status === 'rejected') throw settled[1].reason
+    return second ? { reply: settled[0].value, acks: Number(settled[1].value) } : { reply: settled[0].value }
+  }
+  if (client && typeof client === 'object' && typeof client.sendCommand === 'function') {
+    if (typeof client.getSlotMaster === 'function') {
+      // A node-redis Cluster (createCluster): each command is routed by its first key, so WAIT goes where EVAL went.
+      return (script, keys, args, replicas, waitMs) =>
+        both(
+          () => client.sendCommand(keys[0], false, evalArgs(script, keys, args)),
+          replicas > 0 && (() => client.sendCommand(keys[0], false, ['WAIT', String(replicas), String(waitMs)])),
+        )
+    }
+    if ('isOpen' in client) {
+      // node-redis (the `redis` package): raw commands take strings only.
+      return (script, keys, args, replicas, waitMs) =>
+        both(
+          () => client.sendCommand(evalArgs(script, keys, args)),
+          replicas > 0 && (() => client.sendCommand(['WAIT', String(replicas), String(waitMs)])),
+        )
+    }
   }
   if (client && typeof client === 'object' && typeof client.call === 'function') {
+    if (client.isCluster === true && typeof client.pipeline === 'function') {
+      // An ioredis Cluster: a pipeline goes to the node of its keys, so WAIT (which has none) goes where EVAL went.
+      return async (script, keys, args, replicas, waitMs) => {
+        const p = client.pipeline().call(...evalArgs(script, keys, args))
+        if (replicas > 0) p.call('WAIT', replicas, waitMs)
+        const results = await p.exec()
+        for (const [err] of results) if (err) throw err
+        return replicas > 0 ? { reply: results[0][1], acks: Number(results[1][1]) } : { reply: results[0][1] }
+      }
+    }
     // ioredis
-    return (script, keys, args) => client.call('EVAL', script, keys.length, ...keys, ...args.map(String))
+    return (script, keys, args, replicas, waitMs) =>
+      both(
+        () => client.call(...evalArgs(script, keys, args)),
+        replicas > 0 && (() => client.call('WAIT', replicas, waitMs)),
+      )
   }
   throw codedError(
     TypeError,
@@ -165,7 +243,7 @@ function classify(err) {
   return codedError(
     Error,
     'ERR_SNOWID_STORE_PERMISSION_DENIED',
-    `redis: expected the ACL user to have ${missing}, found it refused: ${refused[0].slice(0, 160)}. The lease needs the key pattern ~{snowid}:* (with the braces, for your keyPrefix) and the commands +eval +set +get +hmget +hget +hset +pexpire +del`,
+    `redis: expected the ACL user to have ${missing}, found it refused: ${refused[0].slice(0, 160)}. The lease needs the key pattern ~{snowid}:* (with the braces, for your keyPrefix) and the commands +eval +set +get +hmget +hget +hset +pexpire +del +info +wait`,
     err,
   )
 }
@@ -187,10 +265,33 @@ function redisStore(options, o) {
       `keyPrefix: expected a non-empty string without braces, found ${JSON.stringify(keyPrefix).slice(0, 60)}`,
     )
   }
+  const given = options.replicas
+  if (given !== undefined && (typeof given !== 'number' || !Number.isInteger(given) || given < 0 || given > 100)) {
+    throw codedError(
+      typeof given === 'number' ? RangeError : TypeError,
+      'ERR_SNOWID_INVALID_ARGUMENT',
+      `replicas: expected an integer from 0 to 100, found ${typeof given === 'number' ? given : typeof given}`,
+    )
+  }
   /** The lease key and the marks key of a slot. */
   const slotKeys = workerId => {
     const base = `{${keyPrefix}}:${o.datacenterId}:${workerId}`
     return [`${base}:lease`, `${base}:marks`]
+  }
+  const allKeys = Array.from({ length: o.slotCount }, (_, w) => slotKeys(w)).flat()
+  const replicasKey = `{${keyPrefix}}:replicas`
+  // How many replicas must acknowledge a write, as the last take found it (0 until then: a take confirms nothing
+  // unless its WAIT says so); and how long WAIT may block the connection.
+  let replicas = given ?? 0
+  const waitMs = Math.min(Math.max(Math.floor(o.ttlMs / 10), 20), 1000)
+  /** Throws ERR_SNOWID_STORE_NOT_REPLICATED unless `acks` reach the replicas a write needs. */
+  const replicated = (acks, what) => {
+    if (acks === undefined || acks >= replicas) return
+    throw codedError(
+      Error,
+      'ERR_SNOWID_STORE_NOT_REPLICATED',
+      `${what}: expected ${replicas} Redis replica${replicas === 1 ? '' : 's'} to acknowledge the write within ${waitMs} ms (WAIT), found ${acks}. A failover could forget it, so it does not count; the lease keeps trying until its deadline`,
+    )
   }
   const store = {
     name: 'Redis',
@@ -199,23 +300,14 @@ function redisStore(options, o) {
     classify,
     closed: err => closed(options.client, err),
     async take(token, preferred, only, { now, until: raise, limit }) {
-      const args = [
-        `{${keyPrefix}}`,
-        o.datacenterId,
-        o.slotCount,
-        token,
-        o.ttlMs,
-        preferred,
-        only ? 'only' : 'any',
-        now,
-        raise,
-        limit,
-      ]
-      const reply = await run(ACQUIRE, [], args)
+      const args = [token, o.ttlMs, preferred, only ? 'only' : 'any', now, raise, limit, given ?? 'auto']
+      // The take's WAIT asks for as many replicas as the last take found; the script says how many it needs now.
+      const { reply, acks } = await run(ACQUIRE, [...allKeys, replicasKey], args, replicas, waitMs)
       if (!reply) return null
       if (reply[0] === 'ahead') return { ahead: Number(reply[1]) }
-      const [workerId, until, clockBack, raised] = reply
+      const [workerId, until, clockBack, raised, forgotten, needed] = reply
       const w = Number(workerId)
+      if (needed !== undefined) replicas = Number(needed)
       const bad = async found => {
         await store.release(w, token, null).catch(() => {})
         return codedError(
@@ -244,25 +336,41 @@ function redisStore(options, o) {
       ) {
         throw await bad(`clockBack ${JSON.stringify(String(clockBack)).slice(0, 60)}`)
       }
-      return { workerId: w, mark: Number(until), confirmed: Number(raised) === 1 }
+      // The take confirms the lease only when as many replicas as it needs acknowledged it; else the renewals must.
+      const acked = acks === undefined ? replicas === 0 : acks >= replicas
+      return {
+        workerId: w,
+        mark: Number(until),
+        confirmed: Number(raised) === 1 && acked,
+        forgotten: Number(forgotten) === 1,
+      }
     },
     async renew(workerId, token, until, clockBack) {
       const keys = slotKeys(workerId)
-      const reply = Number(await run(RENEW, keys, [token, o.ttlMs, until === null ? '' : until, clockBack]))
-      if (reply === -1) {
+      const args = [token, o.ttlMs, until === null ? '' : until, clockBack]
+      const { reply, acks } = await run(RENEW, keys, args, replicas, waitMs)
+      if (Number(reply) === -1) {
         throw codedError(
           Error,
           'ERR_SNOWID_LEASE_CORRUPT',
           `lease: expected a number of ms in ${keys[1]} field until, found something else; the key is left as found`,
         )
       }
-      return reply === 1
+      if (Number(reply) !== 1) return false
+      replicated(acks, 'renew')
+      return true
     },
     async release(workerId, token, last) {
-      await run(RELEASE, slotKeys(workerId), [token, last === null ? '' : last])
+      await run(RELEASE, slotKeys(workerId), [token, last === null ? '' : last], 0, 0)
     },
     async abandon(token) {
-      await run(ABANDON, [], [`{${keyPrefix}}`, o.datacenterId, o.slotCount, token])
+      await run(
+        ABANDON,
+        allKeys.filter((_, i) => i % 2 === 0),
+        [token],
+        0,
+        0,
+      )
     },
   }
   return store
@@ -280,7 +388,7 @@ class RedisLease extends StoreLease {}
  * A slot with no recorded history is held for one TTL before it is used.
  */
 function acquireWorkerId(options) {
-  return startLease(options, ['keyPrefix'], redisStore, RedisLease, false)
+  return startLease(options, ['keyPrefix', 'replicas'], redisStore, RedisLease, false)
 }
 
 /**
@@ -288,7 +396,7 @@ function acquireWorkerId(options) {
  * `require('snowid').nextId()` uses it. Call it before the default generator's first id.
  */
 function configureWorkerId(options) {
-  return startLease(options, ['keyPrefix'], redisStore, RedisLease, true)
+  return startLease(options, ['keyPrefix', 'replicas'], redisStore, RedisLease, true)
 }
 
 module.exports = { acquireWorkerId, configureWorkerId, RedisLease }

@@ -14,9 +14,9 @@
 // - sh: with bash -u -o pipefail, as a shell runs pasted lines (the block's status is its last command's), with
 //   `snowid` and `npx snowid` being this package's CLI.
 // - sql: with psql, on a PostgreSQL server started for the run.
-// - A block that mentions REDIS_URL, DATABASE_URL or MYSQL_URL gets a Redis, PostgreSQL or MariaDB server started
-//   for it, as the tests start theirs (__test__/servers.js), and the variable set to its URL (for MariaDB, a
-//   database `app` made for the run).
+// - A block that mentions REDIS_URL, DATABASE_URL, MYSQL_URL or ETCD_URL gets a Redis, PostgreSQL, MariaDB or etcd
+//   server started for it, as the tests start theirs (__test__/servers.js), and the variable set to its URL (for
+//   MariaDB, a database `app` made for the run).
 // - A text block right after a run block, marked `<!-- doctest: output -->`, must equal what that block printed.
 // Other languages (json, yaml, text, none) are data or output, not programs, and are not run.
 //
@@ -114,12 +114,18 @@ class Services {
       }
       env.MYSQL_URL = `mysql://${my.user}@${my.host}:${my.port}/app`
     }
+    if (/\bETCD_URL\b/.test(code)) env.ETCD_URL = (await this.start('etcd')).endpoints()[0]
     return env
   }
   async start(name) {
     if (!(name in this.started)) {
       const servers = require('../__test__/servers.js')
-      const start = { redis: servers.startRedis, postgres: servers.startPostgres, mariadb: servers.startMariadb }[name]
+      const start = {
+        redis: servers.startRedis,
+        postgres: servers.startPostgres,
+        mariadb: servers.startMariadb,
+        etcd: () => servers.startEtcd(1),
+      }[name]
       this.started[name] = await start()
     }
     if (!this.started[name]) throw new Missing(name)

@@ -8,7 +8,7 @@
 // `--wasi` runs it on the WASI build instead (npm run test:wasi): NAPI_RS_FORCE_WASI=error, so no native binary
 // loads, and leases off (WASI has no flock); the tests WASI cannot run skip themselves, naming why (helpers.js
 // wasiSkip). Node's ExperimentalWarning for node:wasi is silenced, as tests check what the CLI writes to stderr.
-// `--no-servers` leaves out the files that start PostgreSQL, Redis or MariaDB (npm run test:wasi, for CI's time: the
+// `--no-servers` leaves out the files that start PostgreSQL, Redis, MariaDB or etcd (npm run test:wasi, for CI's time: the
 // stores' code is the same JS on either build).
 
 const fs = require('node:fs')
@@ -21,7 +21,15 @@ const ROOT = path.resolve(__dirname, '..')
 const TIMEOUT_MS = 30 * 60_000
 
 // The files whose tests start a database server.
-const SERVER_FILES = ['mariadb.test.js', 'postgres-lease.test.js', 'postgres.test.js', 'redis.test.js', 'sql.test.js']
+const SERVER_FILES = [
+  'etcd-lease.test.js',
+  'mariadb.test.js',
+  'postgres-lease.test.js',
+  'postgres.test.js',
+  'redis-cluster.test.js',
+  'redis.test.js',
+  'sql.test.js',
+]
 
 function testFiles() {
   const dir = path.join(ROOT, '__test__')

@@ -1,0 +1,41 @@
+// Typings of `snowid/etcd`, written by hand. The lease object and its events are lib/lease.d.ts's.
+import type { LeaseOptions, SnowidLeaseError, StoreLease } from './lease'
+
+/**
+ * An etcd3 client (`new Etcd3({ hosts })` from the `etcd3` package), or a namespace of one (`client.namespace(...)`).
+ * snowid reads and writes its keys, grants one etcd lease per slot it takes, and keeps it alive itself.
+ */
+export type EtcdClient = {
+  if(...args: any[]): unknown
+  lease(ttl: number, options?: { autoKeepAlive?: boolean }): unknown
+  getAll(): unknown
+  get(key: string): unknown
+  put(key: string): unknown
+  delete(): unknown
+}
+
+export interface EtcdAcquireOptions extends LeaseOptions {
+  /** The client to use. snowid does not close it. */
+  client: EtcdClient
+  /** Keys are `<keyPrefix>/<datacenterId>/<workerId>/lease` and `.../marks`, and `<keyPrefix>/<datacenterId>/init`.
+   * @default 'snowid' */
+  keyPrefix?: string
+}
+
+/** A coded error of snowid/etcd. */
+export type SnowidEtcdError = SnowidLeaseError
+
+/** A (datacenterId, workerId) slot leased from etcd, renewed in the background. */
+export declare class EtcdLease extends StoreLease {}
+
+/**
+ * Leases a free worker id from etcd and returns the started lease. The first lease of a datacenter writes a mark for
+ * each of its slots, so a slot is used at once; one whose marks were deleted is held for one TTL before it is used.
+ * @throws `ERR_SNOWID_NO_FREE_WORKER_ID` when every slot is leased for `waitMs`.
+ * @throws `ERR_SNOWID_ETCD_UNAVAILABLE` when etcd does not answer; `ERR_SNOWID_LEASE_CORRUPT` for a marks key that
+ * holds something else than snowid wrote; `ERR_SNOWID_STORE_PERMISSION_DENIED` when etcd's auth refuses the keys.
+ */
+export declare function acquireWorkerId(options: EtcdAcquireOptions): Promise<EtcdLease>
+
+/** As `acquireWorkerId`, and configures the process's default generator with the slot, before its first id. */
+export declare function configureWorkerId(options: EtcdAcquireOptions): Promise<EtcdLease>
