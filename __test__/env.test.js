@@ -6,7 +6,7 @@ const assert = require('node:assert/strict')
 const { spawn } = require('node:child_process')
 const { once } = require('node:events')
 
-const { ROOT, cleanEnv, freshLeaseDir, probeFirstId: probe, runNode, wasiSkip } = require('./helpers.js')
+const { ROOT, cleanEnv, firstOutput, freshLeaseDir, probeFirstId: probe, runNode, wasiSkip } = require('./helpers.js')
 
 test(
   'the default generator reads every SNOWID_ variable',
@@ -366,8 +366,7 @@ async function holdWorker3(t, dir) {
       await exited
     }
   })
-  const [line] = await once(child.stdout, 'data')
-  assert.equal(String(line).trim(), 'ready')
+  assert.equal((await firstOutput(child)).trim(), 'ready')
 }
 
 test(

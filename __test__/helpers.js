@@ -192,6 +192,21 @@ function spawnChild(cmd, args, opts = {}) {
   return run
 }
 
+/**
+ * The first chunk `child` (spawned with its stdout piped) writes to stdout, as a string; rejects once its stdio has
+ * closed without one, so that a child that fails at start makes its test fail instead of wait for good.
+ */
+function firstOutput(child) {
+  return new Promise((resolve, reject) => {
+    const closed = (code, signal) => reject(new Error(`the child exited (${signal ?? code}) before writing to stdout`))
+    child.once('close', closed)
+    child.stdout.once('data', chunk => {
+      child.off('close', closed)
+      resolve(String(chunk))
+    })
+  })
+}
+
 /** Waits at most `ms` for the first line of a `spawnChild` run, `ready <json>`, and returns the JSON, parsed. */
 async function readyLine(run, ms) {
   const end = Date.now() + ms
@@ -288,6 +303,7 @@ module.exports = {
   expectError,
   withoutUnchosenWarning,
   spawnChild,
+  firstOutput,
   readyLine,
   leaseWriter,
   readIds,

@@ -178,11 +178,12 @@ test('kill -9 a holder: a new process takes its slot and starts past its mark', 
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   let out = ''
-  await new Promise(resolve => {
+  await new Promise((resolve, reject) => {
     child.stdout.on('data', d => {
       out += d
       if (out.split('\n').length > 20) resolve()
     })
+    child.once('close', code => reject(new Error(`the writer exited (${code}) after ${out.length} bytes`)))
   })
   child.kill('SIGKILL')
   await new Promise(resolve => child.once('exit', resolve))

@@ -8,7 +8,7 @@ const { spawn } = require('node:child_process')
 const { once } = require('node:events')
 const fs = require('node:fs')
 
-const { ROOT, cleanEnv, probeFirstId: probe, runCli, runNode, wasiSkip } = require('./helpers.js')
+const { ROOT, cleanEnv, firstOutput, probeFirstId: probe, runCli, runNode, wasiSkip } = require('./helpers.js')
 
 const FROM = { SNOWID_WORKER_ID_FROM: 'statefulset' }
 
@@ -99,8 +99,7 @@ test(
       },
     )
     try {
-      const [line] = await once(holder.stdout, 'data')
-      assert.equal(String(line).trim(), 'ready')
+      assert.equal((await firstOutput(holder)).trim(), 'ready')
       const out = probe({ ...FROM, HOSTNAME: 'web-4', SNOWID_LEASE_DIR: env.SNOWID_LEASE_DIR })
       assert.equal(out.error?.code, 'ERR_SNOWID_WORKER_ID_IN_USE', JSON.stringify(out))
       assert.match(out.error.message, /statefulset/)

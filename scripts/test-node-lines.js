@@ -11,34 +11,17 @@
 // `--no-servers` leaves out the files that start PostgreSQL, Redis, MariaDB or etcd (npm run test:wasi, for CI's time: the
 // stores' code is the same JS on either build).
 
-const fs = require('node:fs')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
 const { NODE_VERSIONS, cachedNode } = require('./tools.js')
+const { testFiles: suiteFiles } = require('./test-files.js')
 
 const ROOT = path.resolve(__dirname, '..')
 // The suite of one line may take several minutes: it starts PostgreSQL, Redis and MariaDB, and forks clusters.
 const TIMEOUT_MS = 30 * 60_000
 
-// The files whose tests start a database server.
-const SERVER_FILES = [
-  'etcd-lease.test.js',
-  'mariadb.test.js',
-  'postgres-lease.test.js',
-  'postgres.test.js',
-  'redis-cluster.test.js',
-  'redis.test.js',
-  'sql.test.js',
-]
-
 function testFiles() {
-  const dir = path.join(ROOT, '__test__')
-  const servers = process.argv.includes('--no-servers')
-  return fs
-    .readdirSync(dir)
-    .filter(f => /\.test\.[cm]?[jt]s$/.test(f) && !(servers && SERVER_FILES.includes(f)))
-    .sort()
-    .map(f => path.join('__test__', f))
+  return suiteFiles({ servers: !process.argv.includes('--no-servers') }).map(f => path.join('__test__', f))
 }
 
 async function main() {

