@@ -244,7 +244,7 @@ function main() {
     '1M new Snowflake() of 32 configurations within 100 MiB RSS',
     memory32 ? `${(memory32.rss / 2 ** 20).toFixed(0)} MiB` : 'not run',
   ])
-  // CPU time per id of a batch against one call's (`single`), the batch at most as many calls.
+  // CPU time per id (or per call) of `a` over that of `b`, both from this run.
   const cpuRatio = (a, b) => (a && b && !a.error && !b.error ? a.cpuNsPerId / b.cpuNsPerId : null)
   for (const n of [1, 2, 4]) {
     targets.push([
