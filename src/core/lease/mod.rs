@@ -37,6 +37,8 @@ mod unix;
 pub use backend::Sharing;
 pub use holder::Lease;
 pub use record::Record;
+#[cfg(test)]
+pub use slots::forget_under;
 
 /// The platform's backend.
 #[cfg(unix)]

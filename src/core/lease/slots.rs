@@ -34,6 +34,15 @@ fn auto_slots() -> &'static Mutex<HashMap<(PathBuf, u32), u32>> {
     AUTO.get_or_init(Default::default)
 }
 
+/// For the tests: has the repair thread let go of every lease this process took in `dir` or under it, so that the
+/// directory, once removed, stays removed (the leases stay held).
+#[cfg(test)]
+pub fn forget_under(dir: &Path) {
+    let mine: Vec<*const ()> =
+        held().lock().iter().filter(|(k, _)| k.0.starts_with(dir)).map(|(_, l)| Arc::as_ptr(l).cast()).collect();
+    repair::unwatch(|w| mine.contains(&Arc::as_ptr(w).cast()));
+}
+
 /// Where leases live, and the leases this process holds there, over the platform's backend `B`.
 pub struct LeaseDir<B: Backend> {
     backend: B,
