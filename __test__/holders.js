@@ -11,7 +11,7 @@ const os = require('node:os')
 const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { ROOT, cleanEnv } = require('./helpers.js')
+const { ROOT, cleanEnv, countDuplicates } = require('./helpers.js')
 const snowid = require('..')
 
 const HOLDER = path.join(__dirname, 'fixtures', 'lease-holder.js')
@@ -82,12 +82,7 @@ function holder(settings, env = {}) {
 }
 
 function assertNoDuplicates(ids, what) {
-  const seen = new Set()
-  let dups = 0
-  for (const id of ids) {
-    if (seen.has(id)) dups++
-    seen.add(id)
-  }
+  const { dups } = countDuplicates([ids])
   assert.equal(dups, 0, `${dups} duplicate ids ${what}`)
 }
 
