@@ -100,9 +100,10 @@ impl<B: Backend> LeaseDir<B> {
     }
 
     /// Takes the slot `(datacenter_id, worker_id)` for this process, or returns the lease it already holds.
-    /// A slot another live process holds is `ERR_SNOWID_WORKER_ID_IN_USE`, naming that process; so is one whose file
-    /// another user owns.
-    pub fn acquire(&self, datacenter_id: u32, worker_id: u32, what: &str) -> Result<Arc<Lease>> {
+    /// A slot another live process holds is `ERR_SNOWID_WORKER_ID_IN_USE`, naming that process and ending with
+    /// `way_out` (what works for where the worker id came from; none when empty); so is one whose file another user
+    /// owns.
+    pub fn acquire(&self, datacenter_id: u32, worker_id: u32, what: &str, way_out: &str) -> Result<Arc<Lease>> {
         let mut map = held().lock();
         let key = (self.path().to_path_buf(), datacenter_id, worker_id);
         if let Some(l) = map.get(&key) {
@@ -119,12 +120,13 @@ impl<B: Backend> LeaseDir<B> {
             }
             Attempt::Foreign(uid) => format!("the user with uid {uid}, whose file it is"),
         };
+        let way_out = if way_out.is_empty() { String::new() } else { format!("; {way_out}") };
         Err(Error::new(
             Code::WorkerIdInUse,
             Class::Error,
             format!(
                 "{what}: expected a worker id no other live process holds, found datacenterId {datacenter_id} workerId \
-                 {worker_id} held by {holder} (lease file {}); SNOWID_WORKER_ID_IF_TAKEN=next moves on to a free one",
+                 {worker_id} held by {holder} (lease file {}){way_out}",
                 quote_path(&self.slot_path(datacenter_id, worker_id))
             ),
         ))
@@ -171,7 +173,7 @@ impl<B: Backend> LeaseDir<B> {
             .map(|((_, d), w)| (*d, *w))
             .min();
         if let Some((d, w)) = kept {
-            return self.acquire(d, w, "workerId");
+            return self.acquire(d, w, "workerId", "");
         }
         let mut map = held().lock();
         let mut skipped = 0u64;
