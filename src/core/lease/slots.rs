@@ -114,8 +114,8 @@ impl<B: Backend> LeaseDir<B> {
             Attempt::Taken(lease) => return Ok(Self::keep(&mut map, key, *lease)),
             Attempt::Held(Holder::Here(pid)) => pid.map_or("another process".to_string(), |p| format!("pid {p}")),
             Attempt::Held(Holder::InSpace) => {
-                "another process of the same id space on this host (layout, epoch and lease \
-                namespace; its lease directory may differ)"
+                "another process of the same id space on this host (the layout's widths and the lease \
+                namespace, whatever its epoch; its lease directory may differ)"
                     .to_string()
             }
             Attempt::Foreign(uid) => format!("the user with uid {uid}, whose file it is"),
