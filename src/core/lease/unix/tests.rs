@@ -458,15 +458,17 @@ fn one_id_space_is_one_set_of_slots_whatever_the_directory() {
     assert_eq!(e.code(), Code::WorkerIdInUse);
     assert!(e.message().contains("held by another process of the same id space on this host"), "{e}");
     assert_eq!(dir.acquire_auto(1..=1, 4, ANY).unwrap().worker_id(), 1, "the automatic lease moves on");
-    // Another namespace, or another layout, is another set of slots.
+    // Another namespace, or other widths, is another set of slots.
     let other = |space| {
         matches!(LeaseDir::open(&mine.0, Sharing::Private, space).unwrap().attempt(1, 0).unwrap(), Attempt::Taken(_))
     };
     assert!(other(Space::new(&default_layout(), Some(&format!("{namespace}-2")))));
     let narrower = Layout::new(Widths { sequence: 11, ..Widths::default() }, DEFAULT_EPOCH, DEFAULT_EPOCH + 1).unwrap();
     assert!(other(Space::new(&narrower, Some(&namespace))));
-    let later = Layout::new(Widths::default(), DEFAULT_EPOCH + 1, DEFAULT_EPOCH + 2).unwrap();
-    assert!(other(Space::new(&later, Some(&namespace))));
+    // Another epoch is not: its ids are numbers of the same kind.
+    let later = Layout::new(Widths::default(), DEFAULT_EPOCH + 1_000, DEFAULT_EPOCH + 2_000).unwrap();
+    let at_later = LeaseDir::open(&mine.0, Sharing::Private, Space::new(&later, Some(&namespace))).unwrap();
+    assert!(matches!(at_later.attempt(1, 0).unwrap(), Attempt::Held(Holder::InSpace)));
     // A second lease of a slot this process holds, in another directory, shares its claim.
     let third = TempDir::new("space-third");
     let again = LeaseDir::open(&third.0, Sharing::Private, space).unwrap();
