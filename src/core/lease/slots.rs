@@ -112,6 +112,9 @@ impl<B: Backend> LeaseDir<B> {
         Self::check_room(map.len())?;
         let holder = match self.attempt(datacenter_id, worker_id)? {
             Attempt::Taken(lease) => return Ok(Self::keep(&mut map, key, *lease)),
+            Attempt::Held(Holder::Here(Some(pid))) if pid == std::process::id() => format!(
+                "this process (pid {pid}): another copy of snowid loaded in it, one with a binary file of its own"
+            ),
             Attempt::Held(Holder::Here(pid)) => pid.map_or("another process".to_string(), |p| format!("pid {p}")),
             Attempt::Held(Holder::InSpace) => {
                 "another process of the same id space on this host (the layout's widths and the lease \

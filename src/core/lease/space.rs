@@ -25,6 +25,22 @@ impl Space {
     }
 }
 
+/// The identity of a process's generator state, for the claim every loaded copy of snowid in the process sees (see
+/// [`CopyClaim`](super::backend::CopyClaim)): the registry's key, the layout (widths and epoch), the datacenterId and
+/// the workerId, hashed.
+pub fn identity_key(layout: &Layout, datacenter_id: u32, worker_id: u32) -> u64 {
+    let w = layout.widths();
+    let text = format!(
+        "bits={}/{}/{}/{} epoch={} dc={datacenter_id} worker={worker_id}",
+        w.datacenter,
+        w.worker,
+        w.clock_back,
+        w.sequence,
+        layout.epoch()
+    );
+    fnv1a(text.as_bytes())
+}
+
 /// The claim of a slot by its id space: the same for every process that would make the slot's ids.
 pub fn space_name(space: Space, datacenter_id: u32, worker_id: u32) -> String {
     format!("snowid-lease/v1/space/{:016x}/dc{datacenter_id}/worker{worker_id}", space.0)
