@@ -94,8 +94,12 @@ test('a cluster of 8 under snowid/cluster, 24 workers SIGKILLed and 23 respawned
     maxBuffer: 256 << 20,
   })
   assert.equal(r.status, 0, r.stderr)
-  const { kills, forks, ids } = JSON.parse(r.stdout)
+  const { kills, forks, ids, listed } = JSON.parse(r.stdout)
   assert.equal(kills, 24)
+  // workers() gives each live worker the slot its ids carry.
+  assert.ok(listed.length > 0)
+  for (const w of listed)
+    assert.equal(w.slot && `${w.slot.datacenterId}:${w.slot.workerId}`, w.decoded, JSON.stringify(w))
   // Every kill but the last (whose exit comes once stopping has begun) is followed by a replacement.
   assert.equal(forks, 8 + 23)
   const { dups } = countDuplicates([ids])
@@ -108,18 +112,21 @@ test('a cluster of 8 under snowid/cluster, 24 workers SIGKILLed and 23 respawned
   )
 })
 
-test('snowid/cluster refuses a fork when every worker id is taken', () => {
+test('snowid/cluster refuses a fork when every slot is taken', () => {
   const app = path.join(__dirname, 'fixtures', 'cluster-full.js')
-  const r = spawnSync(process.execPath, [app], {
-    env: cleanEnv({ SNOWID_WORKER_BITS: '1' }),
-    encoding: 'utf8',
-    timeout: 60_000,
-  })
-  assert.equal(r.status, 0, r.stderr)
-  const out = JSON.parse(r.stdout)
-  assert.deepEqual(out.slots.sort(), [0, 1])
-  assert.equal(out.error.code, 'ERR_SNOWID_NO_FREE_WORKER_ID')
-  assert.match(out.error.message, /among the 2 of workerBits 1/)
+  for (const env of [{}, { SNOWID_LEASE: 'off' }]) {
+    const r = spawnSync(process.execPath, [app], {
+      env: cleanEnv({ SNOWID_WORKER_BITS: '1', SNOWID_DATACENTER_BITS: '0', SNOWID_SINGLE_INSTANCE: 'true', ...env }),
+      encoding: 'utf8',
+      timeout: 60_000,
+    })
+    assert.equal(r.status, 0, r.stderr)
+    const out = JSON.parse(r.stdout)
+    assert.deepEqual(out.slots.sort(), ['0:0', '0:1'], JSON.stringify(env))
+    assert.deepEqual(out.listed.sort(), ['0:0', '0:1'], JSON.stringify(env))
+    assert.equal(out.error.code, 'ERR_SNOWID_NO_FREE_WORKER_ID')
+    assert.match(out.error.message, /among the 2 of workerBits 1 for datacenterId 0/)
+  }
 })
 
 test(

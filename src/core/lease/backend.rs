@@ -22,6 +22,7 @@
 //! Apart from the lease, whether leases are on or off, a platform gives [`CopyClaim`]: one identity's claim within
 //! the process, that every loaded copy of snowid sees.
 
+use std::ops::RangeInclusive;
 use std::path::Path;
 
 use super::super::error::{Error, Result};
@@ -92,9 +93,9 @@ pub trait Backend: Sized + Send + Sync {
     /// file's lock. A file that is not a slot file is `ERR_SNOWID_LEASE_CORRUPT` (and is left as found).
     fn attempt(&self, datacenter_id: u32, worker_id: u32) -> Result<Attempt<Taken<Self::File>>>;
 
-    /// The (workerId, pid) of every slot of `datacenter_id` held by a live process, sorted by workerId, without
-    /// taking any lock. Files that cannot be read, or are not slot files, are left out.
-    fn recorded(&self, datacenter_id: u32) -> Result<Vec<(u32, u32)>>;
+    /// The (datacenterId, workerId, pid) of every slot of the datacenter ids `datacenters` held by a live process,
+    /// sorted, without taking any lock. Files that cannot be read, or are not slot files, are left out.
+    fn recorded(&self, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>>;
 }
 
 /// A held slot's file: where its records are written, found again from the configured path before each write.

@@ -2,6 +2,7 @@
 //! so no slot is ever taken. Opening one fails with `ERR_SNOWID_LEASE_UNSUPPORTED`, which says what to configure
 //! instead.
 
+use std::ops::RangeInclusive;
 use std::path::Path;
 
 use super::super::error::{Class, Code, Error, Result};
@@ -45,7 +46,7 @@ impl Backend for NoDir {
         match *self {}
     }
 
-    fn recorded(&self, _datacenter_id: u32) -> Result<Vec<(u32, u32)>> {
+    fn recorded(&self, _datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
         match *self {}
     }
 }

@@ -244,9 +244,9 @@ impl<B: Backend> LeaseDir<B> {
         )
     }
 
-    /// The (workerId, pid) of every slot of `datacenter_id` held by a live process, sorted by workerId, without
-    /// taking any lock (see [`Backend::recorded`]).
-    pub fn recorded(&self, datacenter_id: u32) -> Result<Vec<(u32, u32)>> {
-        self.backend.recorded(datacenter_id)
+    /// The (datacenterId, workerId, pid) of every slot of the datacenter ids `datacenters` held by a live process,
+    /// sorted, without taking any lock (see [`Backend::recorded`]).
+    pub fn recorded(&self, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
+        self.backend.recorded(datacenters)
     }
 }

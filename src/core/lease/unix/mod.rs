@@ -18,6 +18,7 @@ mod slot;
 use std::ffi::CString;
 use std::fs::{File, TryLockError};
 use std::io::ErrorKind;
+use std::ops::RangeInclusive;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -139,8 +140,8 @@ impl Backend for UnixDir {
         Ok(Attempt::Taken(Taken { file, previous }))
     }
 
-    fn recorded(&self, datacenter_id: u32) -> Result<Vec<(u32, u32)>> {
-        listing::recorded(&self.0, datacenter_id)
+    fn recorded(&self, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
+        listing::recorded(&self.0, datacenters)
     }
 }
 

@@ -67,8 +67,8 @@ fn automatic_slots_skip_held_ones_and_run_out_loudly() {
     assert_eq!((explicit.worker_id(), auto.worker_id()), (0, 1));
     assert_eq!(dir.acquire_auto(0..=0, 4, ANY).unwrap().worker_id(), 1, "the process keeps its automatic slot");
     let me = std::process::id();
-    assert_eq!(dir.recorded(0).unwrap(), vec![(0, me), (1, me)]);
-    assert_eq!(dir.recorded(1).unwrap(), vec![]);
+    assert_eq!(dir.recorded(0..=0).unwrap(), vec![(0, 0, me), (0, 1, me)]);
+    assert_eq!(dir.recorded(1..=1).unwrap(), vec![]);
     let t2 = TempDir::new("auto2");
     let dir2 = private(&t2);
     for w in 0..2 {
@@ -115,7 +115,7 @@ fn one_datacenter_id_stays_put_and_running_out_says_what_to_set() {
     assert!(e.message().contains("SNOWID_WORKER_BITS=2 doubles the slots to 4"), "{e}");
     let e = dir.acquire_from(0, 2, 1, ANY).unwrap_err();
     assert_eq!(e.code(), Code::NoFreeWorkerId);
-    assert!(dir.recorded(1).unwrap().is_empty(), "nothing was taken in datacenterId 1");
+    assert!(dir.recorded(1..=1).unwrap().is_empty(), "nothing was taken in datacenterId 1");
     // Among both, it moves on to datacenterId 1; once that is full too, the message counts every slot.
     let t2 = TempDir::new("dcs-full");
     let dir2 = private(&t2);
@@ -375,7 +375,13 @@ fn only_the_process_that_holds_a_slot_is_named_as_its_holder() {
     dir.acquire(2, 0, "workerId", "").unwrap();
     // A record naming this process on a slot it does not hold (a stale file, or a forged one).
     std::fs::write(dir.slot_path(2, 1), Record { seq: 1, pid: me, marks: vec![] }.encode().unwrap()).unwrap();
-    assert_eq!(dir.recorded(2).unwrap(), vec![(0, me)]);
+    assert_eq!(dir.recorded(2..=2).unwrap(), vec![(2, 0, me)]);
+    // Over several datacenter ids at once, in order; a file whose name spells the numbers otherwise is no slot's.
+    dir.acquire(0, 3, "workerId", "").unwrap();
+    dir.acquire(3, 1, "workerId", "").unwrap();
+    std::fs::hard_link(dir.slot_path(3, 1), t.join("dc3-worker01.lease")).unwrap();
+    assert_eq!(dir.recorded(0..=3).unwrap(), vec![(0, 3, me), (2, 0, me), (3, 1, me)]);
+    assert_eq!(dir.recorded(1..=2).unwrap(), vec![(2, 0, me)]);
 }
 
 #[test]
@@ -388,7 +394,7 @@ fn a_held_slot_is_listed_while_other_locks_come_and_go() {
     for w in 0..4 {
         dir.acquire(5, w, "workerId", "").unwrap();
     }
-    let held: Vec<(u32, u32)> = (0..4).map(|w| (w, me)).collect();
+    let held: Vec<(u32, u32, u32)> = (0..4).map(|w| (5, w, me)).collect();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let churners: Vec<_> = (0..2)
         .map(|k| {
@@ -409,7 +415,7 @@ fn a_held_slot_is_listed_while_other_locks_come_and_go() {
         .collect();
     let mut missed = 0;
     for _ in 0..2_000 {
-        if dir.recorded(5).unwrap() != held {
+        if dir.recorded(5..=5).unwrap() != held {
             missed += 1;
         }
     }
