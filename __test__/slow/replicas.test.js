@@ -186,14 +186,14 @@ test('replicas with a SNOWID_DATACENTER_ID each, the worker id from their own le
 })
 
 // snowid/cluster in replicas: each replica a primary that forks CLUSTER_WORKERS workers with `fork()`, each worker
-// making ids at full speed for RUN_MS.
+// making ids at full speed for RUN_MS (fixtures/cluster-forks.js).
 const CLUSTER_REPLICAS = 3
 const CLUSTER_WORKERS = 2
 const CLUSTER = [
   process.execPath,
-  path.join(PACKAGE, '__test__', 'fixtures', 'cluster-replica.js'),
+  path.join(PACKAGE, '__test__', 'fixtures', 'cluster-forks.js'),
+  JSON.stringify(Array(CLUSTER_WORKERS).fill({})),
   PACKAGE,
-  String(CLUSTER_WORKERS),
   String(RUN_MS),
 ]
 
@@ -236,7 +236,7 @@ test('snowid/cluster in plain container replicas with no identity chosen: the pr
   const runs = await run(dir, 2, () => ({ container: 'docker' }), CLUSTER)
   for (const { report } of runs) {
     assert.ok(
-      report.warnings.includes('SNOWID_IDENTITY_UNCHOSEN'),
+      report.primaryWarnings.includes('SNOWID_IDENTITY_UNCHOSEN'),
       `the primary did not warn: ${JSON.stringify(report)}`,
     )
     for (const f of report.forks) {
