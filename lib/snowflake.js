@@ -81,6 +81,6 @@ const layout = brandedClass(
 module.exports = {
   Snowflake: snowflake.Class,
   SnowflakeLayout: layout.Class,
-  /** The native core of a `Snowflake` made here: what the binding's `fenceSnowflake` takes (lib/lease.js). */
+  /** The native core of a `Snowflake` made here: what the binding's `fenceSnowflake` takes (lib/store-lease.js). */
   coreOf: snowflake.coreOf,
 }
