@@ -7,7 +7,7 @@
 // tests (`cargo test --target x86_64-pc-windows-gnu`), and '(build)' there means that they do not compile.
 
 // No host lease on Windows yet: the default configuration, or a lease asked for, throws ERR_SNOWID_LEASE_UNSUPPORTED
-// (src/core/lease_none.rs), in the test's process or in one it starts.
+// (src/core/lease/none.rs), in the test's process or in one it starts.
 const LEASE = 'no host lease on Windows: ERR_SNOWID_LEASE_UNSUPPORTED'
 // Also: on Windows, kill('SIGTERM') ends a process at once (TerminateProcess), so fixtures/lease-writer.js never
 // writes its summary, and helpers.js leaseWriter().stop() finds it exited by a signal.
@@ -69,6 +69,11 @@ module.exports = {
     'snowid --encoding prints fixed-width text, and decode --encoding reads it back': LEASE,
     'a reader that goes away ends the CLI quietly; a full disk is one coded line': SHELL,
     'usage errors show a long argument cut to 40 characters with its length': LONG,
+    'snowid decode with no ids reads them from stdin': LEASE,
+  },
+  'cluster-identity.test.js': {
+    'in Kubernetes, snowid/cluster workers of a replica with a datacenter id of its own, or declared the only instance, issue ids on distinct slots':
+      LEASE,
   },
   'cluster.test.js': {
     'a cluster of 4 workers, each with its own SNOWID_WORKER_ID: 0 duplicates, each id decodes to its worker': LEASE,
@@ -114,6 +119,9 @@ module.exports = {
     'JSON: ids go out as strings, by nextIdString or by a replacer, and come back as bigint by a reviver': LEASE,
     'JSON: an id sent as a number loses its low digits, which is why ids travel as strings': LEASE,
   },
+  'json.test.js': {
+    'replacer and stringify write bigints as their exact decimal strings': LEASE,
+  },
   'lease-space.test.js': {
     'two lease directories (SNOWID_LEASE_DIR), one id space: distinct slots, 0 duplicates; a configured slot is held once':
       LEASE_AND_WRITER,
@@ -149,6 +157,8 @@ module.exports = {
     'two installed copies of the package, each with its own binary, used in turn': LEASE,
     'two installed copies of the package whose binaries are one file (hard links, as a store of packages makes them), used in turn':
       LEASE,
+    'three generations loaded by the hot-reload snippet, in the main thread and in a worker_thread at once, used in turn':
+      LEASE,
   },
   'replicas.test.js': {
     'SNOWID_SINGLE_INSTANCE=true, or the option singleInstance, says this is the only instance: ids are issued again':
@@ -158,6 +168,8 @@ module.exports = {
       LEASE,
     'a container known by its marker file warns the same way, naming the file': LEASE,
     'a container with the identity chosen, or declared the only instance, gives no warning': LEASE,
+    'the CLI where replicas are the norm: ids are refused in one line, reading ids and printing SQL still work': LEASE,
+    'worker_threads where replicas are the norm: refused until the process has an identity, from any thread': LEASE,
   },
   'statefulset.test.js': {
     'the default generator takes its worker id from the pod name, and config() says so': LEASE,
