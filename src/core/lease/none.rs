@@ -1,6 +1,6 @@
-//! The host lease where no backend exists yet (WASI, which has no `flock`, and Windows): no directory ever opens,
-//! so no slot is ever taken. Opening one fails with `ERR_SNOWID_LEASE_UNSUPPORTED`, which says what to configure
-//! instead.
+//! The host lease where no backend exists (WASI, which has neither `flock` nor named kernel objects): no directory
+//! ever opens, so no slot is ever taken. Opening one fails with `ERR_SNOWID_LEASE_UNSUPPORTED`, which says what to
+//! configure instead.
 
 use std::path::Path;
 
@@ -13,7 +13,7 @@ use super::space::Space;
 #[cfg(target_os = "wasi")]
 const PLATFORM: &str = "WASI (the snowid-wasm32-wasi build)";
 #[cfg(not(target_os = "wasi"))]
-const PLATFORM: &str = "Windows";
+const PLATFORM: &str = "a platform snowid has no host lease for";
 
 /// An open lease directory: none can exist here.
 pub enum NoDir {}

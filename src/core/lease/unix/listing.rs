@@ -8,9 +8,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 
 use super::super::super::error::Result;
+use super::super::files::{dir_error, read_records};
 use super::super::record::read_file;
-use super::dir::{dir_error, Directory};
-use super::files::{check_slot_file, open_at, read_records};
+use super::dir::Directory;
+use super::files::{check_slot_file, open_at};
 
 /// The (workerId, pid) of every slot of `datacenter_id` held by a live process, sorted by workerId, without
 /// taking any lock: the pid its file names, where that process holds the file's lock (on Linux, as
