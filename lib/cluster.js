@@ -11,7 +11,10 @@
 const cluster = require('node:cluster')
 const { workerSlots } = require('../index.js')
 
-/** Slots handed to this primary's live workers: workerId -> cluster Worker. */
+/**
+ * This primary's live workers, each with its slot: the worker id it was handed, until its lease file names it at
+ * another (keyed by worker, so that a worker moved to a slot another was handed never takes that one's place).
+ */
 const assigned = new Map()
 /** The env of the last fork: where workers() looks for its workers' lease files. */
 let lastEnv = {}
@@ -44,17 +47,14 @@ function fork(env = {}) {
   lastEnv = env
   follow(slots.recorded)
   const total = 2 ** slots.workerBits
+  const mine = new Set(assigned.values())
   // Slots a live process outside this primary's workers holds (the primary itself, or another service).
-  const elsewhere = new Set(
-    slots.recorded.filter(r => !assigned.has(r.workerId) && isAlive(r.pid)).map(r => r.workerId),
-  )
+  const elsewhere = new Set(slots.recorded.filter(r => !mine.has(r.workerId) && isAlive(r.pid)).map(r => r.workerId))
   for (let workerId = 0; workerId < total; workerId++) {
-    if (assigned.has(workerId) || elsewhere.has(workerId)) continue
+    if (mine.has(workerId) || elsewhere.has(workerId)) continue
     const worker = cluster.fork({ ...env, SNOWID_WORKER_ID: String(workerId), SNOWID_WORKER_ID_IF_TAKEN: 'next' })
-    assigned.set(workerId, worker)
-    worker.once('exit', () => {
-      for (const [w, which] of assigned) if (which === worker) assigned.delete(w)
-    })
+    assigned.set(worker, workerId)
+    worker.once('exit', () => assigned.delete(worker))
     return worker
   }
   throw fail(
@@ -67,18 +67,32 @@ function fork(env = {}) {
   )
 }
 
-/** Moves each of this primary's workers to the slot whose lease file names its pid, where that differs. */
+/**
+ * Moves each of this primary's workers to the slot whose lease file names its pid, where that differs; returns the
+ * workers whose files name them.
+ */
 function follow(recorded) {
   const slotOf = new Map(recorded.map(r => [r.pid, r.workerId]))
-  const moved = [...assigned].map(([w, worker]) => [slotOf.get(worker.process.pid) ?? w, worker])
-  assigned.clear()
-  for (const [w, worker] of moved) assigned.set(w, worker)
+  const named = new Set()
+  for (const worker of assigned.keys()) {
+    const slot = slotOf.get(worker.process.pid)
+    if (slot === undefined) continue
+    assigned.set(worker, slot)
+    named.add(worker)
+  }
+  return named
 }
 
-/** The worker ids this primary's live workers hold, and their workers. */
+/**
+ * The worker ids this primary's live workers hold, and their workers. A worker whose lease file does not name it
+ * yet is listed at the worker id it was handed, unless a worker whose file names it holds that one.
+ */
 function workers() {
-  if (assigned.size > 0) follow(workerSlots(lastEnv).recorded)
-  return new Map(assigned)
+  const named = assigned.size > 0 ? follow(workerSlots(lastEnv).recorded) : new Set()
+  const out = new Map()
+  for (const [worker, slot] of assigned) if (!named.has(worker)) out.set(slot, worker)
+  for (const [worker, slot] of assigned) if (named.has(worker)) out.set(slot, worker)
+  return out
 }
 
 module.exports = { fork, workers }
