@@ -178,7 +178,8 @@ function expectError(fn, { name, code, message }) {
  * are the non-empty lines of `out` so far.
  */
 function spawnChild(cmd, args, opts = {}) {
-  const child = spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] })
+  // stdin is a pipe that stopChild closes: how a fixture is asked to stop on Windows (fixtures/stop.js).
+  const child = spawn(cmd, args, { ...opts, stdio: ['pipe', 'pipe', 'pipe'] })
   const run = {
     child,
     out: '',
@@ -190,6 +191,15 @@ function spawnChild(cmd, args, opts = {}) {
   child.stdout.on('data', d => (run.out += d))
   child.stderr.on('data', d => (run.err += d))
   return run
+}
+
+/**
+ * Asks a fixture started by `spawnChild` to stop (fixtures/stop.js): SIGTERM, or on Windows, where SIGTERM ends a
+ * process at once with no handler run, the end of its stdin.
+ */
+function stopChild(run) {
+  if (process.platform === 'win32') run.child.stdin.end()
+  else run.child.kill('SIGTERM')
 }
 
 /**
@@ -219,7 +229,7 @@ async function readyLine(run, ms) {
 
 /**
  * A running fixtures/lease-writer.js (`cmd` with `args`, spawn options `opts`) that writes its ids to `file`:
- * `ready(ms)` waits for its ready line; `stop()` stops it with SIGTERM, asserts it exited 0 having written as many ids
+ * `ready(ms)` waits for its ready line; `stop()` stops it (stopChild), asserts it exited 0 having written as many ids
  * as it says, removes `file` and returns its summary with its `ids`.
  */
 function leaseWriter(cmd, args, opts, file) {
@@ -227,7 +237,7 @@ function leaseWriter(cmd, args, opts, file) {
   return {
     ready: (ms = 60_000) => readyLine(run, ms),
     async stop() {
-      run.child.kill('SIGTERM')
+      stopChild(run)
       const code = await run.exited
       assert.equal(code, 0, `writer exited ${code}: ${run.err}`)
       const summary = JSON.parse(run.lines().pop())
@@ -303,6 +313,7 @@ module.exports = {
   expectError,
   withoutUnchosenWarning,
   spawnChild,
+  stopChild,
   firstOutput,
   readyLine,
   leaseWriter,

@@ -22,6 +22,7 @@ const {
   probeFirstId: probe,
   readyLine,
   spawnChild,
+  stopChild,
   wasiSkip,
   withShm,
 } = require('./helpers.js')
@@ -44,7 +45,7 @@ function streamer(env, { user, cwd = ROOT, shm } = {}) {
   return {
     ready: (ms = 30_000) => readyLine(run, ms),
     async stop() {
-      run.child.kill('SIGTERM')
+      stopChild(run)
       await run.exited
       const last = run.out.trim().split('\n').pop()
       return JSON.parse(last)
@@ -326,6 +327,19 @@ test(
     assert.deepEqual(rb.listed, rb.slots)
   },
 )
+
+test('snowid/cluster follows a worker to the worker id another of its workers was handed', HOST_LEASE, () => {
+  const r = spawnSync(process.execPath, [path.join(__dirname, 'fixtures', 'cluster-follow.js')], {
+    cwd: ROOT,
+    env: cleanEnv({ SNOWID_LEASE_DIR: freshLeaseDir() }),
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
+  assert.equal(r.status, 0, r.stderr)
+  const { slots, listed } = JSON.parse(r.stdout)
+  assert.deepEqual(slots, [1, 2], 'each worker moved on past a taken worker id')
+  assert.deepEqual(listed, [1, 2], 'workers() lists both')
+})
 
 const cleaner = ['systemd-tmpfiles', 'faketime'].filter(
   tool => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0,
