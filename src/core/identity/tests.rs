@@ -91,6 +91,23 @@ fn with_every_slot_held_the_error_says_what_to_set() {
     assert!(e.message().contains("SNOWID_WORKER_BITS=3 doubles the slots to 32"), "{e}");
 }
 
+/// Waits until every mark of a slot this process holds in `dir` has passed, and its repair thread has looked again:
+/// until then it would make a removed directory again, to put the marks back.
+fn marks_passed(dir: &Path) {
+    let latest = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path()).ok())
+        .filter_map(|bytes| bytes.chunks(1024).filter_map(Record::decode).map(|r| r.marks).max())
+        .flatten()
+        .map(|(_, m)| m)
+        .max()
+        .unwrap_or(0);
+    let wait = latest.saturating_sub(SystemClock.now_ms()) + 50;
+    std::thread::sleep(std::time::Duration::from_millis(wait));
+}
+
 /// Writes a slot file for `(datacenter_id, worker_id)` in `dir` whose earlier holder left `marks`.
 fn left_behind(dir: &Path, datacenter_id: u32, worker_id: u32, marks: Vec<(u32, u64)>) {
     std::fs::create_dir_all(dir).unwrap();
@@ -118,17 +135,18 @@ fn an_automatic_lease_skips_a_slot_whose_marks_the_generator_could_not_start_pas
 fn under_bits_a_slot_with_a_free_clock_back_value_is_taken_and_its_first_id_moves_past_the_marks() {
     let t = TempDir::new("identity-resume");
     let now = SystemClock.now_ms();
-    // Worker 1 of datacenterId 3, reserved 5 s ahead on clockBack 0 by an earlier holder.
-    left_behind(&t.0, 3, 1, vec![(0, now + 5_000)]);
+    // Worker 1 of datacenterId 3, reserved 2 s ahead on clockBack 0 by an earlier holder (more than maxWaitMs).
+    left_behind(&t.0, 3, 1, vec![(0, now + 2_000)]);
     let mut c = config(&t.0, &[("SNOWID_DATACENTER_ID", "3"), ("SNOWID_WORKER_ID", "1")]);
     let lease = bind_worker(&mut c).unwrap();
-    assert_eq!(lease.as_ref().map(|l| l.previous().marks.clone()), Some(vec![(0, now + 5_000)]));
+    assert_eq!(lease.as_ref().map(|l| l.previous().marks.clone()), Some(vec![(0, now + 2_000)]));
     let shared = state(&c, lease.clone(), &SystemClock).unwrap();
     let g = Generator::new(c.settings(), shared.clone(), SystemClock).unwrap();
     let f = c.layout.unpack(g.next_id().unwrap());
     assert_eq!((f.datacenter_id, f.worker_id, f.clock_back), (3, 1, 1), "started on the next free clockBack value");
     // Every generator of the identity shares the one state.
     assert!(Arc::ptr_eq(&shared, &state(&c, lease, &SystemClock).unwrap()));
+    marks_passed(&t.0);
 }
 
 #[test]
@@ -155,4 +173,5 @@ fn an_identity_no_one_chose_is_refused_before_any_lease_is_taken() {
     let (g, warning) = generator(&mut c).unwrap();
     assert_eq!((c.layout.unpack(g.next_id().unwrap()).worker_id, warning), (2, None));
     assert!(t.join("dc0-worker2.lease").exists());
+    marks_passed(&t.0);
 }
