@@ -162,6 +162,20 @@ function probeFirstId(env, opts = {}) {
   return JSON.parse(r.stdout)
 }
 
+/**
+ * Does `change` (a delete, rename or replace of a lease file or directory that a live process holds) where the
+ * platform allows it, and returns true. On Windows, which refuses it while the holder has the file or directory open
+ * (the lease shares neither's deletion), asserts that it is refused, and returns false.
+ */
+function tamper(change) {
+  if (process.platform !== 'win32') {
+    change()
+    return true
+  }
+  assert.throws(change, err => ['EBUSY', 'EPERM', 'EACCES'].includes(err.code), 'Windows refuses it to another process')
+  return false
+}
+
 /** Asserts that `fn` throws an error of the class named `name`, with `code`, and a message matching `message`. */
 function expectError(fn, { name, code, message }) {
   assert.throws(fn, err => {
@@ -310,6 +324,7 @@ module.exports = {
   runNode,
   runCli,
   probeFirstId,
+  tamper,
   expectError,
   withoutUnchosenWarning,
   spawnChild,
