@@ -9,8 +9,9 @@
 //! the other uses; the file's lock also reaches processes the claims do not, for as long as the file is left alone. The file keeps the slot's marks ([`record`]), for the holders that come after.
 //! `worker_threads` share their process's leases.
 //!
-//! - [`backend`]: the interface a platform implements (claims, the file's lock, records in the file), and
-//!   `unix` (Linux, macOS, the BSDs, Android), `windows` and `none` (WASI), which implement it;
+//! - [`backend`]: the interface a platform implements (claims, the file's lock, records in the file, and an
+//!   identity's claim within the process that every loaded copy of snowid sees), and `unix` (Linux, macOS, the BSDs,
+//!   Android), `windows` and `none` (WASI), which implement it;
 //! - [`record`]: the slot file's format, and `files`: slot files read and checked alike on every platform;
 //! - [`space`]: the id space of a host's slots, and the names of a slot's claims;
 //! - `slots`: which slot a process takes ([`LeaseDir`]);
@@ -36,9 +37,11 @@ mod unix;
 #[cfg(windows)]
 mod windows;
 
-pub use backend::Sharing;
+pub use backend::{CopyClaim, Sharing};
 pub use holder::Lease;
 pub use record::Record;
+#[cfg(test)]
+pub use slots::forget_under;
 
 /// The platform's backend.
 #[cfg(unix)]
@@ -51,6 +54,14 @@ pub type Platform = none::NoDir;
 /// The folder for application data of every user of the machine (`%ProgramData%`, as the shell knows it).
 #[cfg(windows)]
 pub use windows::program_data;
+
+/// An identity's claim by one loaded copy of snowid, on this platform.
+#[cfg(unix)]
+pub type PlatformCopyClaim = unix::UnixCopyClaim;
+#[cfg(windows)]
+pub type PlatformCopyClaim = windows::WinCopyClaim;
+#[cfg(not(any(unix, windows)))]
+pub type PlatformCopyClaim = none::NoCopyClaim;
 
 /// A lease directory of this platform.
 pub type LeaseDir = slots::LeaseDir<Platform>;

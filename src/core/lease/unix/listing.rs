@@ -4,32 +4,28 @@
 use std::collections::HashSet;
 use std::ffi::CString;
 use std::fs::File;
+use std::ops::RangeInclusive;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 
 use super::super::super::error::Result;
 use super::super::files::{dir_error, read_records};
 use super::super::record::read_file;
+use super::super::space::slot_of;
 use super::dir::Directory;
 use super::files::{check_slot_file, open_at};
 
-/// The (workerId, pid) of every slot of `datacenter_id` held by a live process, sorted by workerId, without
-/// taking any lock: the pid its file names, where that process holds the file's lock (on Linux, as
+/// The (datacenterId, workerId, pid) of every slot of the datacenter ids `datacenters` held by a live process,
+/// sorted, without taking any lock: the pid its file names, where that process holds the file's lock (on Linux, as
 /// `/proc/locks` shows; elsewhere the file's word is taken). Files that cannot be read, or are not regular files
 /// of a lease's size, are left out.
-pub(super) fn recorded(dir: &Directory, datacenter_id: u32) -> Result<Vec<(u32, u32)>> {
-    let prefix = format!("dc{datacenter_id}-worker");
+pub(super) fn recorded(dir: &Directory, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
     let entries = std::fs::read_dir(&dir.path).map_err(|e| dir_error(&dir.path, "listing it", &e))?;
     let locks = flock_holders();
     let mut out = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(worker) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(&prefix))
-            .and_then(|n| n.strip_suffix(".lease"))
-            .and_then(|w| w.parse::<u32>().ok())
-        else {
+        let Some((datacenter, worker)) = slot_of(&name).filter(|(d, _)| datacenters.contains(d)) else {
             continue;
         };
         let path = entry.path();
@@ -45,7 +41,7 @@ pub(super) fn recorded(dir: &Directory, datacenter_id: u32) -> Result<Vec<(u32, 
         if let Some(r) = record {
             let holds = locks.as_ref().is_none_or(|l| l.contains(&FlockHolder::of(r.pid, &m)));
             if holds {
-                out.push((worker, r.pid));
+                out.push((datacenter, worker, r.pid));
             }
         }
     }

@@ -23,7 +23,7 @@ use crate::core::time::{Clock, SystemClock};
 fn a_slot_stays_held_whatever_happens_to_its_file() {
     let t = TempDir::new("deleted");
     let dir = private(&t);
-    let lease = dir.acquire(7, 1, "workerId").unwrap();
+    let lease = dir.acquire(7, 1, "workerId", "").unwrap();
     lease.reserve(0, 5_000, 1_000).unwrap();
     std::fs::remove_file(lease.path()).unwrap();
     // Before the holder writes again, nothing at the path: a newcomer still cannot take the slot.
@@ -46,7 +46,7 @@ fn an_idle_holder_puts_back_marks_that_reach_past_the_clock() {
     std::fs::create_dir_all(&t.0).unwrap();
     let path = t.join("lease");
     let dir = LeaseDir::open(&path, Sharing::Private, space(&t)).unwrap();
-    let lease = dir.acquire(4, 4, "workerId").unwrap();
+    let lease = dir.acquire(4, 4, "workerId", "").unwrap();
     let now = SystemClock.now_ms();
     lease.reserve(0, now + 600, now).unwrap();
     let file = path.join("dc4-worker4.lease");
@@ -69,7 +69,7 @@ fn an_idle_holder_puts_back_marks_that_reach_past_the_clock() {
 fn a_file_it_cannot_be_sure_of_stops_the_holder() {
     let t = TempDir::new("unsure");
     let dir = private(&t);
-    let lease = dir.acquire(7, 2, "workerId").unwrap();
+    let lease = dir.acquire(7, 2, "workerId", "").unwrap();
     lease.reserve(0, 5_000, 1_000).unwrap();
     // Marks ahead of the clock: another holder's ids may reach there.
     let ahead = Record { seq: 3, pid: 1, marks: vec![(1, 9_000)] }.encode().unwrap();
@@ -82,7 +82,7 @@ fn a_file_it_cannot_be_sure_of_stops_the_holder() {
     std::fs::remove_file(lease.path()).unwrap();
     assert_eq!(lease.reserve(0, 6_000, 1_000).unwrap_err(), e);
     // Locked by another open file (as a process in another network namespace would hold it).
-    let lease = dir.acquire(7, 3, "workerId").unwrap();
+    let lease = dir.acquire(7, 3, "workerId", "").unwrap();
     std::fs::write(t.join("locked"), b"").unwrap();
     let other = File::open(t.join("locked")).unwrap();
     other.try_lock().unwrap();
@@ -116,7 +116,7 @@ fn a_directory_replaced_under_a_holder_stops_its_generator_within_a_repair_perio
     let path = t.join("lease");
     let dir = LeaseDir::open(&path, Sharing::Private, space(&t)).unwrap();
     let s = settings(Widths::default(), ClockBackPolicy::Bits);
-    let lease = dir.acquire(s.datacenter_id, s.worker_id, "workerId").unwrap();
+    let lease = dir.acquire(s.datacenter_id, s.worker_id, "workerId", "").unwrap();
     let state = Shared::new(State::resume(&s, 0, Vec::new(), lease.clone(), &SystemClock).unwrap(), &s.layout);
     lease.guard(Arc::downgrade(&state) as Weak<dyn Stop>);
     let g = Generator::new(s, state, SystemClock).unwrap();
@@ -168,7 +168,7 @@ fn a_moved_or_deleted_directory_is_followed_and_the_slot_kept() {
     std::fs::create_dir_all(&t.0).unwrap();
     let path = t.join("lease");
     let dir = LeaseDir::open(&path, Sharing::Private, space(&t)).unwrap();
-    let lease = dir.acquire(3, 4, "workerId").unwrap();
+    let lease = dir.acquire(3, 4, "workerId", "").unwrap();
     lease.reserve(0, 5_000, 1_000).unwrap();
     std::fs::rename(&path, t.join("lease.old")).unwrap();
     std::fs::create_dir(&path).unwrap();
@@ -197,10 +197,16 @@ fn only_the_process_that_holds_a_slot_is_named_as_its_holder() {
     let t = TempDir::new("recorded");
     let dir = private(&t);
     let me = std::process::id();
-    dir.acquire(2, 0, "workerId").unwrap();
+    dir.acquire(2, 0, "workerId", "").unwrap();
     // A record naming this process on a slot it does not hold (a stale file, or a forged one).
     std::fs::write(dir.slot_path(2, 1), Record { seq: 1, pid: me, marks: vec![] }.encode().unwrap()).unwrap();
-    assert_eq!(dir.recorded(2).unwrap(), vec![(0, me)]);
+    assert_eq!(dir.recorded(2..=2).unwrap(), vec![(2, 0, me)]);
+    // Over several datacenter ids at once, in order; a file whose name spells the numbers otherwise is no slot's.
+    dir.acquire(0, 3, "workerId", "").unwrap();
+    dir.acquire(3, 1, "workerId", "").unwrap();
+    std::fs::hard_link(dir.slot_path(3, 1), t.join("dc3-worker01.lease")).unwrap();
+    assert_eq!(dir.recorded(0..=3).unwrap(), vec![(0, 3, me), (2, 0, me), (3, 1, me)]);
+    assert_eq!(dir.recorded(1..=2).unwrap(), vec![(2, 0, me)]);
 }
 
 #[test]
@@ -211,9 +217,9 @@ fn a_held_slot_is_listed_while_other_locks_come_and_go() {
     // Slots held all along, among locks that other threads take and drop as fast as they can (as other
     // processes on a busy host do): /proc/locks changes between the reads that list it.
     for w in 0..4 {
-        dir.acquire(5, w, "workerId").unwrap();
+        dir.acquire(5, w, "workerId", "").unwrap();
     }
-    let held: Vec<(u32, u32)> = (0..4).map(|w| (w, me)).collect();
+    let held: Vec<(u32, u32, u32)> = (0..4).map(|w| (5, w, me)).collect();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let churners: Vec<_> = (0..2)
         .map(|k| {
@@ -234,7 +240,7 @@ fn a_held_slot_is_listed_while_other_locks_come_and_go() {
         .collect();
     let mut missed = 0;
     for _ in 0..2_000 {
-        if dir.recorded(5).unwrap() != held {
+        if dir.recorded(5..=5).unwrap() != held {
             missed += 1;
         }
     }

@@ -3,6 +3,7 @@
 //!
 //! - `sys`: the Win32 calls;
 //! - `claim`: the claims that keep a slot to one live process whatever happens to the files;
+//! - `copies`: an identity's claim by one loaded copy of snowid, that the process's other copies see;
 //! - `dir`: the lease directory, and slot files opened and checked without following links;
 //! - `slot`: a held slot's file, found again before each write;
 //! - `listing`: the slots live processes hold, by their claims.
@@ -14,11 +15,13 @@
 //! locked moves on to the next, it does not wait.
 
 mod claim;
+mod copies;
 mod dir;
 mod listing;
 mod slot;
 mod sys;
 
+use std::ops::RangeInclusive;
 use std::path::Path;
 
 use super::super::error::{quote_path, Result};
@@ -27,6 +30,7 @@ use super::files::{dir_error, read_records, record_pid};
 use super::record::read_file;
 use super::space::{path_name, slot_name, Space};
 use claim::{id_name, space_claim, Claim};
+pub use copies::WinCopyClaim;
 use dir::{holder_at, open_slot, Directory, Opened, LOCK_BYTE};
 pub use slot::WinFile;
 pub use sys::program_data;
@@ -101,8 +105,8 @@ impl Backend for WinDir {
         Ok(Attempt::Taken(Taken { file, previous }))
     }
 
-    fn recorded(&self, datacenter_id: u32) -> Result<Vec<(u32, u32)>> {
-        listing::recorded(&self.0, datacenter_id)
+    fn recorded(&self, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
+        listing::recorded(&self.0, datacenters)
     }
 }
 

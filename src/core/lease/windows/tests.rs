@@ -22,7 +22,7 @@ use crate::core::time::{Clock, SystemClock};
 fn a_held_file_and_its_directory_can_be_neither_deleted_nor_renamed() {
     let t = TempDir::new("held");
     let dir = private(&t);
-    let lease = dir.acquire(7, 1, "workerId").unwrap();
+    let lease = dir.acquire(7, 1, "workerId", "").unwrap();
     lease.reserve(0, 5_000, 1_000).unwrap();
     assert!(std::fs::remove_file(lease.path()).is_err(), "the file cannot be deleted");
     assert!(std::fs::rename(lease.path(), t.join("moved")).is_err(), "nor renamed");
@@ -43,7 +43,7 @@ fn a_held_file_and_its_directory_can_be_neither_deleted_nor_renamed() {
 fn the_lock_is_one_byte_past_the_records_so_readers_never_wait() {
     let t = TempDir::new("lock");
     let dir = private(&t);
-    let lease = dir.acquire(7, 2, "workerId").unwrap();
+    let lease = dir.acquire(7, 2, "workerId", "").unwrap();
     lease.reserve(0, 5_000, 1_000).unwrap();
     // Windows' locks are mandatory: a lock on the records would refuse this read.
     assert_eq!(marks_at(lease.path()), vec![(0, 5_000)]);
@@ -71,11 +71,11 @@ fn special_files_and_links_are_refused_and_left_as_found() {
     let t = TempDir::new("special");
     let dir = private(&t);
     std::fs::create_dir(dir.slot_path(0, 4)).unwrap();
-    let e = dir.acquire(0, 4, "workerId").unwrap_err();
+    let e = dir.acquire(0, 4, "workerId", "").unwrap_err();
     assert_eq!(e.code(), Code::LeaseCorrupt);
     assert!(e.message().contains("expected a regular file, found a directory"), "{e}");
     std::fs::write(dir.slot_path(0, 5), vec![b' '; 4096]).unwrap();
-    let e = dir.acquire(0, 5, "workerId").unwrap_err();
+    let e = dir.acquire(0, 5, "workerId", "").unwrap_err();
     assert_eq!(e.code(), Code::LeaseCorrupt);
     assert!(e.message().contains("expected at most 2048 bytes (two records), found 4096"), "{e}");
     assert_eq!(std::fs::metadata(dir.slot_path(0, 5)).unwrap().len(), 4096, "left as found");
@@ -96,15 +96,21 @@ fn only_a_slot_whose_claim_is_held_is_listed() {
     let t = TempDir::new("recorded");
     let dir = private(&t);
     let me = std::process::id();
-    dir.acquire(2, 0, "workerId").unwrap();
+    dir.acquire(2, 0, "workerId", "").unwrap();
     // A record naming this process on a slot it does not hold (a stale file, or a forged one).
     std::fs::write(dir.slot_path(2, 1), Record { seq: 1, pid: me, marks: vec![] }.encode().unwrap()).unwrap();
-    assert_eq!(dir.recorded(2).unwrap(), vec![(0, me)]);
+    assert_eq!(dir.recorded(2..=2).unwrap(), vec![(2, 0, me)]);
+    // Over several datacenter ids at once, in order; a file whose name spells the numbers otherwise is no slot's.
+    dir.acquire(0, 3, "workerId", "").unwrap();
+    dir.acquire(3, 1, "workerId", "").unwrap();
+    std::fs::write(t.join("dc3-worker01.lease"), Record { seq: 1, pid: me, marks: vec![] }.encode().unwrap()).unwrap();
+    assert_eq!(dir.recorded(0..=3).unwrap(), vec![(0, 3, me), (2, 0, me), (3, 1, me)]);
+    assert_eq!(dir.recorded(1..=2).unwrap(), vec![(2, 0, me)]);
     // The listing looks at the claim without keeping it: the slot stays this process's, and free slots stay free.
     let t2 = TempDir::new("recorded-2");
     let other = private(&t2);
     std::fs::write(other.slot_path(2, 1), Record { seq: 1, pid: 7, marks: vec![] }.encode().unwrap()).unwrap();
-    assert_eq!(other.recorded(2).unwrap(), vec![]);
+    assert_eq!(other.recorded(2..=2).unwrap(), vec![]);
     assert!(matches!(other.attempt(2, 1).unwrap(), Attempt::Taken(_)));
 }
 
@@ -171,7 +177,7 @@ fn processes_get_distinct_slots_and_a_killed_ones_is_taken_again_past_its_mark()
     assert_eq!((first.worker, second.worker), (0, 1), "two processes, two slots");
     let (pid1, pid2) = (first.child.id(), second.child.id());
     let dir = private(&t);
-    assert_eq!(dir.recorded(1).unwrap(), vec![(0, pid1), (1, pid2)]);
+    assert_eq!(dir.recorded(1..=1).unwrap(), vec![(1, 0, pid1), (1, 1, pid2)]);
     assert!(matches!(dir.attempt(1, 0).unwrap(), Attempt::Held(Holder::Here(Some(pid))) if pid == pid1));
     // TerminateProcess, as kill -9 is on Windows: the slot is freed, by Windows, soon but not at once.
     first.child.kill().unwrap();
@@ -186,9 +192,9 @@ fn processes_get_distinct_slots_and_a_killed_ones_is_taken_again_past_its_mark()
     };
     // The newcomer starts from the killed holder's mark, so it never issues an id that holder may have issued.
     assert_eq!(taken.previous().marks, vec![(0, first.mark)]);
-    assert_eq!(dir.recorded(1).unwrap(), vec![(0, std::process::id()), (1, pid2)]);
+    assert_eq!(dir.recorded(1..=1).unwrap(), vec![(1, 0, std::process::id()), (1, 1, pid2)]);
     assert!(second.stop(), "the other holder ran to its end");
-    assert_eq!(dir.recorded(1).unwrap(), vec![(0, std::process::id())]);
+    assert_eq!(dir.recorded(1..=1).unwrap(), vec![(1, 0, std::process::id())]);
 }
 
 #[test]
@@ -196,7 +202,7 @@ fn another_spelling_of_the_directory_is_the_same_slot() {
     let t = TempDir::new("identity");
     let real = t.join("real");
     let dir = LeaseDir::open(&real, Sharing::Private, space(&t)).unwrap();
-    dir.acquire(3, 4, "workerId").unwrap();
+    dir.acquire(3, 4, "workerId", "").unwrap();
     let id = sys::file_id(&sys::open_reader(&real).unwrap()).unwrap();
     assert!(Claim::held(&id_name(id, 3, 4)).unwrap());
     assert!(!Claim::held(&id_name(id, 3, 5)).unwrap());
