@@ -198,7 +198,8 @@ function spawnChild(cmd, args, opts = {}) {
     child,
     out: '',
     err: '',
-    exited: new Promise(resolve => child.on('exit', resolve)),
+    // 'close', not 'exit': its stdio read to the end, so that lines() has its last line.
+    exited: new Promise(resolve => child.on('close', resolve)),
     lines: () => run.out.split('\n').filter(Boolean),
   }
   child.stdout.setEncoding('utf8')
