@@ -162,6 +162,20 @@ function probeFirstId(env, opts = {}) {
   return JSON.parse(r.stdout)
 }
 
+/**
+ * Does `change` (a delete, rename or replace of a lease file or directory that a live process holds) where the
+ * platform allows it, and returns true. On Windows, which refuses it while the holder has the file or directory open
+ * (the lease shares neither's deletion), asserts that it is refused, and returns false.
+ */
+function tamper(change) {
+  if (process.platform !== 'win32') {
+    change()
+    return true
+  }
+  assert.throws(change, err => ['EBUSY', 'EPERM', 'EACCES'].includes(err.code), 'Windows refuses it to another process')
+  return false
+}
+
 /** Asserts that `fn` throws an error of the class named `name`, with `code`, and a message matching `message`. */
 function expectError(fn, { name, code, message }) {
   assert.throws(fn, err => {
@@ -178,18 +192,29 @@ function expectError(fn, { name, code, message }) {
  * are the non-empty lines of `out` so far.
  */
 function spawnChild(cmd, args, opts = {}) {
-  const child = spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] })
+  // stdin is a pipe that stopChild closes: how a fixture is asked to stop on Windows (fixtures/stop.js).
+  const child = spawn(cmd, args, { ...opts, stdio: ['pipe', 'pipe', 'pipe'] })
   const run = {
     child,
     out: '',
     err: '',
-    exited: new Promise(resolve => child.on('exit', resolve)),
+    // 'close', not 'exit': its stdio read to the end, so that lines() has its last line.
+    exited: new Promise(resolve => child.on('close', resolve)),
     lines: () => run.out.split('\n').filter(Boolean),
   }
   child.stdout.setEncoding('utf8')
   child.stdout.on('data', d => (run.out += d))
   child.stderr.on('data', d => (run.err += d))
   return run
+}
+
+/**
+ * Asks a fixture started by `spawnChild` to stop (fixtures/stop.js): SIGTERM, or on Windows, where SIGTERM ends a
+ * process at once with no handler run, the end of its stdin.
+ */
+function stopChild(run) {
+  if (process.platform === 'win32') run.child.stdin.end()
+  else run.child.kill('SIGTERM')
 }
 
 /**
@@ -219,7 +244,7 @@ async function readyLine(run, ms) {
 
 /**
  * A running fixtures/lease-writer.js (`cmd` with `args`, spawn options `opts`) that writes its ids to `file`:
- * `ready(ms)` waits for its ready line; `stop()` stops it with SIGTERM, asserts it exited 0 having written as many ids
+ * `ready(ms)` waits for its ready line; `stop()` stops it (stopChild), asserts it exited 0 having written as many ids
  * as it says, removes `file` and returns its summary with its `ids`.
  */
 function leaseWriter(cmd, args, opts, file) {
@@ -227,7 +252,7 @@ function leaseWriter(cmd, args, opts, file) {
   return {
     ready: (ms = 60_000) => readyLine(run, ms),
     async stop() {
-      run.child.kill('SIGTERM')
+      stopChild(run)
       const code = await run.exited
       assert.equal(code, 0, `writer exited ${code}: ${run.err}`)
       const summary = JSON.parse(run.lines().pop())
@@ -300,9 +325,11 @@ module.exports = {
   runNode,
   runCli,
   probeFirstId,
+  tamper,
   expectError,
   withoutUnchosenWarning,
   spawnChild,
+  stopChild,
   firstOutput,
   readyLine,
   leaseWriter,

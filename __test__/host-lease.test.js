@@ -22,6 +22,8 @@ const {
   probeFirstId: probe,
   readyLine,
   spawnChild,
+  stopChild,
+  tamper,
   wasiSkip,
   withShm,
 } = require('./helpers.js')
@@ -44,7 +46,7 @@ function streamer(env, { user, cwd = ROOT, shm } = {}) {
   return {
     ready: (ms = 30_000) => readyLine(run, ms),
     async stop() {
-      run.child.kill('SIGTERM')
+      stopChild(run)
       await run.exited
       const last = run.out.trim().split('\n').pop()
       return JSON.parse(last)
@@ -66,7 +68,7 @@ test(
     const a = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
     assert.deepEqual(await a.ready(), { workerId: 0, error: null })
     await sleep(200)
-    fs.unlinkSync(file)
+    tamper(() => fs.unlinkSync(file))
     // The holder notices at its next mark write (every 100 ms while it issues ids) and makes the file again.
     await sleep(300)
     const b = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
@@ -89,7 +91,7 @@ test(
     const a = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
     await a.ready()
     await sleep(200)
-    fs.unlinkSync(file)
+    tamper(() => fs.unlinkSync(file))
     const b = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
     const c = streamer({ SNOWID_LEASE_DIR: dir })
     assert.deepEqual(await b.ready(), { workerId: null, error: 'ERR_SNOWID_WORKER_ID_IN_USE' })
@@ -112,7 +114,7 @@ test(
     await a.ready()
     await sleep(200)
     fs.writeFileSync(path.join(dir, 'fresh'), '')
-    fs.renameSync(path.join(dir, 'fresh'), file)
+    tamper(() => fs.renameSync(path.join(dir, 'fresh'), file))
     const b = streamer({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
     assert.deepEqual(await b.ready(), { workerId: null, error: 'ERR_SNOWID_WORKER_ID_IN_USE' })
     await sleep(500)
@@ -130,7 +132,7 @@ const WASI_SKIP = HOST_LEASE.skip
 const noFlock = spawnSync('sh', ['-c', 'command -v flock']).status !== 0 && 'flock (util-linux) not installed'
 
 test('a lease file replaced by one another process locks: the holder stops with ERR_SNOWID_LEASE_LOST', {
-  skip: WASI_SKIP || noFlock,
+  skip: WASI_SKIP || (process.platform === 'win32' && 'Windows refuses to replace a held file') || noFlock,
 }, async () => {
   // What a process in another network namespace, which the claims do not reach, would do.
   const dir = freshLeaseDir()
@@ -151,7 +153,10 @@ test('a lease file replaced by one another process locks: the holder stops with 
   }
 })
 
-test('special files and links never hang, never get followed, and are left as found', HOST_LEASE, async () => {
+// FIFOs, devices, Unix modes and sticky directories are Unix's; the Windows test follows these.
+const UNIX_FILES = process.platform === 'win32' ? { skip: "Unix's special files and modes" } : HOST_LEASE
+
+test('special files and links never hang, never get followed, and are left as found', UNIX_FILES, async () => {
   const dir = freshLeaseDir()
   const outside = path.join(freshLeaseDir(), 'precious')
   fs.writeFileSync(outside, '')
@@ -187,7 +192,7 @@ test('special files and links never hang, never get followed, and are left as fo
 
 test(
   'a lease directory that is a link, or that others may write to without the sticky bit, is refused',
-  HOST_LEASE,
+  UNIX_FILES,
   () => {
     const parent = freshLeaseDir()
     const real = path.join(parent, 'real')
@@ -203,6 +208,56 @@ test(
     fs.chmodSync(real, 0o1777)
     out = probe({ SNOWID_LEASE_DIR: real })
     assert.equal(out.error, undefined, 'sticky: each file belongs to its creator')
+  },
+)
+
+/** Makes a link of `type` ('file' or 'junction') at `link` to `target`: whether there is one (Windows gives file links
+ * only to administrators or in developer mode, and Wine 8 makes neither). */
+function madeLink(target, link, type) {
+  try {
+    fs.symlinkSync(target, link, type)
+    return fs.lstatSync(link).isSymbolicLink()
+  } catch {
+    return false
+  }
+}
+
+test(
+  "on Windows, a directory, an oversized file or a link in a slot file's place is refused and left as found, and a junction as the lease directory is refused",
+  process.platform === 'win32' ? HOST_LEASE : { skip: 'Windows only' },
+  t => {
+    const dir = freshLeaseDir()
+    const outside = path.join(freshLeaseDir(), 'precious')
+    fs.writeFileSync(outside, '')
+    fs.mkdirSync(path.join(dir, 'dc0-worker0.lease'))
+    fs.closeSync(fs.openSync(path.join(dir, 'dc0-worker1.lease'), 'w'))
+    fs.truncateSync(path.join(dir, 'dc0-worker1.lease'), 1 << 20)
+    const refused = [
+      ['0', /expected a regular file, found a directory/],
+      ['1', /expected at most 2048 bytes \(two records\), found 1048576/],
+    ]
+    const fileLink = madeLink(outside, path.join(dir, 'dc0-worker2.lease'), 'file')
+    if (fileLink) refused.push(['2', /expected a regular file, found a symbolic link or junction/])
+    for (const [worker, message] of refused) {
+      const out = probe({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: worker })
+      assert.equal(out.error?.code, 'ERR_SNOWID_LEASE_CORRUPT', `worker ${worker}: ${JSON.stringify(out)}`)
+      assert.match(out.error.message, message)
+    }
+    const auto = probe({ SNOWID_LEASE_DIR: dir })
+    assert.equal(auto.decoded?.workerId, refused.length, JSON.stringify(auto))
+    const { workerSlots } = require('..')
+    assert.deepEqual(workerSlots({ SNOWID_LEASE_DIR: dir }).recorded, [], 'the process that took a slot has exited')
+    assert.equal(fs.readFileSync(outside, 'utf8'), '', 'nothing was written through a link')
+    assert.equal(fs.statSync(path.join(dir, 'dc0-worker1.lease')).size, 1 << 20)
+    const real = path.join(freshLeaseDir(), 'real')
+    fs.mkdirSync(real)
+    const junction = path.join(path.dirname(real), 'junction')
+    if (madeLink(real, junction, 'junction')) {
+      const out = probe({ SNOWID_LEASE_DIR: junction })
+      assert.equal(out.error?.code, 'ERR_SNOWID_LEASE_DIR')
+      assert.match(out.error.message, /found a symbolic link or junction/)
+    }
+    if (!fileLink) t.diagnostic('no file link could be made here: that part did not run')
   },
 )
 
@@ -330,6 +385,19 @@ test(
     }
   },
 )
+
+test('snowid/cluster follows a worker to the worker id another of its workers was handed', HOST_LEASE, () => {
+  const r = spawnSync(process.execPath, [path.join(__dirname, 'fixtures', 'cluster-follow.js')], {
+    cwd: ROOT,
+    env: cleanEnv({ SNOWID_LEASE_DIR: freshLeaseDir() }),
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
+  assert.equal(r.status, 0, r.stderr)
+  const { slots, listed } = JSON.parse(r.stdout)
+  assert.deepEqual(slots, [1, 2], 'each worker moved on past a taken worker id')
+  assert.deepEqual(listed, [1, 2], 'workers() lists both')
+})
 
 const cleaner = ['systemd-tmpfiles', 'faketime'].filter(
   tool => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0,

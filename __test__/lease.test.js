@@ -310,9 +310,13 @@ test('a garbage slot file and an unusable lease directory give coded errors, and
   }
 })
 
+// Windows has access rights, not Unix modes: a lease directory and its files have those of the folder they are made
+// in, which snowid neither sets nor checks (docs/platforms.md#windows).
+const UNIX_MODES = process.platform === 'win32' ? { skip: 'Unix modes; Windows has access rights' } : HOST_LEASE
+
 test(
   'a new lease directory is private to its owner; slot files are readable by all, writable by their owner',
-  HOST_LEASE,
+  UNIX_MODES,
   () => {
     const parent = freshLeaseDir()
     const dir = path.join(parent, 'leases')
@@ -340,6 +344,28 @@ test(
     assert.equal(shared.error, undefined)
     assert.deepEqual([shared.config.leaseDir, shared.config.sources.leaseDir], ['/dev/shm/snowid', 'default'])
     assert.equal(fs.statSync(path.join(tmp, 'snowid')).mode & 0o7777, 0o1777)
+  },
+)
+
+test(
+  'the default directory on Windows, %ProgramData%\\snowid, is one for the machine, whatever TEMP a process has',
+  process.platform === 'win32' ? HOST_LEASE : { skip: 'Windows only' },
+  () => {
+    // A namespace of the test's own: the machine's other processes keep their slots, and this one takes its own.
+    const namespace = leaseNamespace(freshLeaseDir())
+    const made = []
+    try {
+      for (const temp of [freshLeaseDir(), freshLeaseDir()]) {
+        const out = probe({ SNOWID_LEASE_DIR: undefined, SNOWID_LEASE_NAMESPACE: namespace, TEMP: temp, TMP: temp })
+        assert.equal(out.error, undefined, JSON.stringify(out.error))
+        const dir = path.join(process.env.ProgramData, 'snowid')
+        assert.deepEqual([out.config.leaseDir, out.config.sources.leaseDir], [dir, 'default'])
+        made.push(path.join(dir, `dc${out.decoded.datacenterId}-worker${out.decoded.workerId}.lease`))
+      }
+      assert.ok(made.every(f => fs.existsSync(f)))
+    } finally {
+      for (const file of made) fs.rmSync(file, { force: true })
+    }
   },
 )
 

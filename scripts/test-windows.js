@@ -254,11 +254,16 @@ function runCargo(tools) {
   return problems.length === 0
 }
 
-/** What the tests under Wine left in the prefix's temp directory since `before`: counted, then removed. */
+/**
+ * What the tests under Wine left in the prefix's temp directory since `before` (a process cannot remove a lease
+ * directory it holds a lease in on Windows, and the Rust tests and test files hold theirs for their whole life):
+ * counted, then removed once every Wine process has ended.
+ */
 function sweepWineTemp(before) {
   const left = fs.existsSync(WINE_TEMP) ? fs.readdirSync(WINE_TEMP).filter(f => !before.has(f)) : []
   if (left.length) {
-    console.log(`\nThe tests left ${left.length} entries in the Wine prefix's temp directory: ${left.join(', ')}`)
+    const some = left.length > 5 ? `${left.slice(0, 5).join(', ')}, ...` : left.join(', ')
+    console.log(`\nThe tests left ${left.length} entries in the Wine prefix's temp directory, now removed: ${some}`)
     for (const f of left) fs.rmSync(path.join(WINE_TEMP, f), { recursive: true, force: true })
   }
 }
@@ -303,13 +308,14 @@ async function main() {
     // One Wine server for the whole run, rather than one started and stopped around every file.
     wine.ensurePrefix()
     spawnSync(tools.wineserver, ['-p'], { env: wine.wineEnv(), stdio: 'inherit' })
+    // A process holding a lease cannot remove its lease directory on Windows: what the tests leave is swept at the end.
+    const before = new Set(fs.existsSync(WINE_TEMP) ? fs.readdirSync(WINE_TEMP) : [])
     try {
       if (cargo) ok = runCargo(tools) && ok
       if (js) {
         // The loader looks for the binary beside it first; it is there only for this run, so that nothing else (npm
         // run test:package) takes it for a Windows build made here.
         fs.copyFileSync(BUILT, wine.ADDON)
-        const before = new Set(fs.existsSync(WINE_TEMP) ? fs.readdirSync(WINE_TEMP) : [])
         try {
           for (const line of lines) {
             const { node, note } = await wine.windowsNode(line)
@@ -321,11 +327,11 @@ async function main() {
           }
         } finally {
           fs.rmSync(wine.ADDON, { force: true })
-          sweepWineTemp(before)
         }
       }
     } finally {
       spawnSync(tools.wineserver, ['-k'], { env: wine.wineEnv(), stdio: 'inherit' })
+      sweepWineTemp(before)
     }
   }
   if (!ok) {

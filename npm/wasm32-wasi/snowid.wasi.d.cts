@@ -282,7 +282,8 @@ export interface SnowflakeOptions {
   lease?: boolean
   /**
    * The lease directory. Env `SNOWID_LEASE_DIR`.
-   * @default `/dev/shm/snowid` on Linux (`/tmp/snowid` without `/dev/shm`), `/tmp/snowid` on macOS
+   * @default `/dev/shm/snowid` on Linux (`/tmp/snowid` without `/dev/shm`), `/tmp/snowid` on macOS,
+   * `%ProgramData%\snowid` on Windows
    */
   leaseDir?: string
   /**

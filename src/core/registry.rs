@@ -126,7 +126,7 @@ mod tests {
     }
 
     #[test]
-    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[cfg(any(target_os = "linux", target_os = "android", windows))]
     fn an_identity_another_copy_holds_is_refused() {
         // Another copy of snowid, with its own registry, holds (5, 6) of this layout: its claim, taken here.
         let l = Layout::new(Widths { sequence: 9, ..Widths::default() }, DEFAULT_EPOCH, DEFAULT_EPOCH + 1).unwrap();

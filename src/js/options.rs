@@ -96,7 +96,8 @@ pub struct SnowflakeOptions {
     /// @default true
     pub lease: Option<bool>,
     /// The lease directory. Env `SNOWID_LEASE_DIR`.
-    /// @default `/dev/shm/snowid` on Linux (`/tmp/snowid` without `/dev/shm`), `/tmp/snowid` on macOS
+    /// @default `/dev/shm/snowid` on Linux (`/tmp/snowid` without `/dev/shm`), `/tmp/snowid` on macOS,
+    /// `%ProgramData%\snowid` on Windows
     pub lease_dir: Option<String>,
     /// A separate set of this host's slots, 1 to 64 characters of `A-Z a-z 0-9 . _ -`: processes of another
     /// namespace, or of none, never see these slots taken. For tests. Env `SNOWID_LEASE_NAMESPACE`.

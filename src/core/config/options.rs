@@ -121,7 +121,7 @@ options! {
         default "`on`";
     LeaseDir lease_dir "leaseDir" ["SNOWID_LEASE_DIR"] layout false
         doc "the lease directory, where slots keep their marks"
-        default "`/dev/shm/snowid` on Linux, `/tmp/snowid` on macOS (see [the default directory](docs/one-host.md#the-default-lease-directory))";
+        default "`/dev/shm/snowid` on Linux, `/tmp/snowid` on macOS, `%ProgramData%\\snowid` on Windows (see [the default directory](docs/one-host.md#the-default-lease-directory))";
     LeaseNamespace lease_namespace "leaseNamespace" ["SNOWID_LEASE_NAMESPACE"] layout false
         doc "a separate set of this host's worker id slots, for tests: 1–64 characters of `A-Z a-z 0-9 . _ -`"
         default "unset (`null` in `config()`): the host's";
@@ -167,10 +167,20 @@ pub fn default_lease_dir() -> PathBuf {
 }
 
 /// On Android, whose `/tmp` is not there and whose apps each have their own temp dir, a `snowid` folder in the OS
-/// temp dir; on Windows, only a name for messages until its host lease lands.
-#[cfg(any(target_os = "android", windows))]
+/// temp dir.
+#[cfg(target_os = "android")]
 pub fn default_lease_dir() -> PathBuf {
     std::env::temp_dir().join("snowid")
+}
+
+/// On Windows, `%ProgramData%\snowid` (usually `C:\ProgramData\snowid`): ProgramData is one folder for the whole
+/// machine, where every user may make files, whereas the temp dir (`%TEMP%`) is one per user. The folder is asked of
+/// the shell, not read from the environment, which a service, a scheduled task and a console may each set apart.
+/// Read once per process, so every generator of the process agrees.
+#[cfg(windows)]
+pub fn default_lease_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| super::super::lease::program_data().join("snowid")).clone()
 }
 
 /// On macOS (whose `TMPDIR` is per user) and other Unix systems, `/tmp/snowid`. On WASI, whose `temp_dir` panics,

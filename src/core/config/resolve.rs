@@ -174,22 +174,26 @@ impl<'a> Resolver<'a> {
         })
     }
 
-    fn lease_dir(&self) -> Result<Sourced<PathBuf>> {
+    /// `SNOWID_LEASE_DIR` or `leaseDir`: with the lease on, an absolute directory path; with it off, the directory
+    /// is never used, so any text is taken as it is.
+    fn lease_dir(&self, lease: bool) -> Result<Sourced<PathBuf>> {
         let expected = "a non-empty directory path";
         let Some((text, source, name)) = self.text(Opt::LeaseDir, expected)? else {
             return Ok(Sourced { value: default_lease_dir(), source: Source::Default });
         };
+        if !lease {
+            return Ok(Sourced { value: PathBuf::from(text), source });
+        }
         if text.is_empty() || text.contains('\0') {
             return Err(Error::type_error(Code::InvalidConfig, &name, expected, &quote(&text)));
         }
         // A relative path would mean a different directory in each process's working directory, and so a
         // different set of leases: two processes could both take worker 0.
-        let path = PathBuf::from(&text);
-        if !path.is_absolute() {
+        if !is_absolute(&text) {
             let expected = "an absolute directory path (a relative one differs between working directories)";
             return Err(Error::range_error(Code::InvalidConfig, &name, expected, &quote(&text)));
         }
-        Ok(Sourced { value: path, source })
+        Ok(Sourced { value: PathBuf::from(text), source })
     }
 
     /// `SNOWID_LEASE_NAMESPACE` or `leaseNamespace`: 1 to [`MAX_NAMESPACE_CHARS`] letters, digits, `.`, `_` or `-`.
@@ -204,6 +208,18 @@ impl<'a> Resolver<'a> {
         }
         Ok(Sourced { value: Some(text), source })
     }
+}
+
+/// Whether `path` is absolute on this platform. The WASI build runs on any host, Windows included, and its own paths
+/// are Unix-like: there a Windows path from the host's environment is absolute too.
+fn is_absolute(path: &str) -> bool {
+    std::path::Path::new(path).is_absolute() || cfg!(target_os = "wasi") && windows_absolute(path)
+}
+
+/// Whether `path` is an absolute Windows path: `C:\x`, `C:/x`, or `\\server\share` (and `\\?\...`).
+pub(super) fn windows_absolute(path: &str) -> bool {
+    let drive = matches!(path.as_bytes(), [d, b':', b'\\' | b'/', ..] if d.is_ascii_alphabetic());
+    drive || path.starts_with(r"\\")
 }
 
 /// An epoch given as an option or a variable, where it came from, and its name for messages.
@@ -334,7 +350,7 @@ impl Config {
         let on_clock_back = r.word(Opt::OnClockBack, &policy, ClockBackPolicy::parse, ClockBackPolicy::default())?;
         let max_wait_ms = r.integer(Opt::MaxWaitMs, MAX_MAX_WAIT_MS, &String::new, DEFAULT_MAX_WAIT_MS)?;
         let max_lead_ms = r.integer(Opt::MaxLeadMs, MAX_MAX_LEAD_MS, &String::new, 0)?;
-        let lease_dir = r.lease_dir()?;
+        let lease_dir = r.lease_dir(lease.value)?;
         let single_instance =
             r.switch(Opt::SingleInstance, ["true", "false"], "'true' or 'false' (a boolean as an option)", false)?;
         let unchosen = !single_instance.value && !identity_chosen(worker_id.source, datacenter_id.source);

@@ -74,7 +74,7 @@ fn an_unknown_snowid_variable_is_refused_naming_the_nearest_known_one() {
     }
     let known: Vec<(&'static str, &'static str)> = vec![
         ("SNOWID_LEASE", "off"),
-        ("SNOWID_LEASE_DIR", "/srv/x"),
+        ("SNOWID_LEASE_DIR", ABSOLUTE),
         ("SNOWID_WORKER_ID_IF_TAKEN", "next"),
         ("SNOWID_MAX_LEAD_MS", "5"),
         ("SNOWID_MAX_WAIT_MS", "5"),
@@ -93,10 +93,13 @@ fn defaults_are_the_articles() {
     assert_eq!(c.lease, Sourced { value: true, source: Source::Default });
     // One directory for the whole host, whatever TMPDIR says.
     #[cfg(target_os = "linux")]
-    let host = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm/snowid" } else { "/tmp/snowid" };
-    #[cfg(not(target_os = "linux"))]
+    let host = PathBuf::from(if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm/snowid" } else { "/tmp/snowid" });
+    // The machine's ProgramData folder, as the shell knows it (here it agrees with the environment).
+    #[cfg(windows)]
+    let host = PathBuf::from(std::env::var_os("ProgramData").unwrap()).join("snowid");
+    #[cfg(not(any(target_os = "linux", windows)))]
     let host = super::options::default_lease_dir();
-    assert_eq!(c.lease_dir, Sourced { value: PathBuf::from(host), source: Source::Default });
+    assert_eq!(c.lease_dir, Sourced { value: host, source: Source::Default });
     assert_eq!(c.lease_namespace, Sourced { value: None, source: Source::Default });
     assert_eq!(c.max_lead_ms, Sourced { value: 0, source: Source::Default });
     let off = resolve_env(&[("SNOWID_LEASE", "off")]).unwrap();
@@ -221,14 +224,39 @@ fn a_lease_namespace_is_a_short_plain_name() {
     );
 }
 
+/// An absolute directory path on this platform.
+#[cfg(not(windows))]
+const ABSOLUTE: &str = "/var/lib/snowid";
+#[cfg(windows)]
+const ABSOLUTE: &str = r"C:\ProgramData\app";
+
 #[test]
 fn a_relative_lease_dir_is_refused() {
-    for dir in ["leases", "./leases", "../x", "~/leases"] {
+    // On Windows, a path on a drive's working directory (`C:leases`) or on the current drive (`\leases`) is relative
+    // too.
+    let relative: &[&str] = if cfg!(windows) { &["C:leases", r"\leases"] } else { &[] };
+    for dir in ["leases", "./leases", "../x", "~/leases"].iter().chain(relative) {
         let e = resolve_env(&[("SNOWID_LEASE_DIR", dir)]).unwrap_err();
         assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::RangeError), "{dir}");
         assert!(e.message().contains("an absolute directory path"), "{e}");
     }
-    assert!(resolve_env(&[("SNOWID_LEASE_DIR", "/var/lib/snowid")]).is_ok());
+    assert!(resolve_env(&[("SNOWID_LEASE_DIR", ABSOLUTE)]).is_ok());
+    // With the lease off the directory is never used, and never checked.
+    for dir in ["leases", "", r"C:\leases", "/srv/leases"] {
+        let c = resolve_env(&[("SNOWID_LEASE", "off"), ("SNOWID_LEASE_DIR", dir)]).unwrap();
+        assert_eq!(c.lease_dir, Sourced { value: PathBuf::from(dir), source: Source::Env });
+    }
+}
+
+#[test]
+fn windows_paths_are_told_apart_for_the_wasi_build_on_windows() {
+    use super::resolve::windows_absolute;
+    for dir in [r"C:\snowid", "c:/snowid", r"\\server\share\snowid", r"\\?\C:\snowid"] {
+        assert!(windows_absolute(dir), "{dir}");
+    }
+    for dir in ["C:snowid", r"\snowid", "snowid", "/srv/snowid", "1:/x", ""] {
+        assert!(!windows_absolute(dir), "{dir}");
+    }
 }
 
 #[test]
@@ -489,8 +517,12 @@ fn bad_option_values_are_refused() {
 
 #[test]
 fn non_utf8_env_is_refused() {
-    use std::os::unix::ffi::OsStringExt;
-    let bad = |name: &str| (name == "SNOWID_WORKER_ID").then(|| OsString::from_vec(vec![0xff, b'1']));
+    // A byte that is not UTF-8 on Unix; an unpaired surrogate on Windows.
+    #[cfg(unix)]
+    let text = <OsString as std::os::unix::ffi::OsStringExt>::from_vec(vec![0xff, b'1']);
+    #[cfg(windows)]
+    let text = <OsString as std::os::windows::ffi::OsStringExt>::from_wide(&[0xd800, u16::from(b'1')]);
+    let bad = |name: &str| (name == "SNOWID_WORKER_ID").then(|| OsString::from(&text));
     let e = Config::resolve(&Options::default(), &bad, NOW).unwrap_err();
     assert_eq!(e.class(), Class::TypeError);
     assert!(e.message().starts_with("SNOWID_WORKER_ID: expected valid UTF-8"), "{e}");

@@ -9,15 +9,16 @@
 //!   exits or is killed, and that no `unlink`, `rename`, mount or link switch can free or fake: named after the
 //!   slot's id space ([`space_name`](super::space::space_name)), after the directory's configured path
 //!   ([`path_name`](super::space::path_name)), and after anything else that makes two spellings of one directory
-//!   one slot. Unix binds abstract sockets (`unix::claim`); Windows can create named mutexes in `Local\`, which the
-//!   kernel abandons on process death.
+//!   one slot. Linux binds abstract sockets (`unix::claim`); Windows makes named events in `Global\`
+//!   (`windows::claim`), which live while this process does.
 //! - **A per-slot lock the OS frees on process death**, on the slot file itself, which also reaches processes the
 //!   claims do not (another network namespace on Linux): `flock` on Unix, `LockFileEx` on Windows.
 //! - **Marks in the slot's file**, as [`Record`]s: the two-record format is the backend's to write at
-//!   [`Record::offset`], and to read back whole, refusing anything but a regular file of at most two records.
+//!   [`Record::offset`], and to read back whole, refusing anything but a regular file of at most two records (with
+//!   the helpers in `files`).
 //!
 //! Where a platform cannot give one of these, its backend fails [`Backend::open`] with a coded error that says what
-//! to configure instead (see `none`, the stand-in for WASI and, for now, Windows).
+//! to configure instead (see `none`, the stand-in for WASI).
 //!
 //! Apart from the lease, whether leases are on or off, a platform gives [`CopyClaim`]: one identity's claim within
 //! the process, that every loaded copy of snowid sees.
@@ -35,7 +36,7 @@ pub enum Sharing {
     /// A directory of this user's own: made private to the user when missing.
     Private,
     /// The default directory, shared by every user of the host: made so that each user's processes make, and own,
-    /// their own slot files in it (mode 1777 on Unix).
+    /// their own slot files in it (mode 1777 on Unix; on Windows, as ProgramData's rights pass on).
     Shared,
 }
 
@@ -54,9 +55,9 @@ pub enum Attempt<T> {
     Taken(T),
     /// Another process holds it.
     Held(Holder),
-    /// Its file belongs to another user (by uid): its lock and marks are honoured, but it is not this process's to
-    /// take.
-    Foreign(u32),
+    /// Its file belongs to another user (named as "the user with uid 1001"): its lock and marks are honoured, but it
+    /// is not this process's to take.
+    Foreign(String),
 }
 
 /// A slot a backend took: its file, and the record the earlier holders left there.
@@ -123,7 +124,7 @@ pub trait SlotFile: Send + 'static {
 /// A backend names it after this process and `identity` (a hash of the layout, epoch, datacenterId and workerId), in
 /// something every binary loaded in the process reaches and the OS frees when the process ends: Unix binds an abstract
 /// socket named after the pid namespace and the pid (Linux, Android) or locks a per-pid file in a directory of the
-/// user's own (elsewhere); Windows can create a named mutex `Local\snowid-copy-<pid>-<identity>`, whose creation
+/// user's own (elsewhere); Windows makes a named event `Local\snowid-copy-v1-<pid>-<identity>`, whose creation
 /// reports `ERROR_ALREADY_EXISTS` while another copy holds it.
 pub trait CopyClaim: Sized + Send + Sync + 'static {
     /// Claims `identity` for this copy of snowid while the value lives: `Ok(None)` when another copy in this process

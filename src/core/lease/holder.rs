@@ -102,8 +102,8 @@ impl Lease {
         &self.path
     }
 
-    /// The `ERR_SNOWID_LEASE_LOST` this holder met, if it met one.
-    #[cfg(test)]
+    /// The `ERR_SNOWID_LEASE_LOST` this holder met, if it met one (for a test that only Linux can set up).
+    #[cfg(all(test, target_os = "linux"))]
     pub(crate) fn lost_error(&self) -> Option<Error> {
         self.held.lock().loss.error.clone()
     }

@@ -1,6 +1,6 @@
-//! The host lease where no backend exists yet (WASI, which has no `flock`, and Windows): no directory ever opens,
-//! so no slot is ever taken. Opening one fails with `ERR_SNOWID_LEASE_UNSUPPORTED`, which says what to configure
-//! instead.
+//! The host lease where no backend exists (WASI, which has neither `flock` nor named kernel objects): no directory
+//! ever opens, so no slot is ever taken. Opening one fails with `ERR_SNOWID_LEASE_UNSUPPORTED`, which says what to
+//! configure instead.
 
 use std::ops::RangeInclusive;
 use std::path::Path;
@@ -14,7 +14,7 @@ use super::space::Space;
 #[cfg(target_os = "wasi")]
 const PLATFORM: &str = "WASI (the snowid-wasm32-wasi build)";
 #[cfg(not(target_os = "wasi"))]
-const PLATFORM: &str = "Windows";
+const PLATFORM: &str = "a platform snowid has no host lease for";
 
 /// An open lease directory: none can exist here.
 pub enum NoDir {}
@@ -67,8 +67,7 @@ impl SlotFile for NoFile {
 
 /// An identity's claim by one loaded copy of snowid: always granted, so copies with binaries of their own are not
 /// checked here. On WASI every load instantiates the module afresh whatever the file, and `lib/wasi-threads.js`
-/// claims identities across loads and threads instead; Windows can name a mutex after the pid and the identity (see
-/// [`CopyClaim`]) when its backend lands.
+/// claims identities across loads and threads instead.
 pub struct NoCopyClaim;
 
 impl CopyClaim for NoCopyClaim {

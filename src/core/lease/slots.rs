@@ -71,7 +71,7 @@ impl<B: Backend> LeaseDir<B> {
                 Attempt::Taken(Box::new(Lease::take(path, datacenter_id, worker_id, Box::new(file), previous, now)?))
             }
             Attempt::Held(holder) => Attempt::Held(holder),
-            Attempt::Foreign(uid) => Attempt::Foreign(uid),
+            Attempt::Foreign(who) => Attempt::Foreign(who),
         })
     }
 
@@ -121,7 +121,7 @@ impl<B: Backend> LeaseDir<B> {
                 namespace, whatever its epoch; its lease directory may differ)"
                     .to_string()
             }
-            Attempt::Foreign(uid) => format!("the user with uid {uid}, whose file it is"),
+            Attempt::Foreign(who) => format!("{who}, whose file it is"),
         };
         let way_out = if way_out.is_empty() { String::new() } else { format!("; {way_out}") };
         Err(Error::new(

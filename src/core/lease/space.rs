@@ -1,7 +1,12 @@
 //! The id space of a host's slots, and the names a slot's claims take (see [`super::backend`]): every backend names
 //! its claims after the slot's id space and after the lease directory's configured path.
 
+use std::any::Any;
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Arc, OnceLock, Weak};
+
+use parking_lot::Mutex;
 
 use super::super::hash::fnv1a;
 use super::super::layout::Layout;
@@ -46,17 +51,90 @@ pub fn space_name(space: Space, datacenter_id: u32, worker_id: u32) -> String {
     format!("snowid-lease/v1/space/{:016x}/dc{datacenter_id}/worker{worker_id}", space.0)
 }
 
+/// The id-space claims this process holds, by name (of the one type of claim a platform has).
+fn space_claims() -> &'static Mutex<HashMap<String, Weak<dyn Any + Send + Sync>>> {
+    static SPACE: OnceLock<Mutex<HashMap<String, Weak<dyn Any + Send + Sync>>>> = OnceLock::new();
+    SPACE.get_or_init(Default::default)
+}
+
+/// The slot's id-space claim, made by `take` (`None` when another holds the name), or shared when this process
+/// holds it already: a second lease of the slot in another directory, in the same process, shares it, as the
+/// process's generators of one identity share one state.
+pub fn space_claim<C: Any + Send + Sync>(
+    space: Space,
+    datacenter_id: u32,
+    worker_id: u32,
+    take: impl FnOnce(&str) -> std::io::Result<Option<C>>,
+) -> std::io::Result<Option<Arc<C>>> {
+    let name = space_name(space, datacenter_id, worker_id);
+    let mut held = space_claims().lock();
+    if let Some(mine) = held.get(&name).and_then(Weak::upgrade).and_then(|c| c.downcast::<C>().ok()) {
+        return Ok(Some(mine));
+    }
+    let Some(taken) = take(&name)? else {
+        return Ok(None);
+    };
+    let taken = Arc::new(taken);
+    held.retain(|_, c| c.strong_count() > 0);
+    let weak: Weak<dyn Any + Send + Sync> = Arc::downgrade(&taken) as Weak<dyn Any + Send + Sync>;
+    held.insert(name, weak);
+    Ok(Some(taken))
+}
+
 /// The claim of a slot by the lease directory's configured path. The path is normalized lexically only (repeated
-/// and trailing slashes, `.` components): links are not resolved, since a link switched later must not change it.
+/// and trailing separators, `.` components; on Windows also `/` for `\`, the `\\?\` prefix and letter case, as the
+/// file system ignores them): links are not resolved, since a link switched later must not change it.
 pub fn path_name(dir: &Path, datacenter_id: u32, worker_id: u32) -> String {
-    let normal: std::path::PathBuf = dir.components().collect();
-    let hash = fnv1a(normal.as_os_str().as_encoded_bytes());
+    let hash = fnv1a(&normal_path(dir));
     format!("snowid-lease/v1/path/{hash:016x}/dc{datacenter_id}/worker{worker_id}")
+}
+
+#[cfg(not(windows))]
+fn normal_path(dir: &Path) -> Vec<u8> {
+    let normal: std::path::PathBuf = dir.components().collect();
+    normal.into_os_string().into_encoded_bytes()
+}
+
+/// A Windows path as one spelling: `\\?\C:\x` as `C:\x`, `\\?\UNC\host\share` as `\\host\share`, `/` as `\`,
+/// and upper case (NTFS and ReFS compare names case-insensitively, by an upper-case table).
+#[cfg(windows)]
+fn normal_path(dir: &Path) -> Vec<u8> {
+    use std::path::{Component, Prefix};
+    let mut text = String::new();
+    for part in dir.components() {
+        match part {
+            Component::Prefix(p) => match p.kind() {
+                Prefix::Disk(d) | Prefix::VerbatimDisk(d) => text.push_str(&format!("{}:", d as char)),
+                Prefix::UNC(host, share) | Prefix::VerbatimUNC(host, share) => {
+                    text.push_str(&format!("\\\\{}\\{}", host.to_string_lossy(), share.to_string_lossy()))
+                }
+                _ => text.push_str(&p.as_os_str().to_string_lossy()),
+            },
+            Component::RootDir => text.push('\\'),
+            Component::CurDir => {}
+            Component::ParentDir | Component::Normal(_) => {
+                if !text.is_empty() && !text.ends_with('\\') {
+                    text.push('\\');
+                }
+                text.push_str(&part.as_os_str().to_string_lossy());
+            }
+        }
+    }
+    text.to_uppercase().into_bytes()
 }
 
 /// The name of a slot's file in its lease directory.
 pub fn slot_name(datacenter_id: u32, worker_id: u32) -> String {
     format!("dc{datacenter_id}-worker{worker_id}.lease")
+}
+
+/// The (datacenterId, workerId) whose slot file is named `name`: only the name [`slot_name`] gives (no sign, no
+/// leading zero, no other spelling of the same numbers).
+pub fn slot_of(name: &std::ffi::OsStr) -> Option<(u32, u32)> {
+    let name = name.to_str()?;
+    let (dc, worker) = name.strip_prefix("dc")?.strip_suffix(".lease")?.split_once("-worker")?;
+    let slot = (dc.parse().ok()?, worker.parse().ok()?);
+    (slot_name(slot.0, slot.1) == name).then_some(slot)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! fails with `EADDRINUSE`, atomically, so of two processes racing for a name exactly one wins.
 //!
 //! A process takes a slot only after it has bound all three claims of the slot:
-//! - one named after the slot's id space ([`space_name`]): the layout's four widths and the lease namespace
+//! - one named after the slot's id space ([`space_name`](super::super::space::space_name)): the layout's four widths and the lease namespace
 //!   (`SNOWID_LEASE_NAMESPACE`, none by default), not its epoch, so two processes that could make the same ids
 //!   (those of another epoch can) never hold the same slot at once, whatever lease directory each uses (another
 //!   `TMPDIR`, `SNOWID_LEASE_DIR`, a private `/tmp`). A namespace is a separate set of slots: for tests that must
@@ -25,12 +25,9 @@
 //! Any process in the network namespace may bind any name, so another user can squat a slot's name: that costs the
 //! slot (the process moves on, or fails loudly), never uniqueness. So does a 64-bit hash shared by two id spaces.
 
-use std::collections::HashMap;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::Arc;
 
-use parking_lot::Mutex;
-
-use super::super::space::{space_name, Space};
+use super::super::space::{space_claim as shared_claim, Space};
 
 /// A bound claim, held for as long as the value lives (for a lease, the process's life).
 #[derive(Debug)]
@@ -92,27 +89,10 @@ impl Claim {
     }
 }
 
-/// The id-space claims this process holds, by name.
-fn space_claims() -> &'static Mutex<HashMap<String, Weak<Claim>>> {
-    static SPACE: OnceLock<Mutex<HashMap<String, Weak<Claim>>>> = OnceLock::new();
-    SPACE.get_or_init(Default::default)
-}
-
 /// Binds the slot's id-space claim, or shares it when this process holds it already: `None` when another process
 /// holds it.
 pub(super) fn space_claim(space: Space, datacenter_id: u32, worker_id: u32) -> std::io::Result<Option<Arc<Claim>>> {
-    let name = space_name(space, datacenter_id, worker_id);
-    let mut held = space_claims().lock();
-    if let Some(mine) = held.get(&name).and_then(Weak::upgrade) {
-        return Ok(Some(mine));
-    }
-    let Some(taken) = Claim::take(&name)? else {
-        return Ok(None);
-    };
-    let taken = Arc::new(taken);
-    held.retain(|_, c| c.strong_count() > 0);
-    held.insert(name, Arc::downgrade(&taken));
-    Ok(Some(taken))
+    shared_claim(space, datacenter_id, worker_id, Claim::take)
 }
 
 /// The claim of a slot by the lease directory's (device, inode).
@@ -122,7 +102,7 @@ pub fn inode_name(dev: u64, ino: u64, datacenter_id: u32, worker_id: u32) -> Str
 
 #[cfg(all(test, any(target_os = "linux", target_os = "android")))]
 mod tests {
-    use super::super::super::space::path_name;
+    use super::super::super::space::{path_name, space_name};
     use super::*;
     use crate::core::layout::{Layout, Widths, DEFAULT_EPOCH};
     use std::path::Path;

@@ -8,8 +8,9 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::super::super::error::{quote_path, Class, Code, Error, Result};
+use super::super::super::error::Result;
 use super::super::backend::Sharing;
+use super::super::files::{dir_error, dir_problem};
 use super::super::space::Space;
 use super::files::{identity, my_uid};
 
@@ -23,22 +24,6 @@ pub(super) struct Directory {
     pub(super) dir: Arc<File>,
     /// The directory's (device, inode).
     pub(super) id: (u64, u64),
-}
-
-pub(super) fn dir_error(dir: &Path, what: &str, e: &std::io::Error) -> Error {
-    dir_problem(dir, &format!("that {what} failed: {e}"))
-}
-
-pub(super) fn dir_problem(dir: &Path, found: &str) -> Error {
-    Error::new(
-        Code::LeaseDir,
-        Class::Error,
-        format!(
-            "lease directory {}: expected a directory this process can create and lock files in, found {found}. Set \
-             SNOWID_LEASE_DIR to another, or SNOWID_LEASE=off with SNOWID_WORKER_ID",
-            quote_path(dir)
-        ),
-    )
 }
 
 impl Directory {

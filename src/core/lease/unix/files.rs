@@ -3,13 +3,12 @@
 
 use std::ffi::CStr;
 use std::fs::File;
-use std::io::ErrorKind;
-use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::io::{AsRawFd, FromRawFd};
 use std::path::Path;
 
-use super::super::super::error::{quote_path, Class, Code, Error, Result};
-use super::super::record::{read_file, RECORD_SIZE};
+use super::super::super::error::Result;
+use super::super::files::{check_size, not_regular, record_pid};
 
 /// The (device, inode) of a file: what a path must still lead to for its holder to go on.
 pub(super) fn identity(m: &std::fs::Metadata) -> (u64, u64) {
@@ -59,47 +58,9 @@ pub(super) fn check_slot_file(m: &std::fs::Metadata, path: &Path) -> Result<()> 
         } else {
             "not a regular file"
         };
-        return Err(Error::new(
-            Code::LeaseCorrupt,
-            Class::Error,
-            format!("lease file {}: expected a regular file, found {what}; it is left as found", quote_path(path)),
-        ));
+        return Err(not_regular(path, what));
     }
-    if m.len() > 2 * RECORD_SIZE as u64 {
-        return Err(Error::new(
-            Code::LeaseCorrupt,
-            Class::Error,
-            format!(
-                "lease file {}: expected at most {} bytes (two records), found {}; it is not read, and is left as found",
-                quote_path(path),
-                2 * RECORD_SIZE,
-                m.len()
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// Reads a slot file's records: at most two records' worth, whatever the file.
-pub(super) fn read_records(file: &File) -> std::io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; 2 * RECORD_SIZE];
-    let mut filled = 0;
-    while filled < buf.len() {
-        let rest = buf.get_mut(filled..).unwrap_or_default();
-        match file.read_at(rest, filled as u64) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    buf.truncate(filled);
-    Ok(buf)
-}
-
-/// The pid the record in `file` names, when it holds a valid one.
-pub(super) fn record_pid(file: &File, path: &Path) -> Option<u32> {
-    read_records(file).ok().and_then(|b| read_file(&b, path).ok().flatten()).map(|r| r.pid)
+    check_size(m.len(), path)
 }
 
 /// The pid the record of the slot file `name` in `dir` names, when it is a regular file with a valid one.

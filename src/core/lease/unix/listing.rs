@@ -9,10 +9,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 
 use super::super::super::error::Result;
+use super::super::files::{dir_error, read_records};
 use super::super::record::read_file;
-use super::super::space::slot_name;
-use super::dir::{dir_error, Directory};
-use super::files::{check_slot_file, open_at, read_records};
+use super::super::space::slot_of;
+use super::dir::Directory;
+use super::files::{check_slot_file, open_at};
 
 /// The (datacenterId, workerId, pid) of every slot of the datacenter ids `datacenters` held by a live process,
 /// sorted, without taking any lock: the pid its file names, where that process holds the file's lock (on Linux, as
@@ -24,14 +25,9 @@ pub(super) fn recorded(dir: &Directory, datacenters: RangeInclusive<u32>) -> Res
     let mut out = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some((datacenter, worker)) = name.to_str().and_then(slot_of).filter(|(d, _)| datacenters.contains(d))
-        else {
+        let Some((datacenter, worker)) = slot_of(&name).filter(|(d, _)| datacenters.contains(d)) else {
             continue;
         };
-        // Only the name a slot's file has: no sign, no leading zero, no other spelling of the same numbers.
-        if slot_name(datacenter, worker).as_str() != name {
-            continue;
-        }
         let path = entry.path();
         let Ok(cname) = CString::new(name.as_bytes()) else { continue };
         let Some((file, m)) = open_at(&dir.dir, &cname, libc::O_RDONLY)
@@ -51,12 +47,6 @@ pub(super) fn recorded(dir: &Directory, datacenters: RangeInclusive<u32>) -> Res
     }
     out.sort_unstable();
     Ok(out)
-}
-
-/// The (datacenterId, workerId) a slot file's name `dc<D>-worker<W>.lease` gives.
-fn slot_of(name: &str) -> Option<(u32, u32)> {
-    let (dc, worker) = name.strip_prefix("dc")?.strip_suffix(".lease")?.split_once("-worker")?;
-    Some((dc.parse().ok()?, worker.parse().ok()?))
 }
 
 /// A process holding an exclusive `flock` on a file, as `/proc/locks` names them: pid, device, inode.

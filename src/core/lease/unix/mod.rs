@@ -24,12 +24,13 @@ use std::path::Path;
 
 use super::super::error::{quote_path, Class, Code, Error, Result};
 use super::backend::{Attempt, Backend, Holder, Sharing, Taken};
+use super::files::{dir_error, dir_problem, read_records};
 use super::record::read_file;
 use super::space::{path_name, slot_name, Space};
 use claim::{inode_name, space_claim, Claim};
 pub use copies::UnixCopyClaim;
-use dir::{dir_error, dir_problem, Directory};
-use files::{check_slot_file, my_uid, open_at, read_records};
+use dir::Directory;
+use files::{check_slot_file, my_uid, open_at};
 pub use slot::UnixFile;
 
 /// An open lease directory on Unix.
@@ -117,7 +118,7 @@ impl Backend for UnixDir {
         }
         if !ours {
             let m = file.metadata().map_err(|e| dir_error(&d.path, &format!("reading {}", quote_path(&path)), &e))?;
-            return Ok(Attempt::Foreign(m.uid()));
+            return Ok(Attempt::Foreign(format!("the user with uid {}", m.uid())));
         }
         let bytes =
             read_records(&file).map_err(|e| dir_error(&d.path, &format!("reading {}", quote_path(&path)), &e))?;

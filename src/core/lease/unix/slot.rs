@@ -4,17 +4,18 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io::ErrorKind;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::super::super::error::{quote_path, Class, Code, Error, Result};
+use super::super::super::error::Result;
 use super::super::backend::{Sharing, SlotFile, Trouble};
-use super::super::record::{read_file, Record, RECORD_SIZE};
+use super::super::files::{failed, read_records, record_pid, write_record};
+use super::super::record::{read_file, Record};
 use super::super::space::Space;
 use super::claim::{inode_name, Claim};
 use super::dir::Directory;
-use super::files::{check_slot_file, holder_in, identity, identity_at, my_uid, open_at, read_records, record_pid};
+use super::files::{check_slot_file, holder_in, identity, identity_at, my_uid, open_at};
 
 /// A held slot's file, and what keeps the slot this process's.
 pub struct UnixFile {
@@ -42,24 +43,6 @@ pub struct UnixFile {
     pub(super) _space_claim: Arc<Claim>,
 }
 
-impl UnixFile {
-    fn io_error(&self, what: &str, e: &std::io::Error) -> Error {
-        Error::new(
-            Code::LeaseDir,
-            Class::Error,
-            format!("lease file {}: expected {what} it to work, found: {e}", quote_path(&self.path)),
-        )
-    }
-
-    fn file_error(&self, what: &str, e: &std::io::Error) -> Trouble {
-        Trouble::Failed(self.io_error(what, e))
-    }
-
-    fn write_to(&self, file: &File, bytes: &[u8], offset: u64) -> Result<()> {
-        file.write_all_at(bytes, offset).map_err(|e| self.io_error("writing", &e))
-    }
-}
-
 impl SlotFile for UnixFile {
     fn locate(&mut self, now: u64) -> std::result::Result<(), Trouble> {
         let lost = |holder: Option<u32>, why: &str| Trouble::Lost { holder, why: why.to_string() };
@@ -68,9 +51,9 @@ impl SlotFile for UnixFile {
         let there = match identity_at(&dir.dir, &self.name) {
             Ok(id) => Some(id),
             Err(e) if e.kind() == ErrorKind::NotFound => None,
-            Err(e) => return Err(self.file_error("checking", &e)),
+            Err(e) => return Err(failed(&self.path, "checking", &e)),
         };
-        let mine = self.file.metadata().map_err(|e| self.file_error("checking", &e))?;
+        let mine = self.file.metadata().map_err(|e| failed(&self.path, "checking", &e))?;
         if there == Some(identity(&mine)) {
             return Ok(());
         }
@@ -93,7 +76,7 @@ impl SlotFile for UnixFile {
                         "another process in this network namespace holds the slot in the directory now at that path";
                     return Err(lost(holder_in(&dir.dir, &self.name, &self.path), why));
                 }
-                Err(e) => return Err(self.file_error("claiming", &e)),
+                Err(e) => return Err(failed(&self.path, "claiming", &e)),
             }
         }
         let file = open_at(&dir.dir, &self.name, libc::O_RDWR | libc::O_CREAT).map_err(|e| {
@@ -102,14 +85,14 @@ impl SlotFile for UnixFile {
                 &format!("another file is there that it cannot open ({e})"),
             )
         })?;
-        let m = file.metadata().map_err(|e| self.file_error("checking", &e))?;
+        let m = file.metadata().map_err(|e| failed(&self.path, "checking", &e))?;
         check_slot_file(&m, &self.path).map_err(|_| lost(None, "another file is there that is not a lease file"))?;
         if m.uid() != my_uid() {
             return Err(lost(record_pid(&file, &self.path), "another user's file is there"));
         }
         file.try_lock()
             .map_err(|_| lost(record_pid(&file, &self.path), "another file is there, locked by another process"))?;
-        let bytes = read_records(&file).map_err(|e| self.file_error("reading", &e))?;
+        let bytes = read_records(&file).map_err(|e| failed(&self.path, "reading", &e))?;
         match read_file(&bytes, &self.path) {
             Ok(Some(r)) if r.reaches(now) => {
                 return Err(lost(Some(r.pid), "another file is there, with marks ahead of the clock"));
@@ -131,22 +114,7 @@ impl SlotFile for UnixFile {
     }
 
     fn write(&mut self, record: &Record) -> Result<()> {
-        let bytes = record.encode().ok_or_else(|| {
-            Error::new(
-                Code::LeaseDir,
-                Class::Error,
-                format!(
-                    "lease file {}: expected its record to fit in {RECORD_SIZE} bytes, found it longer",
-                    quote_path(&self.path)
-                ),
-            )
-        })?;
-        self.write_to(&self.file, &bytes, record.offset())?;
-        // Best effort: a file of a directory moved away is no longer where this slot is found.
-        for file in &self.earlier {
-            let _ = self.write_to(file, &bytes, record.offset());
-        }
-        Ok(())
+        write_record(&self.path, &self.file, &self.earlier, record)
     }
 
     fn in_place(&self) -> bool {

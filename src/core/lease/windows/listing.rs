@@ -1,0 +1,41 @@
+//! Which slots live processes hold, read without taking any lock. Windows lists no file locks, as Linux does in
+//! `/proc/locks`: a slot file's record names its holder when the slot's claim by this directory's identity is held,
+//! which only its holder (while it lives) can make it.
+
+use std::ops::RangeInclusive;
+
+use super::super::super::error::Result;
+use super::super::files::{dir_error, read_records};
+use super::super::record::read_file;
+use super::super::space::slot_of;
+use super::claim::{id_name, Claim};
+use super::dir::{check_slot_file, Directory};
+use super::sys;
+
+/// The (datacenterId, workerId, pid) of every slot of the datacenter ids `datacenters` held by a live process,
+/// sorted, without taking any lock: the pid its file names, where the slot's claim by this directory is held. Files
+/// that cannot be read, or are not regular files of a lease's size, are left out.
+pub(super) fn recorded(dir: &Directory, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
+    let entries = std::fs::read_dir(&dir.path).map_err(|e| dir_error(&dir.path, "listing it", &e))?;
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let Some((datacenter, worker)) = slot_of(&entry.file_name()).filter(|(d, _)| datacenters.contains(d)) else {
+            continue;
+        };
+        let path = entry.path();
+        let Some(file) = sys::open_reader(&path)
+            .ok()
+            .filter(|f| f.metadata().ok().is_some_and(|m| check_slot_file(&m, &path).is_ok()))
+        else {
+            continue;
+        };
+        let record = read_records(&file).ok().and_then(|b| read_file(&b, &path).ok().flatten());
+        if let Some(r) = record {
+            if Claim::held(&id_name(dir.id, datacenter, worker)).unwrap_or(false) {
+                out.push((datacenter, worker, r.pid));
+            }
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}
