@@ -96,11 +96,15 @@ function integerOption(options, name, min, max, fallback) {
  * settings of the lease (`o`), without the store.
  */
 function readOptions(options, storeOptions) {
+  return readingOptions(() => readOptionsOf(options, storeOptions))
+}
+
+/** What `read()` returns; a getter or a Proxy of the options that throws is `ERR_SNOWID_INVALID_ARGUMENT`. */
+function readingOptions(read) {
   try {
-    return readOptionsOf(options, storeOptions)
+    return read()
   } catch (err) {
     if (isCoded(err)) throw err
-    // A getter or a Proxy that throws: the options cannot be read.
     throw codedError(
       TypeError,
       'ERR_SNOWID_INVALID_ARGUMENT',
@@ -639,18 +643,7 @@ async function acquireSlot(store, o, Lease, onDefault) {
  */
 async function startLease(options, storeOptions, makeStore, Lease, configure) {
   const o = readOptions(options, storeOptions)
-  let store
-  try {
-    store = makeStore(options, o)
-  } catch (err) {
-    if (isCoded(err)) throw err
-    throw codedError(
-      TypeError,
-      'ERR_SNOWID_INVALID_ARGUMENT',
-      `options: expected plain objects, found one that threw when read: ${String((err && err.message) || err).slice(0, 160)}`,
-      err,
-    )
-  }
+  const store = readingOptions(() => makeStore(options, o))
   return acquire(store, o, Lease, configure ? configureDefault(o.snowflake) : null)
 }
 
