@@ -222,19 +222,26 @@ fn an_idle_holder_puts_back_marks_that_reach_past_the_clock() {
     let path = t.join("lease");
     let dir = LeaseDir::open(&path, Sharing::Private, space(&t)).unwrap();
     let lease = dir.acquire(4, 4, "workerId", "").unwrap();
+    // The repair thread puts marks back only while they reach past the clock: 2 s, so that they still do when the
+    // directory is removed, on a machine busy enough to leave this thread off the cores for a while.
     let now = SystemClock.now_ms();
-    lease.reserve(0, now + 600, now).unwrap();
+    let until = now + 2_000;
+    lease.reserve(0, until, now).unwrap();
     let file = path.join("dc4-worker4.lease");
-    std::fs::remove_dir_all(&path).unwrap();
+    // Removed at once (moved away, then deleted): remove_dir_all unlinks the file, then the directory, and the repair
+    // thread may put the file back in between.
+    let removed = t.join("lease.removed");
+    std::fs::rename(&path, &removed).unwrap();
+    std::fs::remove_dir_all(&removed).unwrap();
     // No id is issued: the repair thread alone puts the directory and the marks back.
     let back = (0..200).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(REPAIR_EVERY_MS));
         std::fs::read(&file).ok().and_then(|b| read_file(&b, &file).ok().flatten()).is_some()
     });
     assert!(back, "marks back within 2 s");
-    assert_eq!(marks_at(&file), vec![(0, now + 600)]);
+    assert_eq!(marks_at(&file), vec![(0, until)]);
     // Once the marks are past, nothing is put back: a removed directory stays removed.
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    std::thread::sleep(std::time::Duration::from_millis((until + 100).saturating_sub(SystemClock.now_ms())));
     std::fs::remove_dir_all(&path).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(10 * REPAIR_EVERY_MS));
     assert!(!path.exists());
