@@ -230,6 +230,43 @@ async function waitForPort(port, timeoutMs = 10_000) {
   }
 }
 
+/**
+ * Waits until the redis-server `child` answers on `port`, or throws once it has exited. A connect alone proves
+ * nothing: between freePort and the server's bind another process may take the port (the server then exits), and a
+ * connect to a loopback port nothing listens on can meet itself when the kernel picks that port as its source. So the
+ * server's INFO must name the child's pid.
+ */
+async function waitForRedis(port, child, timeoutMs = 10_000) {
+  const until = Date.now() + timeoutMs
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw Object.assign(new Error(`redis-server exited (${child.exitCode ?? child.signalCode}) on port ${port}`), {
+        exited: true,
+      })
+    }
+    const pid = await new Promise(resolve => {
+      const socket = net.connect(port, '127.0.0.1')
+      let reply = ''
+      socket.setTimeout(2000, () => socket.destroy())
+      socket.once('connect', () => socket.write('INFO server\r\n'))
+      socket.on('data', d => {
+        reply += d
+        const m = /process_id:(\d+)/.exec(reply)
+        if (m) {
+          socket.destroy()
+          resolve(Number(m[1]))
+        }
+      })
+      socket.once('error', () => {})
+      socket.once('close', () => resolve(null))
+    })
+    if (pid === child.pid) return
+    if (Date.now() > until)
+      throw new Error(`redis-server (pid ${child.pid}) does not answer on port ${port} after ${timeoutMs} ms`)
+    await new Promise(r => setTimeout(r, 50))
+  }
+}
+
 /** The redis-server binary, or `undefined`. */
 const redisBin = () =>
   onPath('redis-server') || findExecutable(['/usr/bin/redis-server', '/usr/local/bin/redis-server'])
@@ -242,7 +279,7 @@ const redisBin = () =>
 async function startRedis({ args = [], port: given } = {}) {
   const bin = redisBin()
   if (!bin) return undefined
-  const port = given ?? (await freePort())
+  let port = given ?? (await freePort())
   // Its working directory: a replica writes the snapshot it receives there.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-redis-'))
   let child
@@ -267,7 +304,7 @@ async function startRedis({ args = [], port: given } = {}) {
       ],
       { stdio: 'ignore' },
     )
-    await waitForPort(port)
+    await waitForRedis(port, child)
     return spawnedAt
   }
   const kill = () =>
@@ -276,7 +313,20 @@ async function startRedis({ args = [], port: given } = {}) {
       child.once('exit', () => resolve())
       child.kill('SIGKILL')
     })
-  await launch()
+  // A port taken by another process before the server's bind: another free port, when none was given.
+  for (let tries = 1; ; tries++) {
+    try {
+      await launch()
+      break
+    } catch (err) {
+      await kill()
+      if (!err.exited || given !== undefined || tries === 5) {
+        fs.rmSync(dir, { recursive: true, force: true })
+        throw err
+      }
+      port = await freePort()
+    }
+  }
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
