@@ -128,7 +128,8 @@ async function windowsNode(line) {
   let node = official
   let note = ''
   let r = evalWith(node, release)
-  if (r.status !== 0 && r.out.includes(PLACEHOLDER_ABORT)) {
+  // Wine may report the abort with exit status 0 (its debugger starts and ends): the message decides.
+  if (r.out.includes(PLACEHOLDER_ABORT)) {
     node = path.join(WINE_DIR, `node-${NODE_VERSIONS[line]}`, 'node.exe')
     if (!fs.existsSync(node)) {
       const bytes = fs.readFileSync(official)
