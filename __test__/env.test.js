@@ -87,7 +87,14 @@ test('every bad environment value fails the first id with a coded error, without
     ['datacenterId', 'one', 'TypeError', /^datacenterId: /],
     ['SNOWID_CLOCK_BACK', '4', 'RangeError', /^SNOWID_CLOCK_BACK: expected an integer from 0 to 3/],
     ['SNOWID_EPOCH', '2999-01-01', 'RangeError', /^SNOWID_EPOCH: .*in the future$/],
-    ['SNOWID_EPOCH', 'last tuesday', 'TypeError', /^SNOWID_EPOCH: expected Unix ms or an ISO-8601 date/],
+    [
+      'SNOWID_EPOCH',
+      'last tuesday',
+      'TypeError',
+      /^SNOWID_EPOCH: expected Unix ms \(0, or from 2000-01-01\) or an ISO/,
+    ],
+    ['SNOWID_EPOCH', '1700000000', 'RangeError', /it looks like seconds; in ms it is 1700000000000 \(2023-11-14T/],
+    ['SNOWID_EPOCH', '1700000000000000', 'RangeError', /it looks like microseconds; in ms it is 1700000000000 /],
     [
       'SNOWID_SEQUENCE_BITS',
       '64',
