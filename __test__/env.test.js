@@ -447,3 +447,24 @@ test('new Snowflake() reads process.env as it is at each construction: assigned,
   assert.equal(r.status, 0, r.stderr)
   assert.deepEqual(JSON.parse(r.stdout), [0, 3, 5, 'ERR_SNOWID_INVALID_CONFIG', 0, 6, 0, 7])
 })
+
+test("the environment's prototype chain is never read in a worker_thread", async () => {
+  // Loaded here first, as the WASI build asks of a process whose threads make ids.
+  require(ROOT)
+  // A Snowflake reads its thread's process.env when it is made (the default generator is the process's).
+  const inWorker = async env => {
+    const worker = new (require('node:worker_threads').Worker)(
+      `const { Snowflake } = require(${JSON.stringify(ROOT)})
+       Object.prototype.SNOWID_WORKER_ID = '9'
+       Object.prototype.SNOWID_DATACENTER_ID = '2'
+       const c = new Snowflake().config()
+       require('node:worker_threads').parentPort.postMessage([c.workerId, c.sources.workerId, c.datacenterId])`,
+      { eval: true, env },
+    )
+    const [message] = await once(worker, 'message')
+    return message
+  }
+  const env = { ...process.env, SNOWID_LEASE: 'off' }
+  assert.deepEqual(await inWorker({ ...env, SNOWID_WORKER_ID: '7' }), [7, 'env', 0])
+  assert.deepEqual(await inWorker(env), [0, 'default', 0])
+})

@@ -1,6 +1,7 @@
 //! The environment variables a configuration reads: the calling thread's JS `process.env`, so that values assigned
 //! from JS count on every runtime (Bun does not pass such assignments down to the OS environment), and, for the
-//! default generator, each variable remembered from its first read.
+//! default generator, each variable remembered from its first read. Only its own properties are variables: a
+//! property of `Object.prototype` is not.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -24,6 +25,9 @@ pub(crate) struct JsEnv {
     object: Option<sys::napi_value>,
     /// The OS environment's `SNOWID_*` variables, when there is no `process.env` object to read.
     process: Option<ProcessSnapshot>,
+    /// The own variables of `process.env` that a configuration reads (`wanted`), listed on first need: one listing
+    /// serves every variable, and an unset one costs no read.
+    own: RefCell<Option<Vec<String>>>,
     /// The first variable that could not be read (a throwing getter, a value with no string form).
     failed: RefCell<Option<CoreError>>,
 }
@@ -76,7 +80,42 @@ impl JsEnv {
         let object = object.and_then(|process| property_object(env, Some(process), c"env").ok().flatten());
         let object = object.filter(|o| !is_os_backed(env, *o));
         let process = object.is_none().then(|| ProcessSnapshot::take(wanted()));
-        JsEnv { env, object, process, failed: RefCell::new(None) }
+        JsEnv { env, object, process, own: RefCell::new(None), failed: RefCell::new(None) }
+    }
+
+    /// Keeps the first variable that could not be read, for `finish`.
+    fn fail(&self, e: CoreError) {
+        self.failed.borrow_mut().get_or_insert(e);
+    }
+
+    /// Whether `name` is an own variable of `object`: one a configuration reads is looked for in [`Self::listed`],
+    /// any other is asked for.
+    fn has_own(&self, object: sys::napi_value, name: &str) -> std::result::Result<bool, String> {
+        if wanted().holds(name) {
+            return self.listed(object, |names| names.iter().any(|n| n == name));
+        }
+        let key = js_string(self.env, name).map_err(|_| "a name that could not be made".to_string())?;
+        let mut has = false;
+        // SAFETY: `object` and `key` are values of the current call.
+        let status = unsafe { sys::napi_has_own_property(self.env, object, key, &mut has) };
+        if status != sys::Status::napi_ok {
+            clear_pending(self.env);
+            return Err("a Proxy trap that threw".into());
+        }
+        Ok(has)
+    }
+
+    /// `f` of the own variables of `object` that a configuration reads, listed on the first call.
+    fn listed<T>(&self, object: sys::napi_value, f: impl FnOnce(&[String]) -> T) -> std::result::Result<T, String> {
+        let mut own = self.own.borrow_mut();
+        if own.is_none() {
+            let names = own_key_names(self.env, object, "process.env").map_err(|_| {
+                clear_pending(self.env);
+                "variables that could not be listed (a Proxy trap that threw)".to_string()
+            })?;
+            *own = Some(names.into_iter().filter(|n| wanted().holds(n)).collect());
+        }
+        Ok(f(own.as_deref().unwrap_or_default()))
     }
 
     /// `r`, unless a variable could not be read while making it: then that error.
@@ -115,7 +154,7 @@ impl EnvSource for JsEnv {
         let Some(object) = self.object else {
             return self.process.as_ref().and_then(|p| p.var(name));
         };
-        match self.read(object, name) {
+        match self.has_own(object, name).and_then(|own| if own { self.read(object, name) } else { Ok(None) }) {
             Ok(v) => v,
             Err(found) => {
                 let e = CoreError::type_error(
@@ -124,7 +163,7 @@ impl EnvSource for JsEnv {
                     "a string or nothing",
                     &found,
                 );
-                self.failed.borrow_mut().get_or_insert(e);
+                self.fail(e);
                 None
             }
         }
@@ -134,13 +173,11 @@ impl EnvSource for JsEnv {
         let Some(object) = self.object else {
             return self.process.as_ref().map(|p| p.snowid_names()).unwrap_or_default();
         };
-        match own_key_names(self.env, object, "process.env") {
-            Ok(names) => names.into_iter().filter(|n| n.starts_with(VAR_PREFIX)).collect(),
-            Err(_) => {
-                clear_pending(self.env);
-                Vec::new()
-            }
-        }
+        let names = |names: &[String]| names.iter().filter(|n| n.starts_with(VAR_PREFIX)).cloned().collect();
+        self.listed(object, names).unwrap_or_else(|found| {
+            self.fail(CoreError::type_error(Code::InvalidConfig, "process.env", "an object of variables", &found));
+            Vec::new()
+        })
     }
 }
 
@@ -149,6 +186,14 @@ pub(crate) fn clear_pending(env: sys::napi_env) {
     let mut thrown = ptr::null_mut();
     // SAFETY: `env` is the live env of the current call.
     unsafe { sys::napi_get_and_clear_last_exception(env, &mut thrown) };
+}
+
+/// A JS string of `text`.
+fn js_string(env: sys::napi_env, text: &str) -> Result<sys::napi_value> {
+    let mut value = ptr::null_mut();
+    // SAFETY: the length is passed explicitly.
+    check(unsafe { sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut value) })?;
+    Ok(value)
 }
 
 /// The object at `parent[name]` (the global object's when `parent` is `None`), or `None` when it is not an object.
