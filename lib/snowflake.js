@@ -4,39 +4,51 @@
 // `SnowflakeLayout`, which reads ids of a layout and epoch. Their class semantics are lib/class.js's; their methods
 // are the binding's, made once per native core.
 
-const { binding, WASI } = require('./addon.js')
+const { binding, realm, WASI } = require('./addon.js')
 const { idsOf, stringsOf } = require('./batches.js')
 const { brandedClass } = require('./class.js')
 const { decoder } = require('./decode.js')
 
+// The native classes' methods and constructors, made this realm's (lib/addon.js): called on a core, each throws this
+// realm's errors.
+const native = {}
+for (const [Class, names] of [
+  [binding.Snowflake, ['__install', '__decoder', 'minIdAt', 'maxIdAt', 'config', 'stats']],
+  [binding.SnowflakeLayout, ['__decoder', 'timestampOf', 'minIdAt', 'maxIdAt', 'layout']],
+]) {
+  native[Class.name] = Object.fromEntries(names.map(name => [name, realm.wrap(Class.prototype[name])]))
+}
+const snowflakeCore = realm.wrap(binding.__snowflakeCore)
+const LayoutCore = realm.wrap(binding.SnowflakeLayout)
+const fence = realm.wrap(binding.fenceSnowflake)
+
 /** A `Snowflake` core's methods: its hot ones and batch halves (`__install`), the rest bound to it. */
 function snowflakeMethods(core) {
-  const [nextId, nextIdString, timestampOf, fill, scratchIds, joinedIds] =
-    binding.Snowflake.prototype.__install.call(core)
-  const native = binding.Snowflake.prototype
+  const own = native.Snowflake
+  const [nextId, nextIdString, timestampOf, fill, scratchIds, joinedIds] = own.__install.call(core)
   return {
     nextId,
     nextIdString,
     nextIds: idsOf(fill, scratchIds),
     nextIdStrings: stringsOf(nextIdString, joinedIds),
     timestampOf,
-    decode: decoder(native.__decoder.call(core), false),
-    minIdAt: native.minIdAt.bind(core),
-    maxIdAt: native.maxIdAt.bind(core),
-    config: native.config.bind(core),
-    stats: native.stats.bind(core),
+    decode: decoder(own.__decoder.call(core), false),
+    minIdAt: own.minIdAt.bind(core),
+    maxIdAt: own.maxIdAt.bind(core),
+    config: own.config.bind(core),
+    stats: own.stats.bind(core),
   }
 }
 
 /** A `SnowflakeLayout` core's methods. */
 function layoutMethods(core) {
-  const native = binding.SnowflakeLayout.prototype
+  const own = native.SnowflakeLayout
   return {
-    decode: decoder(native.__decoder.call(core), false),
-    timestampOf: native.timestampOf.bind(core),
-    minIdAt: native.minIdAt.bind(core),
-    maxIdAt: native.maxIdAt.bind(core),
-    layout: native.layout.bind(core),
+    decode: decoder(own.__decoder.call(core), false),
+    timestampOf: own.timestampOf.bind(core),
+    minIdAt: own.minIdAt.bind(core),
+    maxIdAt: own.maxIdAt.bind(core),
+    layout: own.layout.bind(core),
   }
 }
 
@@ -45,7 +57,7 @@ function layoutMethods(core) {
 function claimSnowflake(core) {
   let config
   try {
-    config = binding.Snowflake.prototype.config.call(core)
+    config = native.Snowflake.config.call(core)
   } catch {
     return
   }
@@ -66,7 +78,7 @@ const snowflake = brandedClass(
     'config',
     'stats',
   ],
-  options => binding.__snowflakeCore(options),
+  options => snowflakeCore(options),
   snowflakeMethods,
   WASI ? claimSnowflake : undefined,
 )
@@ -74,13 +86,16 @@ const snowflake = brandedClass(
 const layout = brandedClass(
   'SnowflakeLayout',
   ['decode', 'timestampOf', 'minIdAt', 'maxIdAt', 'layout'],
-  options => new binding.SnowflakeLayout(options),
+  options => new LayoutCore(options),
   layoutMethods,
 )
 
 module.exports = {
   Snowflake: snowflake.Class,
   SnowflakeLayout: layout.Class,
-  /** The native core of a `Snowflake` made here: what the binding's `fenceSnowflake` takes (lib/lease.js). */
-  coreOf: snowflake.coreOf,
+  /**
+   * For the store leases (lib/lease.js): the binding's `fenceSnowflake` on the native core of `snowflake`, a
+   * `Snowflake` made here.
+   */
+  fenceSnowflake: (generator, deadline, mark) => fence(snowflake.coreOf(generator), deadline, mark),
 }

@@ -1,7 +1,7 @@
-//! The environment variables a configuration reads: the calling thread's JS `process.env`, so that values assigned
-//! from JS count on every runtime (Bun does not pass such assignments down to the OS environment), and, for the
-//! default generator, each variable remembered from its first read. Only its own properties are variables: a
-//! property of `Object.prototype` is not.
+//! The environment variables a configuration reads: the calling realm's JS `process.env` (see `realm`: Jest's copy in
+//! a test file, this thread's otherwise), so that values assigned from JS count on every runtime (Bun does not pass
+//! such assignments down to the OS environment) and in every realm, and, for the default generator, each variable
+//! remembered from its first read. Only its own properties are variables: a property of `Object.prototype` is not.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -16,9 +16,10 @@ use crate::core::env::{EnvSource, ProcessSnapshot, VAR_PREFIX};
 use crate::core::error::{Code, Error as CoreError, Result as CoreResult};
 
 use super::errors::{check, check_reading};
+use super::realm;
 use super::values::{own_entries, own_key_names, type_of};
 
-/// The calling thread's `process.env`, read one variable at a time; the OS environment when the runtime has no
+/// The calling realm's `process.env`, read one variable at a time; the OS environment when the runtime has no
 /// `process.env` object. Lives for one call from JS.
 pub(crate) struct JsEnv {
     env: sys::napi_env,
@@ -33,30 +34,30 @@ pub(crate) struct JsEnv {
 }
 
 thread_local! {
-    /// The `process.env` that `index.js` found, as it loaded on this thread, to be Node's own view of the OS
-    /// environment (see [`os_backed_env`]).
+    /// The `process.env` that `index.js` found, as it loaded on this thread in the module instance's own realm, to be
+    /// Node's own view of the OS environment (see [`register_os_backed`]).
     static OS_BACKED: std::cell::Cell<Option<sys::napi_ref>> = const { std::cell::Cell::new(None) };
 }
 
-/// For `index.js`, on Node's main thread only: `object` is `process.env` as Node made it, whose every read, write
-/// and delete goes to the OS environment. While `process.env` is still that object, variables are read from the OS
-/// environment directly, with the same result and a fraction of the cost of reading them, and listing them, through
-/// N-API (a `new Snowflake()` reads them all). Bun keeps assignments to `process.env` from the OS environment, and a
-/// `worker_thread`'s `process.env` is its own copy, so `index.js` does not call this there.
-#[napi_derive::napi(skip_typescript, js_name = "__osBackedEnv")]
-pub fn os_backed_env(env: napi::Env, object: napi::bindgen_prelude::Object) -> Result<()> {
+/// For `index.js`, on Node's main thread only, in the module instance's own realm: `object` is `process.env` as Node
+/// made it, whose every read, write and delete goes to the OS environment. While `process.env` is still that object,
+/// variables are read from the OS environment directly, with the same result and a fraction of the cost of reading
+/// them, and listing them, through N-API (a `new Snowflake()` reads them all). Bun keeps assignments to
+/// `process.env` from the OS environment, a `worker_thread`'s `process.env` is its own copy, and so is Jest's in a
+/// test file's realm, so there it is read through N-API.
+pub(crate) fn register_os_backed(env: sys::napi_env, object: sys::napi_value) -> Result<()> {
     // The WASI build's environment is the one its wasm instance was given when it started, not the OS's.
     if cfg!(target_os = "wasi") {
         return Ok(());
     }
     let mut reference = ptr::null_mut();
     // SAFETY: `object` is a value of this call; the reference is kept for the life of the env.
-    check(unsafe { sys::napi_create_reference(env.raw(), napi::JsValue::raw(&object), 1, &mut reference) })?;
+    check(unsafe { sys::napi_create_reference(env, object, 1, &mut reference) })?;
     OS_BACKED.with(|o| o.set(Some(reference)));
     Ok(())
 }
 
-/// Whether `object` is the `process.env` registered by [`os_backed_env`] on this thread.
+/// Whether `object` is the `process.env` registered by [`register_os_backed`] on this thread.
 fn is_os_backed(env: sys::napi_env, object: sys::napi_value) -> bool {
     let Some(reference) = OS_BACKED.with(|o| o.get()) else {
         return false;
@@ -73,11 +74,11 @@ fn is_os_backed(env: sys::napi_env, object: sys::napi_value) -> bool {
 }
 
 impl JsEnv {
-    /// The calling thread's `process.env`; the OS environment if there is none, or it cannot be reached, or it is
-    /// Node's own view of the OS environment (see [`os_backed_env`]).
+    /// The calling realm's `process.env`; the OS environment if there is none, or it cannot be reached, or it is
+    /// Node's own view of the OS environment (see [`register_os_backed`]).
     pub(crate) fn new(env: sys::napi_env) -> JsEnv {
-        let object = property_object(env, None, c"process").ok().flatten();
-        let object = object.and_then(|process| property_object(env, Some(process), c"env").ok().flatten());
+        let object = realm::global(env).and_then(|global| property_object(env, global, c"process").ok().flatten());
+        let object = object.and_then(|process| property_object(env, process, c"env").ok().flatten());
         let object = object.filter(|o| !is_os_backed(env, *o));
         let process = object.is_none().then(|| ProcessSnapshot::take(wanted()));
         JsEnv { env, object, process, own: RefCell::new(None), failed: RefCell::new(None) }
@@ -196,21 +197,12 @@ fn js_string(env: sys::napi_env, text: &str) -> Result<sys::napi_value> {
     Ok(value)
 }
 
-/// The object at `parent[name]` (the global object's when `parent` is `None`), or `None` when it is not an object.
+/// The object at `parent[name]`, or `None` when it is not an object.
 fn property_object(
     env: sys::napi_env,
-    parent: Option<sys::napi_value>,
+    parent: sys::napi_value,
     name: &std::ffi::CStr,
 ) -> Result<Option<sys::napi_value>> {
-    let parent = match parent {
-        Some(p) => p,
-        None => {
-            let mut global = ptr::null_mut();
-            // SAFETY: `env` is the live env of the current call.
-            check(unsafe { sys::napi_get_global(env, &mut global) })?;
-            global
-        }
-    };
     let mut value = ptr::null_mut();
     // SAFETY: `parent` is an object of the current call and `name` is NUL-terminated.
     if unsafe { sys::napi_get_named_property(env, parent, name.as_ptr(), &mut value) } != sys::Status::napi_ok {
