@@ -315,42 +315,43 @@ test('workerIdIfTaken and workerIdFrom are options too, and config() reports eac
   assert.deepEqual(JSON.parse(r.stdout), [3, 'statefulset', 'option'])
 })
 
-test("ERR_SNOWID_WORKER_ID_IN_USE's advice works when followed, wherever the worker id came from", {
-  ...wasiSkip('no flock, so no host lease to find the holder by'),
-  todo: "fails today: the message advises SNOWID_WORKER_ID_IF_TAKEN=next for a worker id from an option (which the variable does not cover: workerIdIfTaken: 'next' does) and from a StatefulSet ordinal (which never moves on)",
-}, async t => {
-  const dir = freshLeaseDir()
-  await holdWorker3(t, dir)
-  const take = `const { Snowflake } = require('.')
+test(
+  "ERR_SNOWID_WORKER_ID_IN_USE's advice works when followed, wherever the worker id came from",
+  wasiSkip('no flock, so no host lease to find the holder by'),
+  async t => {
+    const dir = freshLeaseDir()
+    await holdWorker3(t, dir)
+    const take = `const { Snowflake } = require('.')
     try {
       const g = new Snowflake(JSON.parse(process.argv[1]))
       console.log(JSON.stringify({ workerId: g.decode(g.nextId()).workerId }))
     } catch (e) { console.log(JSON.stringify({ error: e.code, message: e.message })) }`
-  const run = (options, env) => {
-    const r = runNode(take, { SNOWID_LEASE_DIR: dir, ...env }, [JSON.stringify(options)])
-    assert.equal(r.status, 0, r.stderr)
-    return JSON.parse(r.stdout)
-  }
-  const sources = [
-    ['env', {}, { SNOWID_WORKER_ID: '3' }],
-    ['option', { workerId: 3 }, {}],
-    ['statefulset', {}, { SNOWID_WORKER_ID_FROM: 'statefulset', HOSTNAME: 'web-3' }],
-  ]
-  for (const [source, options, env] of sources) {
-    const first = run(options, env)
-    assert.equal(first.error, 'ERR_SNOWID_WORKER_ID_IN_USE', `${source}: ${JSON.stringify(first)}`)
-    // The way out the message names, taken as it says.
-    const byVariable = first.message.includes('SNOWID_WORKER_ID_IF_TAKEN=next')
-    const byOption = first.message.includes("workerIdIfTaken: 'next'")
-    if (!byVariable && !byOption) continue
-    const again = run(
-      byOption ? { ...options, workerIdIfTaken: 'next' } : options,
-      byVariable ? { ...env, SNOWID_WORKER_ID_IF_TAKEN: 'next' } : env,
-    )
-    assert.equal(again.error, undefined, `${source}: the advice of "${first.message}" gave ${JSON.stringify(again)}`)
-    assert.notEqual(again.workerId, 3)
-  }
-})
+    const run = (options, env) => {
+      const r = runNode(take, { SNOWID_LEASE_DIR: dir, ...env }, [JSON.stringify(options)])
+      assert.equal(r.status, 0, r.stderr)
+      return JSON.parse(r.stdout)
+    }
+    const sources = [
+      ['env', {}, { SNOWID_WORKER_ID: '3' }],
+      ['option', { workerId: 3 }, {}],
+      ['statefulset', {}, { SNOWID_WORKER_ID_FROM: 'statefulset', HOSTNAME: 'web-3' }],
+    ]
+    for (const [source, options, env] of sources) {
+      const first = run(options, env)
+      assert.equal(first.error, 'ERR_SNOWID_WORKER_ID_IN_USE', `${source}: ${JSON.stringify(first)}`)
+      // The way out the message names, taken as it says.
+      const byVariable = first.message.includes('SNOWID_WORKER_ID_IF_TAKEN=next')
+      const byOption = first.message.includes("workerIdIfTaken: 'next'")
+      if (!byVariable && !byOption) continue
+      const again = run(
+        byOption ? { ...options, workerIdIfTaken: 'next' } : options,
+        byVariable ? { ...env, SNOWID_WORKER_ID_IF_TAKEN: 'next' } : env,
+      )
+      assert.equal(again.error, undefined, `${source}: the advice of "${first.message}" gave ${JSON.stringify(again)}`)
+      assert.notEqual(again.workerId, 3)
+    }
+  },
+)
 
 // A process that holds worker id 3 in `dir` until its stdin closes.
 async function holdWorker3(t, dir) {

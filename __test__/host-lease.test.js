@@ -299,31 +299,35 @@ test('a Snowflake used only to read ids takes no slot: the lease is taken by its
 })
 
 test(
-  'two cluster primaries on one host: a worker whose slot the other took first moves on, and none dies',
+  'two cluster primaries on one host: their workers take distinct slots, none dies, and workers() follows them',
   HOST_LEASE,
   async () => {
-    const dir = freshLeaseDir()
-    const primary = () =>
-      new Promise(resolve => {
-        const child = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'cluster-primary.js')], {
-          cwd: ROOT,
-          env: cleanEnv({ SNOWID_LEASE_DIR: dir, COUNT: '8', HOLD_MS: '3000' }),
-          stdio: ['ignore', 'pipe', 'pipe'],
+    // Automatic (each worker takes its slot from the lease), and assigned (a worker id configured in the primaries'
+    // environment, so fork hands out worker ids: a worker whose slot the other primary took first moves on).
+    for (const mode of [{}, { SNOWID_WORKER_ID: '0' }]) {
+      const dir = freshLeaseDir()
+      const primary = () =>
+        new Promise(resolve => {
+          const child = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'cluster-primary.js')], {
+            cwd: ROOT,
+            env: cleanEnv({ SNOWID_LEASE_DIR: dir, COUNT: '8', HOLD_MS: '3000', ...mode }),
+            stdio: ['ignore', 'pipe', 'pipe'],
+          })
+          let out = ''
+          let err = ''
+          child.stdout.on('data', d => (out += d))
+          child.stderr.on('data', d => (err += d))
+          child.on('exit', () => resolve({ out, err }))
         })
-        let out = ''
-        let err = ''
-        child.stdout.on('data', d => (out += d))
-        child.stderr.on('data', d => (err += d))
-        child.on('exit', () => resolve({ out, err }))
-      })
-    const [a, b] = await Promise.all([primary(), primary()])
-    const ra = JSON.parse(a.out)
-    const rb = JSON.parse(b.out)
-    assert.equal(ra.died + rb.died, 0, `${a.err}${b.err}`)
-    const all = [...ra.slots, ...rb.slots]
-    assert.equal(new Set(all).size, 16, `16 distinct slots: ${ra.slots} / ${rb.slots}`)
-    assert.deepEqual(ra.listed, ra.slots, 'workers() follows the workers to the slots they hold')
-    assert.deepEqual(rb.listed, rb.slots)
+      const [a, b] = await Promise.all([primary(), primary()])
+      const ra = JSON.parse(a.out)
+      const rb = JSON.parse(b.out)
+      assert.equal(ra.died + rb.died, 0, `${a.err}${b.err}`)
+      const all = [...ra.slots, ...rb.slots]
+      assert.equal(new Set(all).size, 16, `16 distinct slots: ${ra.slots} / ${rb.slots}`)
+      assert.deepEqual(ra.listed, ra.slots, 'workers() follows the workers to the slots they hold')
+      assert.deepEqual(rb.listed, rb.slots)
+    }
   },
 )
 

@@ -10,7 +10,7 @@ const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { countDuplicates, spawnNode, runNode, wasiSkip } = require('./helpers.js')
+const { countDuplicates, readIds, spawnNode, runNode, wasiSkip } = require('./helpers.js')
 
 const ROOT = path.resolve(__dirname, '..')
 const FIXTURE = path.join(__dirname, 'fixtures', 'reload-copies.js')
@@ -179,37 +179,44 @@ test('a second load of the package in one thread is refused a WASI claim the fir
   )
 })
 
-test('two installed copies with binaries of their own, leases off and one worker id: no duplicate, or the second is refused', {
-  ...NATIVE,
-  todo:
-    NATIVE.skip ||
-    'fails today: with SNOWID_LEASE=off nothing claims the identity across binaries, and the two copies made 1,696 duplicates in 200,000 ids',
-}, () => {
-  const dir = tempDir()
-  const a = copyPackage(path.join(dir, 'a'), true)
-  const b = copyPackage(path.join(dir, 'b'), true)
-  const r = spawnNode(
-    [
-      '-e',
-      `const [a, b] = [require(process.argv[1]), require(process.argv[2])]
+test(
+  'two installed copies with binaries of their own, leases off and one worker id: no duplicate, or the second is refused',
+  NATIVE,
+  () => {
+    const dir = tempDir()
+    const a = copyPackage(path.join(dir, 'a'), true)
+    const b = copyPackage(path.join(dir, 'b'), true)
+    // Each call's ids go to a file (their BigInt64Array's bytes), or its error's code to stdout.
+    const r = spawnNode(
+      [
+        '-e',
+        `const fs = require('node:fs')
+        const [a, b] = [require(process.argv[1]), require(process.argv[2])]
         const out = []
-        for (const copy of [a, b, a, b]) {
-          try { out.push(Array.from(copy.nextIds(50000), String)) } catch (e) { out.push(e.code) }
+        for (const [i, copy] of [a, b, a, b].entries()) {
+          try {
+            fs.writeFileSync(process.argv[3] + i, new Uint8Array(copy.nextIds(50000).buffer))
+            out.push(i)
+          } catch (e) { out.push(e.code) }
         }
         console.log(JSON.stringify(out))`,
-      a,
-      b,
-    ],
-    { SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '3', SNOWID_SINGLE_INSTANCE: 'true' },
-  )
-  assert.equal(r.status, 0, r.stderr)
-  const [a1, b1, a2, b2] = JSON.parse(r.stdout)
-  assert.ok(Array.isArray(a1) && Array.isArray(a2), 'the first copy issues ids')
-  if (typeof b1 === 'string') {
-    // Refused, as another process would be with leases on.
-    assert.deepEqual([b1, b2], ['ERR_SNOWID_WORKER_ID_IN_USE', 'ERR_SNOWID_WORKER_ID_IN_USE'])
-    return
-  }
-  const { dups, total } = countDuplicates([a1, b1, a2, b2])
-  assert.equal(dups, 0, `${dups} duplicates in ${total} ids`)
-})
+        a,
+        b,
+        path.join(dir, 'ids-'),
+      ],
+      { SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '3', SNOWID_SINGLE_INSTANCE: 'true' },
+    )
+    assert.equal(r.status, 0, r.stderr)
+    const [a1, b1, a2, b2] = JSON.parse(r.stdout).map(x =>
+      typeof x === 'number' ? readIds(path.join(dir, `ids-${x}`)) : x,
+    )
+    assert.ok(a1 instanceof BigInt64Array && a2 instanceof BigInt64Array, 'the first copy issues ids')
+    if (typeof b1 === 'string') {
+      // Refused, as another process would be with leases on.
+      assert.deepEqual([b1, b2], ['ERR_SNOWID_WORKER_ID_IN_USE', 'ERR_SNOWID_WORKER_ID_IN_USE'])
+      return
+    }
+    const { dups, total } = countDuplicates([a1, b1, a2, b2])
+    assert.equal(dups, 0, `${dups} duplicates in ${total} ids`)
+  },
+)

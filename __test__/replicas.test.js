@@ -197,11 +197,11 @@ test(
 )
 
 test('a store lease chooses the worker id, so its generators and configureWorkerId are never refused', () => {
-  // The lease's own state machine (lib/lease.js) over a store held in memory: what snowid/redis, snowid/postgres and
+  // The lease's own state machine (lib/store-lease.js) over a store held in memory: what snowid/redis, snowid/postgres and
   // snowid/mysql run over theirs.
   const r = runNode(
     `const s = require('.')
-     const { startLease, StoreLease } = require('./lib/lease.js')
+     const { startLease, StoreLease } = require('./lib/store-lease.js')
      const store = {
        name: 'Memory', unavailableCode: 'ERR_SNOWID_REDIS_UNAVAILABLE', slotName: (w) => 'slot ' + w,
        async take() { return { workerId: 5, mark: undefined, confirmed: false } },

@@ -1,6 +1,6 @@
 'use strict'
 
-// lib/lease.js's state machine against a store of the test's own, in this process: when 'lost' fires, what a slot
+// lib/store-lease.js's state machine against a store of the test's own, in this process: when 'lost' fires, what a slot
 // whose history may have been lost waits, and a renewal the replicas did not confirm. The stores' own tests run the
 // same machine against real servers.
 
@@ -11,7 +11,7 @@ const { setTimeout: sleep } = require('node:timers/promises')
 
 require('./helpers.js').isolateLeases()
 
-const { StoreLease, startLease, codedError } = require('../lib/lease.js')
+const { StoreLease, startLease, codedError } = require('../lib/store-lease.js')
 
 /** A store of one slot, held in memory; `renew` is the test's to replace. */
 function memoryStore(overrides = {}) {

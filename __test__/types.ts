@@ -22,7 +22,7 @@ import type {
   WorkerSlots,
 } from 'snowid'
 import { fork, workers } from 'snowid/cluster'
-import type { Worker } from 'snowid/cluster'
+import type { Slot, Worker } from 'snowid/cluster'
 
 const id: bigint = nextId()
 const text: string = nextIdString()
@@ -91,9 +91,13 @@ const pm2: ConfigSource = 'pm2'
 const s: SnowidStats = stats()
 const counters: number[] = [s.leadMs, s.clockBack, s.clockBackEvents, s.waits, s.markWrites, gen.stats().markWrites]
 const slots: WorkerSlots = workerSlots({ SNOWID_DATACENTER_ID: '1' })
-const recorded: number[] = slots.recorded.map(r => r.workerId + r.pid)
+const recorded: number[] = slots.recorded.map(r => r.datacenterId + r.workerId + r.pid)
+const automatic: boolean = slots.automatic && slots.datacenterIdSource === 'lease'
+const workerFrom: ConfigSource = slots.workerIdSource
+const warning: string | null = slots.warning
 const worker: Worker = fork({ PORT: '3000' })
-const held: Map<number, Worker> = workers()
+const held: Map<Worker, Slot> = workers()
+const slotOf: number | undefined = held.get(worker)?.datacenterId
 
 // @ts-expect-error ids are bigints, never numbers
 const wrong: number = nextId()

@@ -1,5 +1,5 @@
-// Typings of `snowid/etcd`, written by hand. The lease object and its events are lib/lease.d.ts's.
-import type { LeaseOptions, SnowidLeaseError, StoreLease } from './lease'
+// Typings of `snowid/etcd`, written by hand. The lease object and its events are lib/store-lease.d.ts's.
+import type { LeaseOptions, SnowidLeaseError, StoreLease } from './store-lease'
 
 /**
  * An etcd3 client (`new Etcd3({ hosts })` from the `etcd3` package), or a namespace of one (`client.namespace(...)`).

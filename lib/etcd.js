@@ -13,13 +13,13 @@
 //   the etcd lease alive: the deadline comes from the time the renewal was sent, before either;
 // - release: lowers the mark to the last id issued and deletes the key in a transaction on the token, then revokes
 //   the etcd lease.
-// The lease itself (take, hold, renew, lose, take again, release) is lib/lease.js's, shared with every store.
+// The lease itself (take, hold, renew, lose, take again, release) is lib/store-lease.js's, shared with every store.
 //
 // A fresh slot needs no wait: the first lease of a datacenter writes, in one transaction, a marker key
 // `<prefix>/<datacenterId>/init` and a mark of 0 for each of its slots (when they fit in one transaction). A slot
 // with no marks key under an existing marker lost it by hand, maybe while held, and waits one TTL before use.
 
-const { StoreLease, startLease, codedError } = require('./lease.js')
+const { StoreLease, startLease, codedError } = require('./store-lease.js')
 
 const DEFAULT_PREFIX = 'snowid'
 // etcd's default limit of operations in one transaction (--max-txn-ops).
@@ -59,7 +59,7 @@ function closed(err) {
 
 const text = v => (v === null || v === undefined ? null : Buffer.isBuffer(v) ? v.toString('utf8') : String(v))
 
-/** The etcd store of a lease: its primitives for lib/lease.js. */
+/** The etcd store of a lease: its primitives for lib/store-lease.js. */
 function etcdStore(options, o) {
   const client = options.client
   if (!isEtcd3(client)) {

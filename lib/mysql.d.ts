@@ -1,5 +1,5 @@
-// Typings of `snowid/mysql`, written by hand. The lease object and its events are lib/lease.d.ts's.
-import type { LeaseOptions, SnowidLeaseError, StoreLease } from './lease'
+// Typings of `snowid/mysql`, written by hand. The lease object and its events are lib/store-lease.d.ts's.
+import type { LeaseOptions, SnowidLeaseError, StoreLease } from './store-lease'
 
 /**
  * A mysql2 client: a Pool or a Connection, from `mysql2` or `mysql2/promise`. snowid runs one statement at a time

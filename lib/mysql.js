@@ -23,10 +23,10 @@
 // binary log (the default, and what MIXED uses for a statement that reads a system variable) carries the value the
 // primary wrote; a statement-based one would have each replica write its own.
 //
-// The lease itself (take, hold, renew, lose, take again, release) is lib/lease.js's, shared with snowid/redis and
+// The lease itself (take, hold, renew, lose, take again, release) is lib/store-lease.js's, shared with snowid/redis and
 // snowid/postgres.
 
-const { StoreLease, startLease, codedError } = require('./lease.js')
+const { StoreLease, startLease, codedError } = require('./store-lease.js')
 
 const DEFAULT_TABLE = 'snowid_workers'
 const MAX_MARK = Number.MAX_SAFE_INTEGER
@@ -186,7 +186,7 @@ function closed(client, err) {
 // Lock waits and deadlocks between takes are tried again: each statement is atomic, so a retry is safe.
 const RETRIED = ['ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT']
 
-/** The MySQL store of a lease: its primitives for lib/lease.js. */
+/** The MySQL store of a lease: its primitives for lib/store-lease.js. */
 function mysqlStore(options, o) {
   const run = queryRunner(options.client)
   const query = async (text, params) => {

@@ -1,5 +1,5 @@
-// Typings of `snowid/postgres`, written by hand. The lease object and its events are lib/lease.d.ts's.
-import type { LeaseOptions, SnowidLeaseError, StoreLease } from './lease'
+// Typings of `snowid/postgres`, written by hand. The lease object and its events are lib/store-lease.d.ts's.
+import type { LeaseOptions, SnowidLeaseError, StoreLease } from './store-lease'
 
 /**
  * A PostgreSQL client: a `pg` Pool or Client (connected), or a postgres.js `sql`. snowid runs one parameterized

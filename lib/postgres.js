@@ -11,7 +11,7 @@
 // - renew: if the token still holds the row and it has not expired, raises the mark and extends the expiry;
 // - release: if the token still holds the row, lowers the mark to the last id issued and frees the row.
 //
-// The lease itself (take, hold, renew, lose, take again, release) is lib/lease.js's, shared with snowid/redis.
+// The lease itself (take, hold, renew, lose, take again, release) is lib/store-lease.js's, shared with snowid/redis.
 //
 // A fresh slot needs no wait. The table is made in one transaction with a row for every slot, each with mark_ms 0:
 // PostgreSQL is durable, so a row that was there from the start and never held has had no holder. A row that is
@@ -26,7 +26,7 @@
 // only, and PostgreSQL says so in a warning: that renewal or take does not count (ERR_SNOWID_STORE_NOT_REPLICATED),
 // as pg reports warnings (postgres.js gives them only to its own onnotice).
 
-const { StoreLease, startLease, codedError } = require('./lease.js')
+const { StoreLease, startLease, codedError } = require('./store-lease.js')
 
 const DEFAULT_TABLE = 'snowid_workers'
 // The mark is Unix ms, exact as a JS number; clockBack has at most 10 bits.
@@ -223,7 +223,7 @@ function closed(client, err) {
 // More slots than this are made with the table only for the datacenter of the lease that makes it.
 const MAX_FRESH_ROWS = 65536
 
-/** The PostgreSQL store of a lease: its primitives for lib/lease.js. */
+/** The PostgreSQL store of a lease: its primitives for lib/store-lease.js. */
 function postgresStore(options, o) {
   const query = queryRunner(options.client)
   const table = options.table ?? DEFAULT_TABLE

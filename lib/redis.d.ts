@@ -1,5 +1,5 @@
-// Typings of `snowid/redis`, written by hand. The lease object and its events are lib/lease.d.ts's.
-import type { LeaseOptions, SnowidLeaseError, StoreLease } from './lease'
+// Typings of `snowid/redis`, written by hand. The lease object and its events are lib/store-lease.d.ts's.
+import type { LeaseOptions, SnowidLeaseError, StoreLease } from './store-lease'
 
 /**
  * A connected Redis client: ioredis (`new Redis(...)`, through Sentinel or not, or `new Redis.Cluster(...)`), or

@@ -17,10 +17,10 @@
 // written under another replication id, or at an offset the master has not reached (it restarted from an older
 // snapshot), may have lost its history in a failover, and waits one TTL before use, as a slot with no history does.
 //
-// The lease itself (take, hold, renew, lose, take again, release) is lib/lease.js's, shared with snowid/postgres:
+// The lease itself (take, hold, renew, lose, take again, release) is lib/store-lease.js's, shared with snowid/postgres:
 // this module supplies the Redis primitives.
 
-const { StoreLease, startLease, codedError } = require('./lease.js')
+const { StoreLease, startLease, codedError } = require('./store-lease.js')
 
 const DEFAULT_PREFIX = 'snowid'
 
@@ -254,7 +254,7 @@ function closed(client, err) {
   return (err && err.name === 'ClientClosedError') || /^Connection is closed\.?$/.test(String(err && err.message))
 }
 
-/** The Redis store of a lease: its primitives for lib/lease.js. */
+/** The Redis store of a lease: its primitives for lib/store-lease.js. */
 function redisStore(options, o) {
   const run = scriptRunner(options.client)
   const keyPrefix = options.keyPrefix ?? DEFAULT_PREFIX

@@ -94,7 +94,7 @@ module.exports = {
   Snowflake: snowflake.Class,
   SnowflakeLayout: layout.Class,
   /**
-   * For the store leases (lib/lease.js): the binding's `fenceSnowflake` on the native core of `snowflake`, a
+   * For the store leases (lib/store-lease.js): the binding's `fenceSnowflake` on the native core of `snowflake`, a
    * `Snowflake` made here.
    */
   fenceSnowflake: (generator, deadline, mark) => fence(snowflake.coreOf(generator), deadline, mark),

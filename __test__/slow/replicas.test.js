@@ -72,36 +72,33 @@ const c = s.config()
 console.log(JSON.stringify({ ids: ids.length, datacenterId: c.datacenterId, workerId: c.workerId, sources: c.sources }))
 `
 
-// Mounts the private directories, then runs the replica; $1 is the package root to bind, when it would be hidden.
+// Mounts the private directories, then runs the replica's command (the arguments after $1); $1 is the package root
+// to bind, when it would be hidden.
 const SHELL = `set -e
 if [ -n "$1" ]; then mount --bind "$1" /mnt; fi
+shift
 for d in ${PRIVATE_DIRS.join(' ')}; do if [ -d "$d" ]; then mount -t tmpfs tmpfs "$d"; fi; done
-exec "$2" -e "$3" "$4" "$5"`
+exec "$@"`
 
 /** Runs REPLICAS replicas at once, the i-th with `envOf(i)`; resolves to each one's report and ids. */
-async function replicas(dir, envOf) {
+function replicas(dir, envOf) {
+  return run(dir, REPLICAS, envOf, [process.execPath, '-e', REPLICA, PACKAGE, String(RUN_MS)])
+}
+
+/**
+ * Runs `count` replicas at once, each `argv` (which writes its ids to fd 3 and its report as JSON on stdout), the
+ * i-th with `envOf(i)`; resolves to each one's report and ids.
+ */
+async function run(dir, count, envOf, argv) {
   const runs = []
-  for (let i = 0; i < REPLICAS; i++) {
+  for (let i = 0; i < count; i++) {
     const file = path.join(dir, `ids-${i}`)
     const fd = fs.openSync(file, 'w')
     // The default lease directory: each replica's own, as in a container.
     const env = cleanEnv({ SNOWID_LEASE_DIR: undefined, ...envOf(i) })
     const child = spawn(
       'unshare',
-      [
-        '--net',
-        '--mount',
-        '--fork',
-        'sh',
-        '-c',
-        SHELL,
-        'replica',
-        HIDDEN ? ROOT : '',
-        process.execPath,
-        REPLICA,
-        PACKAGE,
-        String(RUN_MS),
-      ],
+      ['--net', '--mount', '--fork', '--kill-child', 'sh', '-c', SHELL, 'replica', HIDDEN ? ROOT : '', ...argv],
       { env, stdio: ['ignore', 'pipe', 'pipe', fd] },
     )
     fs.closeSync(fd)
@@ -186,4 +183,67 @@ test('replicas with a SNOWID_DATACENTER_ID each, the worker id from their own le
   const { dups: dup, total } = countDuplicates(runs.map(r => r.ids))
   assert.equal(dup, 0, `${dup} duplicates in ${total} ids`)
   t.diagnostic(`${REPLICAS} replicas, ${RUN_MS} ms, a datacenter id each: ${total} ids, ${dup} duplicates`)
+})
+
+// snowid/cluster in replicas: each replica a primary that forks CLUSTER_WORKERS workers with `fork()`, each worker
+// making ids at full speed for RUN_MS (fixtures/cluster-forks.js).
+const CLUSTER_REPLICAS = 3
+const CLUSTER_WORKERS = 2
+const CLUSTER = [
+  process.execPath,
+  path.join(PACKAGE, '__test__', 'fixtures', 'cluster-forks.js'),
+  JSON.stringify(Array(CLUSTER_WORKERS).fill({})),
+  PACKAGE,
+  String(RUN_MS),
+]
+
+test('snowid/cluster in Kubernetes replicas with no identity chosen: every fork is refused, no id issued', {
+  skip: why ?? false,
+  timeout: 120_000,
+}, async () => {
+  const runs = await run(dir, CLUSTER_REPLICAS, () => ({ KUBERNETES_SERVICE_HOST: '10.96.0.1' }), CLUSTER)
+  const { dups, total } = countDuplicates(runs.map(r => r.ids))
+  assert.equal(total, 0, `${total} ids issued (${dups} duplicates): ${JSON.stringify(runs.map(r => r.report))}`)
+  for (const { report } of runs) {
+    for (const f of report.forks) assert.equal(f.forkError, 'ERR_SNOWID_IDENTITY_REQUIRED', JSON.stringify(report))
+  }
+})
+
+test('snowid/cluster in Kubernetes replicas with a SNOWID_DATACENTER_ID each: every worker on a slot of its own, 0 duplicates', {
+  skip: why ?? false,
+  timeout: 120_000,
+}, async t => {
+  const runs = await run(
+    dir,
+    CLUSTER_REPLICAS,
+    i => ({ KUBERNETES_SERVICE_HOST: '10.96.0.1', SNOWID_DATACENTER_ID: String(i) }),
+    CLUSTER,
+  )
+  const slots = runs.flatMap(({ report }) => report.forks.map(f => f.slot ?? JSON.stringify(f)))
+  assert.deepEqual(slots.sort(), ['0:0', '0:1', '1:0', '1:1', '2:0', '2:1'])
+  for (const { ids } of runs) assert.ok(ids.length > 1000, `a replica issued ${ids.length} ids`)
+  const { dups, total } = countDuplicates(runs.map(r => r.ids))
+  assert.equal(dups, 0, `${dups} duplicates in ${total} ids`)
+  t.diagnostic(
+    `${CLUSTER_REPLICAS} replicas of ${CLUSTER_WORKERS} workers, ${RUN_MS} ms: ${total} ids, ${dups} duplicates`,
+  )
+})
+
+test('snowid/cluster in plain container replicas with no identity chosen: the primary and the workers warn', {
+  skip: why ?? false,
+  timeout: 120_000,
+}, async t => {
+  const runs = await run(dir, 2, () => ({ container: 'docker' }), CLUSTER)
+  for (const { report } of runs) {
+    assert.ok(
+      report.primaryWarnings.includes('SNOWID_IDENTITY_UNCHOSEN'),
+      `the primary did not warn: ${JSON.stringify(report)}`,
+    )
+    for (const f of report.forks) {
+      assert.ok(f.warnings?.includes('SNOWID_IDENTITY_UNCHOSEN'), `a worker did not warn: ${JSON.stringify(f)}`)
+    }
+  }
+  // Warned, not refused: replicas of a container still take the same slots, as plain processes there do.
+  const { dups, total } = countDuplicates(runs.map(r => r.ids))
+  t.diagnostic(`2 container replicas of ${CLUSTER_WORKERS} workers, warned: ${total} ids, ${dups} duplicates`)
 })

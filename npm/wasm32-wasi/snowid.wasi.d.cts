@@ -203,6 +203,7 @@ export declare function parse(text: string, encoding: 'base62' | 'base36' | 'hex
 
 /** A slot whose lease file names a process. */
 export interface SlotRecord {
+  datacenterId: number
   workerId: number
   /** The process that holds the slot: its lease file names it, and (on Linux) it holds the file's lock. */
   pid: number
@@ -388,19 +389,45 @@ export declare function stats(): SnowidStats
 
 /**
  * The worker-id slots that processes started with `env` (merged over this process's `process.env`, as
- * `cluster.fork(env)` does) would use: their datacenterId, how many worker ids there are, and which slots' lease
- * files name a process. It takes no lock and starts nothing. `snowid/cluster` uses it to hand out slots.
+ * `cluster.fork(env)` does: a variable given as `undefined` is unset) would use, their configuration resolved as
+ * theirs will be: their datacenter id, how many worker ids there are, whether the automatic lease gives them their
+ * ids, which slots' lease files name a live process, and the identity rule as their first ids would meet it. It
+ * takes no lock and starts nothing. `snowid/cluster` uses it to fork.
+ * @throws {Error} `ERR_SNOWID_IDENTITY_REQUIRED` where their first ids would be refused: no identity chosen where
+ * replicas are the norm (see docs/guarantees.md).
  * @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the configuration is bad.
  * @throws {Error} `ERR_SNOWID_LEASE_DIR` when the lease directory cannot be used.
  */
 export declare function workerSlots(vars?: Record<string, string | undefined>): WorkerSlots
 
-/** The worker-id slots of a configuration on this host. */
+/** The worker-id slots of a configuration on this host, and what its processes' first ids would meet. */
 export interface WorkerSlots {
+  /** The datacenter id configured (its default when none is); see `datacenterIdSource`. */
   datacenterId: number
+  /**
+   * Where the datacenter id comes from: `'lease'` when the automatic lease picks it too (none configured), each
+   * process taking the lowest free slot of every datacenter id of `datacenterBits`, datacenterId 0's first.
+   */
+  datacenterIdSource: ConfigSource
+  /** Where the worker id comes from (`'lease'`: the automatic lease; `'default'`: none, with leases off). */
+  workerIdSource: ConfigSource
+  datacenterBits: number
   workerBits: number
   /** Whether slots are leased (`SNOWID_LEASE`). */
   lease: boolean
-  /** The slots a live process holds, read without taking any lock (empty when leases are off). */
+  /**
+   * Whether the worker ids come from the automatic lease: leases on, and no worker id configured (no
+   * `SNOWID_WORKER_ID`, `workerId` or `SNOWID_WORKER_ID_FROM`).
+   */
+  automatic: boolean
+  /**
+   * The slots a live process holds, read without taking any lock: of every datacenter id the automatic lease
+   * would search (all of them, when it picks the datacenter id), else of `datacenterId`. Empty when leases are off.
+   */
   recorded: Array<SlotRecord>
+  /**
+   * The warning each process would give (`SNOWID_IDENTITY_UNCHOSEN`) for an identity no one chose in a plain
+   * container, or `null`.
+   */
+  warning: string | null
 }

@@ -138,8 +138,9 @@ async function primary(api, { threadFile }) {
   if (WASI) skip('cluster', 'snowid/cluster follows workers through host lease files, and WASI has no host lease')
   else
     await check('cluster', async () => {
-      const ownWorkerId = api.config().workerId
+      const own = api.config()
       const worker = api.fork()
+      let listed
       const reply = await new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
           worker.process.kill('SIGKILL')
@@ -150,6 +151,7 @@ async function primary(api, { threadFile }) {
         // before its last message arrives (seen on Deno).
         worker.on('message', m => {
           message = m
+          listed = api.workers().get(worker)
           worker.disconnect()
         })
         worker.on('error', reject)
@@ -164,17 +166,21 @@ async function primary(api, { threadFile }) {
             )
         })
       })
-      assert.equal(reply.source, 'env', 'the worker id came from the SNOWID_WORKER_ID that fork() set')
-      assert.notEqual(reply.workerId, ownWorkerId, 'the worker got a slot other than the primary’s')
-      assert.equal(api.decode(reply.id).workerId, reply.workerId)
-      assert.ok(!api.workers().has(reply.workerId), 'fork() took the slot back when the worker exited')
+      assert.equal(reply.source, 'lease', 'the worker took its slot from the automatic lease, as any process does')
+      const slot = { datacenterId: reply.datacenterId, workerId: reply.workerId }
+      assert.notDeepEqual(slot, { datacenterId: own.datacenterId, workerId: own.workerId }, 'not the primary’s slot')
+      assert.deepEqual(listed, slot, 'workers() listed the worker with its slot')
+      const decoded = api.decode(reply.id)
+      assert.deepEqual({ datacenterId: decoded.datacenterId, workerId: decoded.workerId }, slot)
+      assert.ok(!api.workers().has(worker), 'workers() left the worker out once it exited')
     })
 }
 
-/** A cluster worker: reports its worker id and one id to the primary, which then disconnects it. */
+/** A cluster worker: reports its slot and one id to the primary, which then disconnects it. */
 function clusterWorker(api) {
+  const id = api.nextIdString()
   const config = api.config()
-  process.send({ workerId: config.workerId, source: config.sources.workerId, id: api.nextIdString() })
+  process.send({ datacenterId: config.datacenterId, workerId: config.workerId, source: config.sources.workerId, id })
 }
 
 /** A worker thread: waits for the main thread's go, then makes ids as fast as it can and sends them back. */

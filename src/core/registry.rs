@@ -3,6 +3,10 @@
 //!
 //! States are kept for the life of the process. Dropping them when the last generator goes would let a new
 //! generator restart the sequence inside a ms that an earlier one already used.
+//!
+//! This registry is the binary's: a copy of snowid installed with a binary file of its own has another. So each
+//! identity is also claimed, when its state is made, by a claim every copy in the process sees
+//! ([`CopyClaim`](super::lease::CopyClaim)), and a copy whose identity another copy holds is refused it.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -10,20 +14,37 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
-use super::error::{Code, Error, Result};
+use super::error::{Class, Code, Error, Result};
 use super::generator::{Shared, SharedState, State};
 use super::layout::Layout;
+use super::lease::space::identity_key;
+use super::lease::{CopyClaim, PlatformCopyClaim};
 
 type Identity = (Layout, u32, u32);
 
-fn registry() -> &'static Mutex<HashMap<Identity, SharedState>> {
-    static REGISTRY: OnceLock<Mutex<HashMap<Identity, SharedState>>> = OnceLock::new();
+/// An identity's state, and this copy's claim of the identity (none past [`MAX_CLAIMS`], or where the OS refused it).
+type Registered = (SharedState, Option<PlatformCopyClaim>);
+
+/// The most identities a copy claims (one socket or open file each, for the life of the process): past it, states are
+/// made unclaimed, so that generators of many identities cannot use up the process's file descriptors.
+pub const MAX_CLAIMS: usize = 1024;
+
+/// The states of this copy, and how many of their identities it claimed.
+#[derive(Default)]
+struct Registry {
+    states: HashMap<Identity, Registered>,
+    claims: usize,
+}
+
+fn registry() -> &'static Mutex<Registry> {
+    static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
     REGISTRY.get_or_init(Default::default)
 }
 
 /// The state of an identity, made by `make` on first use. A later generator of the same identity must be
 /// configured with the same clockBack: two starting values would let one generator's clock-back steps land on
-/// values the other is using.
+/// values the other is using. Another loaded copy of snowid that makes ids with the identity already is
+/// `ERR_SNOWID_WORKER_ID_IN_USE`.
 pub fn shared_state(
     layout: &Layout,
     datacenter_id: u32,
@@ -31,10 +52,16 @@ pub fn shared_state(
     clock_back: u32,
     make: impl FnOnce() -> Result<State>,
 ) -> Result<SharedState> {
-    let mut map = registry().lock();
-    let state = match map.entry((*layout, datacenter_id, worker_id)) {
-        Entry::Occupied(e) => Arc::clone(e.get()),
-        Entry::Vacant(e) => Arc::clone(e.insert(Shared::new(make()?, layout))),
+    let mut registry = registry().lock();
+    let Registry { states, claims } = &mut *registry;
+    let state = match states.entry((*layout, datacenter_id, worker_id)) {
+        Entry::Occupied(e) => Arc::clone(&e.get().0),
+        Entry::Vacant(e) => {
+            let claim = if *claims < MAX_CLAIMS { claim(layout, datacenter_id, worker_id)? } else { None };
+            let state = Shared::new(make()?, layout);
+            *claims += usize::from(claim.is_some());
+            Arc::clone(&e.insert((state, claim)).0)
+        }
     };
     let start = state.configured_clock_back();
     if start != clock_back {
@@ -49,6 +76,27 @@ pub fn shared_state(
         ));
     }
     Ok(state)
+}
+
+/// This copy's claim of the identity: `ERR_SNOWID_WORKER_ID_IN_USE` when another copy holds it; none when the OS
+/// refuses the means (no socket, no directory of the user's own), which leaves the identity unchecked, as it is
+/// where the platform has no claim (see [`CopyClaim`]).
+fn claim(layout: &Layout, datacenter_id: u32, worker_id: u32) -> Result<Option<PlatformCopyClaim>> {
+    match PlatformCopyClaim::take(identity_key(layout, datacenter_id, worker_id)) {
+        Ok(Some(claim)) => Ok(Some(claim)),
+        Err(_) => Ok(None),
+        Ok(None) => Err(Error::new(
+            Code::WorkerIdInUse,
+            Class::Error,
+            format!(
+                "workerId: expected an identity no other copy of snowid in this process makes ids with, found \
+                 datacenterId {datacenter_id} workerId {worker_id} (of this layout and epoch) in use by another copy, \
+                 one with a binary file of its own (a second install of the package, as another version in \
+                 node_modules is): load one copy (deduplicate the installs: npm dedupe), or give each copy's \
+                 generators worker ids of their own"
+            ),
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -75,5 +123,26 @@ mod tests {
         let boom = || Err(Error::new(Code::LeaseDir, crate::core::error::Class::Error, "x"));
         assert!(shared_state(&l2, 0, 0, 0, boom).is_err());
         assert!(shared_state(&l2, 0, 0, 0, || Ok(State::new(0))).is_ok());
+    }
+
+    #[test]
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn an_identity_another_copy_holds_is_refused() {
+        // Another copy of snowid, with its own registry, holds (5, 6) of this layout: its claim, taken here.
+        let l = Layout::new(Widths { sequence: 9, ..Widths::default() }, DEFAULT_EPOCH, DEFAULT_EPOCH + 1).unwrap();
+        let theirs = PlatformCopyClaim::take(identity_key(&l, 5, 6)).unwrap();
+        assert!(theirs.is_some());
+        let e = shared_state(&l, 5, 6, 0, || panic!("no state is made")).map(|_| ()).unwrap_err();
+        assert_eq!((e.code(), e.class()), (Code::WorkerIdInUse, Class::Error));
+        assert!(e.message().contains("in use by another copy, one with a binary file of its own"), "{e}");
+        // Another epoch is another identity, whose state another copy may make.
+        let later = Layout::new(l.widths(), DEFAULT_EPOCH + 1, DEFAULT_EPOCH + 2).unwrap();
+        assert!(shared_state(&later, 5, 6, 0, || Ok(State::new(0))).is_ok());
+        // Once the other copy's claim ends (its process would have to end: here, the value is dropped), it is free.
+        drop(theirs);
+        let a = shared_state(&l, 5, 6, 0, || Ok(State::new(0))).unwrap();
+        // And this copy's claim now keeps it from the others.
+        assert!(PlatformCopyClaim::take(identity_key(&l, 5, 6)).unwrap().is_none());
+        assert!(Arc::ptr_eq(&a, &shared_state(&l, 5, 6, 0, || panic!("made twice")).unwrap()));
     }
 }

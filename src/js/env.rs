@@ -236,33 +236,37 @@ impl EnvSource for Remembered<'_> {
     }
 }
 
-/// Variables given in JS over a base environment, as `cluster.fork(env)` merges them over `process.env`.
+/// Variables given in JS over a base environment, as `cluster.fork(env)` merges them over `process.env`: a variable
+/// given as `None` (`undefined` in JS) is unset.
 pub(crate) struct Overlay<'a> {
-    pub(crate) vars: HashMap<String, String>,
+    pub(crate) vars: HashMap<String, Option<String>>,
     pub(crate) base: &'a dyn EnvSource,
 }
 
 impl EnvSource for Overlay<'_> {
     fn var(&self, name: &str) -> Option<OsString> {
         match self.vars.get(name) {
-            Some(v) => Some(OsString::from(v)),
+            Some(v) => v.as_ref().map(OsString::from),
             None => self.base.var(name),
         }
     }
 
     fn snowid_names(&self) -> Vec<String> {
         let mut names = self.base.snowid_names();
-        names.extend(self.vars.keys().filter(|k| k.starts_with(VAR_PREFIX)).cloned());
+        names.retain(|n| !self.vars.contains_key(n));
+        names
+            .extend(self.vars.iter().filter(|(k, v)| v.is_some() && k.starts_with(VAR_PREFIX)).map(|(k, _)| k.clone()));
         names
     }
 }
 
-/// Reads an environment object as `cluster.fork(env)` does: `undefined` values are left out, every other value
-/// becomes its string form.
-pub(crate) fn read_env_object(env: sys::napi_env, value: sys::napi_value) -> Result<HashMap<String, String>> {
+/// Reads an environment object as `cluster.fork(env)` merges it over `process.env`: a variable whose value is
+/// `undefined` is unset in the child (`None`), every other value becomes its string form.
+pub(crate) fn read_env_object(env: sys::napi_env, value: sys::napi_value) -> Result<HashMap<String, Option<String>>> {
     let mut vars = HashMap::new();
     for (name, v) in own_entries(env, value, "env")? {
         if type_of(env, v)? == sys::ValueType::napi_undefined {
+            vars.insert(name, None);
             continue;
         }
         let mut s = ptr::null_mut();
@@ -271,7 +275,7 @@ pub(crate) fn read_env_object(env: sys::napi_env, value: sys::napi_value) -> Res
         if status != sys::Status::napi_ok {
             check_reading(env, status, &format!("env.{name}"))?;
         }
-        vars.insert(name, unsafe { String::from_napi_value(env, s) }?);
+        vars.insert(name, Some(unsafe { String::from_napi_value(env, s) }?));
     }
     Ok(vars)
 }

@@ -5,35 +5,56 @@ use std::collections::HashMap;
 use napi::{Env, JsValue, Result, Unknown};
 use napi_derive::napi;
 
-use crate::core::config::{Config, Options};
-use crate::core::identity::lease_dir;
+use crate::core::config::{Config, Options, Source};
+use crate::core::identity::{check, lease_dir};
+use crate::core::layout::max_value;
 use crate::core::time::{Clock, SystemClock};
 
 use super::env::{read_env_object, JsEnv, Overlay};
 use super::errors::raise;
+use super::report::ConfigSource;
 
 /// A slot whose lease file names a process.
 #[napi(object)]
 pub struct SlotRecord {
+    pub datacenter_id: u32,
     pub worker_id: u32,
     /// The process that holds the slot: its lease file names it, and (on Linux) it holds the file's lock.
     pub pid: u32,
 }
 
-/// The worker-id slots of a configuration on this host.
-#[napi(object)]
+/// The worker-id slots of a configuration on this host, and what its processes' first ids would meet.
+#[napi(object, use_nullable = true)]
 pub struct WorkerSlots {
+    /// The datacenter id configured (its default when none is); see `datacenterIdSource`.
     pub datacenter_id: u32,
+    /// Where the datacenter id comes from: `'lease'` when the automatic lease picks it too (none configured), each
+    /// process taking the lowest free slot of every datacenter id of `datacenterBits`, datacenterId 0's first.
+    pub datacenter_id_source: ConfigSource,
+    /// Where the worker id comes from (`'lease'`: the automatic lease; `'default'`: none, with leases off).
+    pub worker_id_source: ConfigSource,
+    pub datacenter_bits: u32,
     pub worker_bits: u32,
     /// Whether slots are leased (`SNOWID_LEASE`).
     pub lease: bool,
-    /// The slots a live process holds, read without taking any lock (empty when leases are off).
+    /// Whether the worker ids come from the automatic lease: leases on, and no worker id configured (no
+    /// `SNOWID_WORKER_ID`, `workerId` or `SNOWID_WORKER_ID_FROM`).
+    pub automatic: bool,
+    /// The slots a live process holds, read without taking any lock: of every datacenter id the automatic lease
+    /// would search (all of them, when it picks the datacenter id), else of `datacenterId`. Empty when leases are off.
     pub recorded: Vec<SlotRecord>,
+    /// The warning each process would give (`SNOWID_IDENTITY_UNCHOSEN`) for an identity no one chose in a plain
+    /// container, or `null`.
+    pub warning: Option<String>,
 }
 
 /// The worker-id slots that processes started with `env` (merged over this process's `process.env`, as
-/// `cluster.fork(env)` does) would use: their datacenterId, how many worker ids there are, and which slots' lease
-/// files name a process. It takes no lock and starts nothing. `snowid/cluster` uses it to hand out slots.
+/// `cluster.fork(env)` does: a variable given as `undefined` is unset) would use, their configuration resolved as
+/// theirs will be: their datacenter id, how many worker ids there are, whether the automatic lease gives them their
+/// ids, which slots' lease files name a live process, and the identity rule as their first ids would meet it. It
+/// takes no lock and starts nothing. `snowid/cluster` uses it to fork.
+/// @throws {Error} `ERR_SNOWID_IDENTITY_REQUIRED` where their first ids would be refused: no identity chosen where
+/// replicas are the norm (see docs/guarantees.md).
 /// @throws {RangeError|TypeError} `ERR_SNOWID_INVALID_CONFIG` when the configuration is bad.
 /// @throws {Error} `ERR_SNOWID_LEASE_DIR` when the lease directory cannot be used.
 #[napi]
@@ -42,25 +63,35 @@ pub fn worker_slots(
     #[napi(ts_arg_type = "Record<string, string | undefined>")] vars: Option<Unknown>,
 ) -> Result<WorkerSlots> {
     let raw = env.raw();
-    let mut vars = match vars {
+    let vars = match vars {
         Some(v) => read_env_object(raw, v.raw())?,
         None => HashMap::new(),
     };
-    // The worker id is what the caller is about to choose, so any inherited one is ignored.
-    for name in ["SNOWID_WORKER_ID", "workerId"] {
-        vars.insert(name.to_string(), "0".to_string());
-    }
     let base = JsEnv::new(raw);
     let overlay = Overlay { vars, base: &base };
     let config = Config::resolve(&Options::default(), &overlay, SystemClock.now_ms());
     let config = base.finish(config).map_err(|e| raise(raw, &e))?;
+    let warning = check(&config).map_err(|e| raise(raw, &e))?;
     let dc = config.datacenter_id.value;
+    let automatic = config.lease.value && config.worker_id.source == Source::Lease;
+    let from_lease = automatic && config.datacenter_id.source == Source::Lease;
     let mut recorded = Vec::new();
     if config.lease.value {
+        let datacenters = if from_lease { 0..=max_value(config.datacenter_bits.value) as u32 } else { dc..=dc };
         let dir = lease_dir(&config).map_err(|e| raise(raw, &e))?;
-        for (worker_id, pid) in dir.recorded(dc).map_err(|e| raise(raw, &e))? {
-            recorded.push(SlotRecord { worker_id, pid });
+        for (datacenter_id, worker_id, pid) in dir.recorded(datacenters).map_err(|e| raise(raw, &e))? {
+            recorded.push(SlotRecord { datacenter_id, worker_id, pid });
         }
     }
-    Ok(WorkerSlots { datacenter_id: dc, worker_bits: config.worker_bits.value, lease: config.lease.value, recorded })
+    Ok(WorkerSlots {
+        datacenter_id: dc,
+        datacenter_id_source: config.datacenter_id.source.into(),
+        worker_id_source: config.worker_id.source.into(),
+        datacenter_bits: config.datacenter_bits.value,
+        worker_bits: config.worker_bits.value,
+        lease: config.lease.value,
+        automatic,
+        recorded,
+        warning,
+    })
 }

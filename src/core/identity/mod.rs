@@ -56,7 +56,7 @@ pub fn bind_worker(config: &mut Config) -> Result<Option<Arc<Lease>>> {
         lease
     } else {
         let what = format!("workerId (from {})", config.worker_id.source.as_str());
-        match dir.acquire(dc, config.worker_id.value, &what) {
+        match dir.acquire(dc, config.worker_id.value, &what, way_out(config)) {
             Ok(lease) => lease,
             // SNOWID_WORKER_ID_IF_TAKEN=next (or `workerIdIfTaken: 'next'`): the automatic lease from that slot on.
             Err(e)
@@ -71,6 +71,22 @@ pub fn bind_worker(config: &mut Config) -> Result<Option<Arc<Lease>>> {
         }
     };
     Ok(Some(lease))
+}
+
+/// What to do about a configured worker id that another live process holds, for where it came from: the
+/// setting that moves on (the variable covers a worker id from the environment, the option covers both: see
+/// [`IfTaken::moves_on`]), or, for a StatefulSet ordinal, which is the pod's own and never moves on, what else works.
+fn way_out(config: &Config) -> &'static str {
+    match (config.worker_id.source, config.worker_id_if_taken.source) {
+        (Source::StatefulSet, _) => {
+            "a StatefulSet ordinal is the pod's own and never moves on: run one snowid process per pod, give each \
+             process of the pod a datacenter id of its own (SNOWID_DATACENTER_ID), or take worker ids from a store \
+             (snowid/redis, snowid/postgres or snowid/mysql)"
+        }
+        (Source::Env, source) if source != Source::Option => "SNOWID_WORKER_ID_IF_TAKEN=next moves on to a free one",
+        (Source::Env | Source::Option, _) => "workerIdIfTaken: 'next' moves on to a free one",
+        (Source::Lease | Source::Default, _) => "",
+    }
 }
 
 /// The shared state for `config`'s identity, resumed from the lease's marks the first time it is made.

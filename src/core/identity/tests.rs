@@ -6,13 +6,18 @@ use std::fs::File;
 use std::path::Path;
 
 use super::*;
-use crate::core::config::Options;
+use crate::core::config::{OptionValue, Options};
 use crate::core::lease::Sharing;
 use crate::core::testing::TempDir;
 
 /// The configuration of a process with `pairs` in its environment, the lease directory `dir`, and a small
 /// layout: datacenterBits 2 and workerBits 2, so 4 datacenter ids of 4 worker ids each.
 fn config(dir: &Path, pairs: &[(&str, &str)]) -> Config {
+    config_with(&Options::default(), dir, pairs)
+}
+
+/// As [`config`], with the options `opts`.
+fn config_with(opts: &Options, dir: &Path, pairs: &[(&str, &str)]) -> Config {
     let mut vars: Vec<(String, String)> = vec![
         ("SNOWID_LEASE_DIR".into(), dir.to_string_lossy().into_owned()),
         ("SNOWID_DATACENTER_BITS".into(), "2".into()),
@@ -23,7 +28,7 @@ fn config(dir: &Path, pairs: &[(&str, &str)]) -> Config {
     vars.push(("SNOWID_LEASE_NAMESPACE".into(), namespace));
     vars.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let env = move |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| OsString::from(v));
-    Config::resolve(&Options::default(), &env, SystemClock.now_ms()).unwrap()
+    Config::resolve(opts, &env, SystemClock.now_ms()).unwrap()
 }
 
 /// Locks every worker id's file of `datacenter_id` in `dir` through open files of its own, as other processes
@@ -78,6 +83,43 @@ fn a_configured_worker_id_that_moves_on_stays_in_its_datacenter_id() {
     assert_eq!(e.code(), Code::NoFreeWorkerId);
     assert!(e.message().contains("for datacenterId 0 in lease directory"), "{e}");
     assert_eq!(c.datacenter_id.source, Source::Default);
+}
+
+#[test]
+fn a_held_worker_id_names_the_way_out_that_works_for_where_it_came_from() {
+    let t = TempDir::new("way-out");
+    let _held = fill(&t.0, 0);
+    let option = |name: &str| OptionValue::Text(name.into());
+    let by_option = Options { worker_id: Some(OptionValue::Number(1.0)), ..Options::default() };
+    let next_by_option = Options { worker_id_if_taken: Some(option("fail")), ..Options::default() };
+    let variable = "SNOWID_WORKER_ID_IF_TAKEN=next moves on to a free one";
+    let flag = "workerIdIfTaken: 'next' moves on to a free one";
+    let statefulset = [("SNOWID_WORKER_ID_FROM", "statefulset"), ("HOSTNAME", "web-1")];
+    for (opts, pairs, ends, source) in [
+        (&Options::default(), &[("SNOWID_WORKER_ID", "1")][..], variable, "env"),
+        // The variable does not cover a workerId option, nor win over an option saying 'fail'.
+        (&by_option, &[("SNOWID_WORKER_ID_IF_TAKEN", "next")][..], flag, "option"),
+        (&next_by_option, &[("SNOWID_WORKER_ID", "1")][..], flag, "env"),
+        (
+            &Options::default(),
+            &statefulset[..],
+            "or take worker ids from a store (snowid/redis, snowid/postgres or snowid/mysql)",
+            "statefulset",
+        ),
+    ] {
+        let e = bind_worker(&mut config_with(opts, &t.0, pairs)).map(|_| ()).unwrap_err();
+        assert_eq!(e.code(), Code::WorkerIdInUse, "{pairs:?}");
+        let m = e.message();
+        assert!(
+            m.starts_with(&format!("workerId (from {source}): expected a worker id no other live process holds")),
+            "{m}"
+        );
+        assert!(m.ends_with(ends), "{m}");
+    }
+    // An ordinal never moves on, so nothing says it would.
+    let e = bind_worker(&mut config(&t.0, &statefulset)).map(|_| ()).unwrap_err();
+    assert!(!e.message().contains("'next'") && !e.message().contains("=next"), "{e}");
+    assert!(e.message().contains("never moves on: run one snowid process per pod, give each process of the pod a datacenter id of its own (SNOWID_DATACENTER_ID)"), "{e}");
 }
 
 #[test]

@@ -18,7 +18,11 @@
 //!
 //! Where a platform cannot give one of these, its backend fails [`Backend::open`] with a coded error that says what
 //! to configure instead (see `none`, the stand-in for WASI and, for now, Windows).
+//!
+//! Apart from the lease, whether leases are on or off, a platform gives [`CopyClaim`]: one identity's claim within
+//! the process, that every loaded copy of snowid sees.
 
+use std::ops::RangeInclusive;
 use std::path::Path;
 
 use super::super::error::{Error, Result};
@@ -89,9 +93,9 @@ pub trait Backend: Sized + Send + Sync {
     /// file's lock. A file that is not a slot file is `ERR_SNOWID_LEASE_CORRUPT` (and is left as found).
     fn attempt(&self, datacenter_id: u32, worker_id: u32) -> Result<Attempt<Taken<Self::File>>>;
 
-    /// The (workerId, pid) of every slot of `datacenter_id` held by a live process, sorted by workerId, without
-    /// taking any lock. Files that cannot be read, or are not slot files, are left out.
-    fn recorded(&self, datacenter_id: u32) -> Result<Vec<(u32, u32)>>;
+    /// The (datacenterId, workerId, pid) of every slot of the datacenter ids `datacenters` held by a live process,
+    /// sorted, without taking any lock. Files that cannot be read, or are not slot files, are left out.
+    fn recorded(&self, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>>;
 }
 
 /// A held slot's file: where its records are written, found again from the configured path before each write.
@@ -108,4 +112,21 @@ pub trait SlotFile: Send + 'static {
 
     /// Whether the configured path still leads to the located file: a cheap check, off the id path.
     fn in_place(&self) -> bool;
+}
+
+/// An identity's claim by one loaded copy of snowid, that every other copy in this process sees, whatever the lease
+/// setting. A copy installed with a binary file of its own has its own statics, so its own registry of generator
+/// states (`core::registry`): without this claim, two copies given one identity would each start a state for it and
+/// make the same ids. The registry takes it once per identity, when it first makes the identity's state, and keeps it
+/// for the life of the process.
+///
+/// A backend names it after this process and `identity` (a hash of the layout, epoch, datacenterId and workerId), in
+/// something every binary loaded in the process reaches and the OS frees when the process ends: Unix binds an abstract
+/// socket named after the pid namespace and the pid (Linux, Android) or locks a per-pid file in a directory of the
+/// user's own (elsewhere); Windows can create a named mutex `Local\snowid-copy-<pid>-<identity>`, whose creation
+/// reports `ERROR_ALREADY_EXISTS` while another copy holds it.
+pub trait CopyClaim: Sized + Send + Sync + 'static {
+    /// Claims `identity` for this copy of snowid while the value lives: `Ok(None)` when another copy in this process
+    /// holds it. An error (the OS refused the means) leaves the identity unchecked.
+    fn take(identity: u64) -> std::io::Result<Option<Self>>;
 }

@@ -9,7 +9,8 @@
 //! long as the file is left alone. The file keeps the slot's marks ([`record`]), for the holders that come after.
 //! `worker_threads` share their process's leases.
 //!
-//! - [`backend`]: the interface a platform implements (claims, the file's lock, records in the file), and
+//! - [`backend`]: the interface a platform implements (claims, the file's lock, records in the file, and an
+//!   identity's claim within the process that every loaded copy of snowid sees), and
 //!   `unix` (Linux, macOS, the BSDs, Android) and `none` (WASI, and Windows until its backend lands), which
 //!   implement it;
 //! - [`record`]: the slot file's format;
@@ -34,15 +35,23 @@ pub mod space;
 #[cfg(unix)]
 mod unix;
 
-pub use backend::Sharing;
+pub use backend::{CopyClaim, Sharing};
 pub use holder::Lease;
 pub use record::Record;
+#[cfg(test)]
+pub use slots::forget_under;
 
 /// The platform's backend.
 #[cfg(unix)]
 pub type Platform = unix::UnixDir;
 #[cfg(not(unix))]
 pub type Platform = none::NoDir;
+
+/// An identity's claim by one loaded copy of snowid, on this platform.
+#[cfg(unix)]
+pub type PlatformCopyClaim = unix::UnixCopyClaim;
+#[cfg(not(unix))]
+pub type PlatformCopyClaim = none::NoCopyClaim;
 
 /// A lease directory of this platform.
 pub type LeaseDir = slots::LeaseDir<Platform>;

@@ -2,10 +2,11 @@
 //! so no slot is ever taken. Opening one fails with `ERR_SNOWID_LEASE_UNSUPPORTED`, which says what to configure
 //! instead.
 
+use std::ops::RangeInclusive;
 use std::path::Path;
 
 use super::super::error::{Class, Code, Error, Result};
-use super::backend::{Attempt, Backend, Sharing, SlotFile, Taken, Trouble};
+use super::backend::{Attempt, Backend, CopyClaim, Sharing, SlotFile, Taken, Trouble};
 use super::record::Record;
 use super::space::Space;
 
@@ -45,7 +46,7 @@ impl Backend for NoDir {
         match *self {}
     }
 
-    fn recorded(&self, _datacenter_id: u32) -> Result<Vec<(u32, u32)>> {
+    fn recorded(&self, _datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
         match *self {}
     }
 }
@@ -61,5 +62,17 @@ impl SlotFile for NoFile {
 
     fn in_place(&self) -> bool {
         match *self {}
+    }
+}
+
+/// An identity's claim by one loaded copy of snowid: always granted, so copies with binaries of their own are not
+/// checked here. On WASI every load instantiates the module afresh whatever the file, and `lib/wasi-threads.js`
+/// claims identities across loads and threads instead; Windows can name a mutex after the pid and the identity (see
+/// [`CopyClaim`]) when its backend lands.
+pub struct NoCopyClaim;
+
+impl CopyClaim for NoCopyClaim {
+    fn take(_identity: u64) -> std::io::Result<Option<Self>> {
+        Ok(Some(NoCopyClaim))
     }
 }

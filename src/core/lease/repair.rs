@@ -24,11 +24,28 @@ pub trait Watched: Send + Sync {
 struct Watch {
     slots: Mutex<Vec<Arc<dyn Watched>>>,
     thread: OnceLock<Option<Thread>>,
+    /// Held by the thread while it looks at the slots, so that [`unwatch`] can wait for a look to end.
+    #[cfg(test)]
+    pass: Mutex<()>,
 }
 
 fn watch_list() -> &'static Watch {
     static WATCH: OnceLock<Watch> = OnceLock::new();
-    WATCH.get_or_init(|| Watch { slots: Mutex::new(Vec::new()), thread: OnceLock::new() })
+    WATCH.get_or_init(|| Watch {
+        slots: Mutex::new(Vec::new()),
+        thread: OnceLock::new(),
+        #[cfg(test)]
+        pass: Mutex::new(()),
+    })
+}
+
+/// For the tests: stops watching every slot `which` picks, once any look at it under way has ended, so that a test
+/// removing its lease directory does not find it put back.
+#[cfg(test)]
+pub fn unwatch(which: impl Fn(&Arc<dyn Watched>) -> bool) {
+    let w = watch_list();
+    w.slots.lock().retain(|s| !which(s));
+    drop(w.pass.lock());
 }
 
 /// Watches `slot` from now on, starting the thread the first time.
@@ -51,10 +68,15 @@ pub fn wake() {
 
 fn run() {
     loop {
+        #[cfg(test)]
+        let pass = watch_list().pass.lock();
         let slots: Vec<Arc<dyn Watched>> = watch_list().slots.lock().clone();
         let now = SystemClock.now_ms();
         // Every slot is looked at, even once one asks to be looked at again.
         let again = slots.iter().fold(false, |again, slot| slot.repair(now) | again);
+        drop(slots);
+        #[cfg(test)]
+        drop(pass);
         if again {
             std::thread::sleep(std::time::Duration::from_millis(REPAIR_EVERY_MS));
         } else {

@@ -34,6 +34,15 @@ fn auto_slots() -> &'static Mutex<HashMap<(PathBuf, u32), u32>> {
     AUTO.get_or_init(Default::default)
 }
 
+/// For the tests: has the repair thread let go of every lease this process took in `dir` or under it, so that the
+/// directory, once removed, stays removed (the leases stay held).
+#[cfg(test)]
+pub fn forget_under(dir: &Path) {
+    let mine: Vec<*const ()> =
+        held().lock().iter().filter(|(k, _)| k.0.starts_with(dir)).map(|(_, l)| Arc::as_ptr(l).cast()).collect();
+    repair::unwatch(|w| mine.contains(&Arc::as_ptr(w).cast()));
+}
+
 /// Where leases live, and the leases this process holds there, over the platform's backend `B`.
 pub struct LeaseDir<B: Backend> {
     backend: B,
@@ -91,9 +100,10 @@ impl<B: Backend> LeaseDir<B> {
     }
 
     /// Takes the slot `(datacenter_id, worker_id)` for this process, or returns the lease it already holds.
-    /// A slot another live process holds is `ERR_SNOWID_WORKER_ID_IN_USE`, naming that process; so is one whose file
-    /// another user owns.
-    pub fn acquire(&self, datacenter_id: u32, worker_id: u32, what: &str) -> Result<Arc<Lease>> {
+    /// A slot another live process holds is `ERR_SNOWID_WORKER_ID_IN_USE`, naming that process and ending with
+    /// `way_out` (what works for where the worker id came from; none when empty); so is one whose file another user
+    /// owns.
+    pub fn acquire(&self, datacenter_id: u32, worker_id: u32, what: &str, way_out: &str) -> Result<Arc<Lease>> {
         let mut map = held().lock();
         let key = (self.path().to_path_buf(), datacenter_id, worker_id);
         if let Some(l) = map.get(&key) {
@@ -102,20 +112,24 @@ impl<B: Backend> LeaseDir<B> {
         Self::check_room(map.len())?;
         let holder = match self.attempt(datacenter_id, worker_id)? {
             Attempt::Taken(lease) => return Ok(Self::keep(&mut map, key, *lease)),
+            Attempt::Held(Holder::Here(Some(pid))) if pid == std::process::id() => format!(
+                "this process (pid {pid}): another copy of snowid loaded in it, one with a binary file of its own"
+            ),
             Attempt::Held(Holder::Here(pid)) => pid.map_or("another process".to_string(), |p| format!("pid {p}")),
             Attempt::Held(Holder::InSpace) => {
-                "another process of the same id space on this host (layout, epoch and lease \
-                namespace; its lease directory may differ)"
+                "another process of the same id space on this host (the layout's widths and the lease \
+                namespace, whatever its epoch; its lease directory may differ)"
                     .to_string()
             }
             Attempt::Foreign(uid) => format!("the user with uid {uid}, whose file it is"),
         };
+        let way_out = if way_out.is_empty() { String::new() } else { format!("; {way_out}") };
         Err(Error::new(
             Code::WorkerIdInUse,
             Class::Error,
             format!(
                 "{what}: expected a worker id no other live process holds, found datacenterId {datacenter_id} workerId \
-                 {worker_id} held by {holder} (lease file {}); SNOWID_WORKER_ID_IF_TAKEN=next moves on to a free one",
+                 {worker_id} held by {holder} (lease file {}){way_out}",
                 quote_path(&self.slot_path(datacenter_id, worker_id))
             ),
         ))
@@ -162,7 +176,7 @@ impl<B: Backend> LeaseDir<B> {
             .map(|((_, d), w)| (*d, *w))
             .min();
         if let Some((d, w)) = kept {
-            return self.acquire(d, w, "workerId");
+            return self.acquire(d, w, "workerId", "");
         }
         let mut map = held().lock();
         let mut skipped = 0u64;
@@ -230,9 +244,9 @@ impl<B: Backend> LeaseDir<B> {
         )
     }
 
-    /// The (workerId, pid) of every slot of `datacenter_id` held by a live process, sorted by workerId, without
-    /// taking any lock (see [`Backend::recorded`]).
-    pub fn recorded(&self, datacenter_id: u32) -> Result<Vec<(u32, u32)>> {
-        self.backend.recorded(datacenter_id)
+    /// The (datacenterId, workerId, pid) of every slot of the datacenter ids `datacenters` held by a live process,
+    /// sorted, without taking any lock (see [`Backend::recorded`]).
+    pub fn recorded(&self, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
+        self.backend.recorded(datacenters)
     }
 }

@@ -6,21 +6,39 @@ use std::path::Path;
 use super::super::hash::fnv1a;
 use super::super::layout::Layout;
 
-/// The id space of a host's slots: its layout (the four widths and the epoch) and its lease namespace, hashed.
+/// The id space of a host's slots: its layout's four widths and its lease namespace, hashed.
+///
+/// Not its epoch: processes of one layout and different epochs make ids that can be the same numbers (a second
+/// later, the later epoch's process makes the ids the earlier one made), so they must never hold one slot at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Space(u64);
 
 impl Space {
     pub fn new(layout: &Layout, namespace: Option<&str>) -> Space {
         let w = layout.widths();
-        let mut text =
-            format!("bits={}/{}/{}/{} epoch={}", w.datacenter, w.worker, w.clock_back, w.sequence, layout.epoch());
+        let mut text = format!("bits={}/{}/{}/{}", w.datacenter, w.worker, w.clock_back, w.sequence);
         if let Some(ns) = namespace {
             text.push_str(" namespace=");
             text.push_str(ns);
         }
         Space(fnv1a(text.as_bytes()))
     }
+}
+
+/// The identity of a process's generator state, for the claim every loaded copy of snowid in the process sees (see
+/// [`CopyClaim`](super::backend::CopyClaim)): the registry's key, the layout (widths and epoch), the datacenterId and
+/// the workerId, hashed.
+pub fn identity_key(layout: &Layout, datacenter_id: u32, worker_id: u32) -> u64 {
+    let w = layout.widths();
+    let text = format!(
+        "bits={}/{}/{}/{} epoch={} dc={datacenter_id} worker={worker_id}",
+        w.datacenter,
+        w.worker,
+        w.clock_back,
+        w.sequence,
+        layout.epoch()
+    );
+    fnv1a(text.as_bytes())
 }
 
 /// The claim of a slot by its id space: the same for every process that would make the slot's ids.
@@ -47,16 +65,18 @@ mod tests {
     use crate::core::layout::{Widths, DEFAULT_EPOCH};
 
     #[test]
-    fn an_id_space_is_its_widths_epoch_and_namespace() {
+    fn an_id_space_is_its_widths_and_namespace_whatever_the_epoch() {
         let at = |w: Widths, epoch: u64| Layout::new(w, epoch, DEFAULT_EPOCH + 1).unwrap();
         let base = Space::new(&at(Widths::default(), DEFAULT_EPOCH), None);
         assert_eq!(base, Space::new(&at(Widths::default(), DEFAULT_EPOCH), None));
+        // Ids of another epoch are numbers of the same kind: the same slots.
+        assert_eq!(base, Space::new(&at(Widths::default(), DEFAULT_EPOCH - 1), None));
+        assert_eq!(base, Space::new(&at(Widths::default(), DEFAULT_EPOCH - 86_400_000), None));
         let others = [
             Space::new(&at(Widths { datacenter: 2, ..Widths::default() }, DEFAULT_EPOCH), None),
             Space::new(&at(Widths { worker: 6, ..Widths::default() }, DEFAULT_EPOCH), None),
             Space::new(&at(Widths { clock_back: 1, ..Widths::default() }, DEFAULT_EPOCH), None),
             Space::new(&at(Widths { sequence: 11, ..Widths::default() }, DEFAULT_EPOCH), None),
-            Space::new(&at(Widths::default(), DEFAULT_EPOCH - 1), None),
             Space::new(&at(Widths::default(), DEFAULT_EPOCH), Some("test-a")),
             Space::new(&at(Widths::default(), DEFAULT_EPOCH), Some("test-b")),
         ];

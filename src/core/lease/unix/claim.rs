@@ -6,10 +6,11 @@
 //! fails with `EADDRINUSE`, atomically, so of two processes racing for a name exactly one wins.
 //!
 //! A process takes a slot only after it has bound all three claims of the slot:
-//! - one named after the slot's id space ([`space_name`]): the layout's four widths, its epoch and the lease
-//!   namespace (`SNOWID_LEASE_NAMESPACE`, none by default), so two processes that would make the same ids never hold
-//!   the same slot at once, whatever lease directory each uses (another `TMPDIR`, `SNOWID_LEASE_DIR`, a private
-//!   `/tmp`). A namespace is a separate set of slots: for tests that must not meet the host's processes.
+//! - one named after the slot's id space ([`space_name`]): the layout's four widths and the lease namespace
+//!   (`SNOWID_LEASE_NAMESPACE`, none by default), not its epoch, so two processes that could make the same ids
+//!   (those of another epoch can) never hold the same slot at once, whatever lease directory each uses (another
+//!   `TMPDIR`, `SNOWID_LEASE_DIR`, a private `/tmp`). A namespace is a separate set of slots: for tests that must
+//!   not meet the host's processes.
 //! - one named after the lease directory's configured path, as written (normalized only lexically), so a directory
 //!   moved, replaced, mounted over or reached through a switched parent symlink is still the same slot;
 //! - one named after the directory's device and inode, so two spellings of one directory are the same slot too.

@@ -4,33 +4,34 @@
 use std::collections::HashSet;
 use std::ffi::CString;
 use std::fs::File;
+use std::ops::RangeInclusive;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 
 use super::super::super::error::Result;
 use super::super::record::read_file;
+use super::super::space::slot_name;
 use super::dir::{dir_error, Directory};
 use super::files::{check_slot_file, open_at, read_records};
 
-/// The (workerId, pid) of every slot of `datacenter_id` held by a live process, sorted by workerId, without
-/// taking any lock: the pid its file names, where that process holds the file's lock (on Linux, as
+/// The (datacenterId, workerId, pid) of every slot of the datacenter ids `datacenters` held by a live process,
+/// sorted, without taking any lock: the pid its file names, where that process holds the file's lock (on Linux, as
 /// `/proc/locks` shows; elsewhere the file's word is taken). Files that cannot be read, or are not regular files
 /// of a lease's size, are left out.
-pub(super) fn recorded(dir: &Directory, datacenter_id: u32) -> Result<Vec<(u32, u32)>> {
-    let prefix = format!("dc{datacenter_id}-worker");
+pub(super) fn recorded(dir: &Directory, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
     let entries = std::fs::read_dir(&dir.path).map_err(|e| dir_error(&dir.path, "listing it", &e))?;
     let locks = flock_holders();
     let mut out = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(worker) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(&prefix))
-            .and_then(|n| n.strip_suffix(".lease"))
-            .and_then(|w| w.parse::<u32>().ok())
+        let Some((datacenter, worker)) = name.to_str().and_then(slot_of).filter(|(d, _)| datacenters.contains(d))
         else {
             continue;
         };
+        // Only the name a slot's file has: no sign, no leading zero, no other spelling of the same numbers.
+        if slot_name(datacenter, worker).as_str() != name {
+            continue;
+        }
         let path = entry.path();
         let Ok(cname) = CString::new(name.as_bytes()) else { continue };
         let Some((file, m)) = open_at(&dir.dir, &cname, libc::O_RDONLY)
@@ -44,12 +45,18 @@ pub(super) fn recorded(dir: &Directory, datacenter_id: u32) -> Result<Vec<(u32, 
         if let Some(r) = record {
             let holds = locks.as_ref().is_none_or(|l| l.contains(&FlockHolder::of(r.pid, &m)));
             if holds {
-                out.push((worker, r.pid));
+                out.push((datacenter, worker, r.pid));
             }
         }
     }
     out.sort_unstable();
     Ok(out)
+}
+
+/// The (datacenterId, workerId) a slot file's name `dc<D>-worker<W>.lease` gives.
+fn slot_of(name: &str) -> Option<(u32, u32)> {
+    let (dc, worker) = name.strip_prefix("dc")?.strip_suffix(".lease")?.split_once("-worker")?;
+    Some((dc.parse().ok()?, worker.parse().ok()?))
 }
 
 /// A process holding an exclusive `flock` on a file, as `/proc/locks` names them: pid, device, inode.

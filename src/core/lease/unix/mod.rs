@@ -4,10 +4,12 @@
 //! - `dir`: the lease directory and its safety;
 //! - `files`: slot files opened and checked without following links or blocking;
 //! - `claim`: the claims that keep a slot to one live process whatever happens to the files;
+//! - `copies`: an identity's claim by one loaded copy of snowid, that the process's other copies see;
 //! - `slot`: a held slot's file, found again before each write;
 //! - `listing`: the slots live processes hold, by `/proc/locks`.
 
 mod claim;
+mod copies;
 mod dir;
 mod files;
 mod listing;
@@ -16,6 +18,7 @@ mod slot;
 use std::ffi::CString;
 use std::fs::{File, TryLockError};
 use std::io::ErrorKind;
+use std::ops::RangeInclusive;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -24,6 +27,7 @@ use super::backend::{Attempt, Backend, Holder, Sharing, Taken};
 use super::record::read_file;
 use super::space::{path_name, slot_name, Space};
 use claim::{inode_name, space_claim, Claim};
+pub use copies::UnixCopyClaim;
 use dir::{dir_error, dir_problem, Directory};
 use files::{check_slot_file, my_uid, open_at, read_records};
 pub use slot::UnixFile;
@@ -136,8 +140,8 @@ impl Backend for UnixDir {
         Ok(Attempt::Taken(Taken { file, previous }))
     }
 
-    fn recorded(&self, datacenter_id: u32) -> Result<Vec<(u32, u32)>> {
-        listing::recorded(&self.0, datacenter_id)
+    fn recorded(&self, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
+        listing::recorded(&self.0, datacenters)
     }
 }
 

@@ -41,8 +41,8 @@ const ANY: &dyn Fn(&Record) -> bool = &|_| true;
 fn a_slot_is_held_once_and_marks_persist() {
     let t = TempDir::new("slots");
     let dir = private(&t);
-    let a = dir.acquire(1, 2, "workerId").unwrap();
-    let again = dir.acquire(1, 2, "workerId").unwrap();
+    let a = dir.acquire(1, 2, "workerId", "").unwrap();
+    let again = dir.acquire(1, 2, "workerId", "").unwrap();
     assert!(Arc::ptr_eq(&a, &again), "one lease per slot per process");
     // Another open file description (as another process would have) cannot take it.
     assert!(matches!(dir.attempt(1, 2).unwrap(), Attempt::Held(Holder::Here(Some(pid))) if pid == std::process::id()));
@@ -62,17 +62,17 @@ fn a_slot_is_held_once_and_marks_persist() {
 fn automatic_slots_skip_held_ones_and_run_out_loudly() {
     let t = TempDir::new("auto");
     let dir = private(&t);
-    let explicit = dir.acquire(0, 0, "workerId").unwrap();
+    let explicit = dir.acquire(0, 0, "workerId", "").unwrap();
     let auto = dir.acquire_auto(0..=0, 4, ANY).unwrap();
     assert_eq!((explicit.worker_id(), auto.worker_id()), (0, 1));
     assert_eq!(dir.acquire_auto(0..=0, 4, ANY).unwrap().worker_id(), 1, "the process keeps its automatic slot");
     let me = std::process::id();
-    assert_eq!(dir.recorded(0).unwrap(), vec![(0, me), (1, me)]);
-    assert_eq!(dir.recorded(1).unwrap(), vec![]);
+    assert_eq!(dir.recorded(0..=0).unwrap(), vec![(0, 0, me), (0, 1, me)]);
+    assert_eq!(dir.recorded(1..=1).unwrap(), vec![]);
     let t2 = TempDir::new("auto2");
     let dir2 = private(&t2);
     for w in 0..2 {
-        dir2.acquire(5, w, "workerId").unwrap();
+        dir2.acquire(5, w, "workerId", "").unwrap();
     }
     assert_eq!(dir2.acquire_auto(5..=5, 2, ANY).unwrap_err().code(), Code::NoFreeWorkerId);
 }
@@ -82,7 +82,7 @@ fn among_datacenter_ids_it_fills_datacenter_0_then_1_and_skips_what_it_cannot_us
     let t = TempDir::new("dcs");
     let dir = private(&t);
     for w in 0..4 {
-        dir.acquire(0, w, "workerId").unwrap();
+        dir.acquire(0, w, "workerId", "").unwrap();
     }
     // (1, 0) reserved far ahead by an earlier holder: `usable` refuses it, so it is skipped, its marks kept.
     let far = SystemClock.now_ms() + 3_600_000;
@@ -104,7 +104,7 @@ fn one_datacenter_id_stays_put_and_running_out_says_what_to_set() {
     let t = TempDir::new("dc-full");
     let dir = private(&t);
     for w in 0..2 {
-        dir.acquire(0, w, "workerId").unwrap();
+        dir.acquire(0, w, "workerId", "").unwrap();
     }
     // datacenterId 1 has free slots, but a lease within datacenterId 0 does not move there.
     let e = dir.acquire_auto(0..=0, 2, ANY).unwrap_err();
@@ -115,20 +115,20 @@ fn one_datacenter_id_stays_put_and_running_out_says_what_to_set() {
     assert!(e.message().contains("SNOWID_WORKER_BITS=2 doubles the slots to 4"), "{e}");
     let e = dir.acquire_from(0, 2, 1, ANY).unwrap_err();
     assert_eq!(e.code(), Code::NoFreeWorkerId);
-    assert!(dir.recorded(1).unwrap().is_empty(), "nothing was taken in datacenterId 1");
+    assert!(dir.recorded(1..=1).unwrap().is_empty(), "nothing was taken in datacenterId 1");
     // Among both, it moves on to datacenterId 1; once that is full too, the message counts every slot.
     let t2 = TempDir::new("dcs-full");
     let dir2 = private(&t2);
     for w in 0..2 {
-        dir2.acquire(0, w, "workerId").unwrap();
+        dir2.acquire(0, w, "workerId", "").unwrap();
     }
     let auto = dir2.acquire_auto(0..=1, 2, ANY).unwrap();
     assert_eq!((auto.datacenter_id(), auto.worker_id()), (1, 0));
-    dir2.acquire(1, 1, "workerId").unwrap();
+    dir2.acquire(1, 1, "workerId", "").unwrap();
     let t3 = TempDir::new("dcs-full-2");
     let dir3 = private(&t3);
     for (dc, w) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
-        dir3.acquire(dc, w, "workerId").unwrap();
+        dir3.acquire(dc, w, "workerId", "").unwrap();
     }
     let e = dir3.acquire_auto(0..=1, 2, ANY).unwrap_err();
     assert_eq!(e.code(), Code::NoFreeWorkerId);
@@ -156,7 +156,7 @@ fn a_garbage_slot_file_is_refused_not_overwritten() {
     let t = TempDir::new("garbage");
     let dir = private(&t);
     std::fs::write(dir.slot_path(0, 9), b"\x00\x01 not a lease").unwrap();
-    let e = dir.acquire(0, 9, "workerId").unwrap_err();
+    let e = dir.acquire(0, 9, "workerId", "").unwrap_err();
     assert_eq!(e.code(), Code::LeaseCorrupt);
     assert_eq!(std::fs::read(dir.slot_path(0, 9)).unwrap(), b"\x00\x01 not a lease");
 }
@@ -170,7 +170,7 @@ fn writer_and_reader_agree_for_every_clock_back_width() {
     let now = 1_795_000_000_000u64;
     for bits in 0..=24u32 {
         let values = 1u64 << bits;
-        let lease = dir.acquire(bits, 0, "workerId").unwrap();
+        let lease = dir.acquire(bits, 0, "workerId", "").unwrap();
         let n = values.min(MAX_MARKS as u64);
         for i in 0..n {
             // The highest clockBack values, each reserved further ahead.
@@ -198,7 +198,7 @@ fn marks_at(path: &Path) -> Vec<(u32, u64)> {
 fn a_slot_stays_held_whatever_happens_to_its_file() {
     let t = TempDir::new("deleted");
     let dir = private(&t);
-    let lease = dir.acquire(7, 1, "workerId").unwrap();
+    let lease = dir.acquire(7, 1, "workerId", "").unwrap();
     lease.reserve(0, 5_000, 1_000).unwrap();
     std::fs::remove_file(lease.path()).unwrap();
     // Before the holder writes again, nothing at the path: a newcomer still cannot take the slot.
@@ -221,7 +221,7 @@ fn an_idle_holder_puts_back_marks_that_reach_past_the_clock() {
     std::fs::create_dir_all(&t.0).unwrap();
     let path = t.join("lease");
     let dir = LeaseDir::open(&path, Sharing::Private, space(&t)).unwrap();
-    let lease = dir.acquire(4, 4, "workerId").unwrap();
+    let lease = dir.acquire(4, 4, "workerId", "").unwrap();
     let now = SystemClock.now_ms();
     lease.reserve(0, now + 600, now).unwrap();
     let file = path.join("dc4-worker4.lease");
@@ -244,7 +244,7 @@ fn an_idle_holder_puts_back_marks_that_reach_past_the_clock() {
 fn a_file_it_cannot_be_sure_of_stops_the_holder() {
     let t = TempDir::new("unsure");
     let dir = private(&t);
-    let lease = dir.acquire(7, 2, "workerId").unwrap();
+    let lease = dir.acquire(7, 2, "workerId", "").unwrap();
     lease.reserve(0, 5_000, 1_000).unwrap();
     // Marks ahead of the clock: another holder's ids may reach there.
     let ahead = Record { seq: 3, pid: 1, marks: vec![(1, 9_000)] }.encode().unwrap();
@@ -257,7 +257,7 @@ fn a_file_it_cannot_be_sure_of_stops_the_holder() {
     std::fs::remove_file(lease.path()).unwrap();
     assert_eq!(lease.reserve(0, 6_000, 1_000).unwrap_err(), e);
     // Locked by another open file (as a process in another network namespace would hold it).
-    let lease = dir.acquire(7, 3, "workerId").unwrap();
+    let lease = dir.acquire(7, 3, "workerId", "").unwrap();
     std::fs::write(t.join("locked"), b"").unwrap();
     let other = File::open(t.join("locked")).unwrap();
     other.try_lock().unwrap();
@@ -291,7 +291,7 @@ fn a_directory_replaced_under_a_holder_stops_its_generator_within_a_repair_perio
     let path = t.join("lease");
     let dir = LeaseDir::open(&path, Sharing::Private, space(&t)).unwrap();
     let s = settings(Widths::default(), ClockBackPolicy::Bits);
-    let lease = dir.acquire(s.datacenter_id, s.worker_id, "workerId").unwrap();
+    let lease = dir.acquire(s.datacenter_id, s.worker_id, "workerId", "").unwrap();
     let state = Shared::new(State::resume(&s, 0, Vec::new(), lease.clone(), &SystemClock).unwrap(), &s.layout);
     lease.guard(Arc::downgrade(&state) as Weak<dyn Stop>);
     let g = Generator::new(s, state, SystemClock).unwrap();
@@ -343,7 +343,7 @@ fn a_moved_or_deleted_directory_is_followed_and_the_slot_kept() {
     std::fs::create_dir_all(&t.0).unwrap();
     let path = t.join("lease");
     let dir = LeaseDir::open(&path, Sharing::Private, space(&t)).unwrap();
-    let lease = dir.acquire(3, 4, "workerId").unwrap();
+    let lease = dir.acquire(3, 4, "workerId", "").unwrap();
     lease.reserve(0, 5_000, 1_000).unwrap();
     std::fs::rename(&path, t.join("lease.old")).unwrap();
     std::fs::create_dir(&path).unwrap();
@@ -372,10 +372,16 @@ fn only_the_process_that_holds_a_slot_is_named_as_its_holder() {
     let t = TempDir::new("recorded");
     let dir = private(&t);
     let me = std::process::id();
-    dir.acquire(2, 0, "workerId").unwrap();
+    dir.acquire(2, 0, "workerId", "").unwrap();
     // A record naming this process on a slot it does not hold (a stale file, or a forged one).
     std::fs::write(dir.slot_path(2, 1), Record { seq: 1, pid: me, marks: vec![] }.encode().unwrap()).unwrap();
-    assert_eq!(dir.recorded(2).unwrap(), vec![(0, me)]);
+    assert_eq!(dir.recorded(2..=2).unwrap(), vec![(2, 0, me)]);
+    // Over several datacenter ids at once, in order; a file whose name spells the numbers otherwise is no slot's.
+    dir.acquire(0, 3, "workerId", "").unwrap();
+    dir.acquire(3, 1, "workerId", "").unwrap();
+    std::fs::hard_link(dir.slot_path(3, 1), t.join("dc3-worker01.lease")).unwrap();
+    assert_eq!(dir.recorded(0..=3).unwrap(), vec![(0, 3, me), (2, 0, me), (3, 1, me)]);
+    assert_eq!(dir.recorded(1..=2).unwrap(), vec![(2, 0, me)]);
 }
 
 #[test]
@@ -386,9 +392,9 @@ fn a_held_slot_is_listed_while_other_locks_come_and_go() {
     // Slots held all along, among locks that other threads take and drop as fast as they can (as other
     // processes on a busy host do): /proc/locks changes between the reads that list it.
     for w in 0..4 {
-        dir.acquire(5, w, "workerId").unwrap();
+        dir.acquire(5, w, "workerId", "").unwrap();
     }
-    let held: Vec<(u32, u32)> = (0..4).map(|w| (w, me)).collect();
+    let held: Vec<(u32, u32, u32)> = (0..4).map(|w| (5, w, me)).collect();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let churners: Vec<_> = (0..2)
         .map(|k| {
@@ -409,7 +415,7 @@ fn a_held_slot_is_listed_while_other_locks_come_and_go() {
         .collect();
     let mut missed = 0;
     for _ in 0..2_000 {
-        if dir.recorded(5).unwrap() != held {
+        if dir.recorded(5..=5).unwrap() != held {
             missed += 1;
         }
     }
@@ -428,7 +434,7 @@ fn holds_a_slot_for_another_test() {
     let (path, namespace) = spec.rsplit_once(':').unwrap();
     let dir =
         LeaseDir::open(Path::new(path), Sharing::Private, Space::new(&default_layout(), Some(namespace))).unwrap();
-    dir.acquire(1, 0, "workerId").unwrap();
+    dir.acquire(1, 0, "workerId", "").unwrap();
     // On a line of its own: the test harness has written the test's name without ending its line.
     println!("\nsnowid-test-held");
     std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new()).unwrap();
@@ -454,23 +460,25 @@ fn one_id_space_is_one_set_of_slots_whatever_the_directory() {
     assert!(out.by_ref().map_while(|l| l.ok()).any(|l| l == "snowid-test-held"), "the other process took the slot");
     let dir = LeaseDir::open(&mine.0, Sharing::Private, space).unwrap();
     assert!(matches!(dir.attempt(1, 0).unwrap(), Attempt::Held(Holder::InSpace)));
-    let e = dir.acquire(1, 0, "workerId").map(|_| ()).unwrap_err();
+    let e = dir.acquire(1, 0, "workerId", "").map(|_| ()).unwrap_err();
     assert_eq!(e.code(), Code::WorkerIdInUse);
     assert!(e.message().contains("held by another process of the same id space on this host"), "{e}");
     assert_eq!(dir.acquire_auto(1..=1, 4, ANY).unwrap().worker_id(), 1, "the automatic lease moves on");
-    // Another namespace, or another layout, is another set of slots.
+    // Another namespace, or other widths, is another set of slots.
     let other = |space| {
         matches!(LeaseDir::open(&mine.0, Sharing::Private, space).unwrap().attempt(1, 0).unwrap(), Attempt::Taken(_))
     };
     assert!(other(Space::new(&default_layout(), Some(&format!("{namespace}-2")))));
     let narrower = Layout::new(Widths { sequence: 11, ..Widths::default() }, DEFAULT_EPOCH, DEFAULT_EPOCH + 1).unwrap();
     assert!(other(Space::new(&narrower, Some(&namespace))));
-    let later = Layout::new(Widths::default(), DEFAULT_EPOCH + 1, DEFAULT_EPOCH + 2).unwrap();
-    assert!(other(Space::new(&later, Some(&namespace))));
+    // Another epoch is not: its ids are numbers of the same kind.
+    let later = Layout::new(Widths::default(), DEFAULT_EPOCH + 1_000, DEFAULT_EPOCH + 2_000).unwrap();
+    let at_later = LeaseDir::open(&mine.0, Sharing::Private, Space::new(&later, Some(&namespace))).unwrap();
+    assert!(matches!(at_later.attempt(1, 0).unwrap(), Attempt::Held(Holder::InSpace)));
     // A second lease of a slot this process holds, in another directory, shares its claim.
     let third = TempDir::new("space-third");
     let again = LeaseDir::open(&third.0, Sharing::Private, space).unwrap();
-    assert_eq!(again.acquire(1, 1, "workerId").unwrap().worker_id(), 1);
+    assert_eq!(again.acquire(1, 1, "workerId", "").unwrap().worker_id(), 1);
     // Once the other process has exited, the slot is free.
     drop(child.stdin.take());
     out.for_each(drop);

@@ -1,4 +1,4 @@
-// Typings of what every store's lease shares (lib/lease.js): its options, errors and lease object. Written by hand.
+// Typings of what every store's lease shares (lib/store-lease.js): its options, errors and lease object. Written by hand.
 import type { Snowflake, SnowflakeOptions } from '../index'
 
 /** The options every store takes; each store adds its `client` and its own. */

@@ -135,8 +135,9 @@ function readOptionsOf(options, storeOptions) {
       )
     }
   }
-  // The slot's count and the datacenter id, as the generator will see them (options over SNOWID_* variables).
-  const env = { SNOWID_LEASE: 'off' }
+  // The slot's count and the datacenter id, as the generator will see them (options over SNOWID_* variables); the
+  // worker id is the lease's.
+  const env = { SNOWID_LEASE: 'off', SNOWID_WORKER_ID: '0' }
   if (snowflake.workerBits !== undefined) env.SNOWID_WORKER_BITS = String(snowflake.workerBits)
   if (snowflake.datacenterBits !== undefined) env.SNOWID_DATACENTER_BITS = String(snowflake.datacenterBits)
   if (options.datacenterId !== undefined) {
