@@ -106,6 +106,8 @@ for (const runner of ['jest', 'vitest']) {
         ['Snowflake#minIdAt', () => generator.minIdAt(-1), RealmRangeError],
         ['Snowflake#nextId, starting', () => unstartable.nextId(), RealmError],
         ['Snowflake#nextIdString, starting', () => unstartable.nextIdString(), RealmError],
+        ['Snowflake#nextIds(2), starting', () => unstartable.nextIds(2), RealmError],
+        ['Snowflake#nextIdStrings(2), starting', () => unstartable.nextIdStrings(2), RealmError],
         ['Snowflake#config, starting', () => unstartable.config(), RealmError],
         ['SnowflakeLayout#decode', () => layout.decode(-1), RealmRangeError],
         ['SnowflakeLayout#timestampOf', () => layout.timestampOf('x'), RealmTypeError],
@@ -127,13 +129,13 @@ for (const runner of ['jest', 'vitest']) {
     const out = inChild(
       runner,
       `for (const [name, call] of [['nextId', () => snowid.nextId()], ['nextIdString', () => snowid.nextIdString()],
-                                    ['config', () => snowid.config()]]) {
+                                    ['nextIds', () => snowid.nextIds(2)], ['config', () => snowid.config()]]) {
          const e = thrown(call)
          out[name] = { realm: e instanceof realm.run('RangeError'), code: e.code, message: e.message }
        }`,
       { SNOWID_WORKER_ID: '32' },
     )
-    for (const name of ['nextId', 'nextIdString', 'config']) {
+    for (const name of ['nextId', 'nextIdString', 'nextIds', 'config']) {
       assert.deepEqual(out[name], {
         realm: true,
         code: 'ERR_SNOWID_INVALID_CONFIG',

@@ -54,6 +54,12 @@ pub(crate) fn raise(env: sys::napi_env, e: &CoreError) -> napi::Error {
     napi::Error::from_status(Status::PendingException)
 }
 
+/// [`raise`] with `realm` as the calling realm (see `realm::calling`), for a call that sets it only when it fails.
+#[cold]
+pub(crate) fn raise_in(env: sys::napi_env, realm: Option<&std::rc::Rc<realm::Realm>>, e: &CoreError) -> napi::Error {
+    realm::calling(realm, || raise(env, e))
+}
+
 pub(crate) fn check(status: sys::napi_status) -> Result<()> {
     if status == sys::Status::napi_ok {
         Ok(())

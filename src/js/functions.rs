@@ -138,10 +138,23 @@ pub(crate) unsafe fn call_in_realm<T: InRealm>(
     info: sys::napi_callback_info,
     f: impl FnOnce(sys::napi_value, &T) -> Result<sys::napi_value>,
 ) -> sys::napi_value {
+    // SAFETY: as above.
+    unsafe { call_with_data(env, info, |arg, data: &T| realm::calling(data.realm(), || f(arg, data))) }
+}
+
+/// Runs a function of one argument: `f(arg, its data)`, without setting its realm, for a call that sets it only
+/// where it needs it (see `batches::scratch_ids_impl`).
+///
+/// # Safety
+/// As for [`call_in_realm`].
+pub(crate) unsafe fn call_with_data<T>(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+    f: impl FnOnce(sys::napi_value, &T) -> Result<sys::napi_value>,
+) -> sys::napi_value {
     let out = unsafe { call_info(env, info) }.and_then(|(arg, data)| {
         // SAFETY: see above.
-        let data = unsafe { &*(data as *const T) };
-        realm::calling(data.realm(), || f(arg, data))
+        f(arg, unsafe { &*(data as *const T) })
     });
     unsafe { finish(env, out.map(Raw)) }
 }

@@ -21,7 +21,7 @@ use super::default::{
 };
 use super::env::{register_os_backed, JsEnv};
 use super::errors::{check, raise};
-use super::functions::{call_in_realm, data_of, id_call, in_realm, owning_function, Callback, InRealm};
+use super::functions::{call_in_realm, call_with_data, data_of, id_call, in_realm, owning_function, Callback, InRealm};
 use super::module_instance::{env_scratch, make_instance, make_scratch, scratch_of, Scratch};
 use super::options::read_options;
 use super::realm::{self, Realm};
@@ -65,10 +65,17 @@ unsafe extern "C" fn module_next_ids(env: sys::napi_env, info: sys::napi_callbac
 }
 
 unsafe extern "C" fn module_scratch_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    // SAFETY: the scratch is this env's (see `scratch_of`).
-    let f =
-        |arg, m: &RealmModule| scratch_ids_impl(env, || default_generator(env), unsafe { scratch_of(m.scratch) }, arg);
-    unsafe { call_in_realm::<RealmModule>(env, info, f) }
+    // The small batch, like `nextId`, sets its realm only to start the generator or to throw.
+    let f = |arg, m: &RealmModule| {
+        let realm = m.realm();
+        let generator = || match DEFAULT.get() {
+            Some((g, _)) => Ok(g),
+            None => realm::calling(realm, || default_generator(env)),
+        };
+        // SAFETY: the scratch is this env's (see `scratch_of`).
+        scratch_ids_impl(env, generator, unsafe { scratch_of(m.scratch) }, arg, realm)
+    };
+    unsafe { call_with_data::<RealmModule>(env, info, f) }
 }
 
 unsafe extern "C" fn module_joined_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {

@@ -108,22 +108,25 @@ impl Drop for Realm {
 }
 
 /// Puts the realm it replaced back when the call it was set for ends, however it ends.
-struct Restore(*const Realm);
+struct Restore<'a>(&'a Cell<*const Realm>, *const Realm);
 
-impl Drop for Restore {
+impl Drop for Restore<'_> {
     fn drop(&mut self) {
-        CALLING.with(|c| c.set(self.0));
+        self.0.set(self.1);
     }
 }
 
 /// Runs `f` with `realm` as the calling realm, and puts back the one before (a call may run JS that calls in from
-/// another realm). A function made with no realm (one the binding made for a direct call) runs `f` as it is.
+/// another realm). A function made with no realm (one the binding made for a direct call) runs `f` as it is. The
+/// thread-local is looked up once for both (a batch call sets it every time).
 pub(crate) fn calling<T>(realm: Option<&Rc<Realm>>, f: impl FnOnce() -> T) -> T {
     let Some(realm) = realm else {
         return f();
     };
-    let _restore = Restore(CALLING.with(|c| c.replace(Rc::as_ptr(realm))));
-    f()
+    CALLING.with(|c| {
+        let _restore = Restore(c, c.replace(Rc::as_ptr(realm)));
+        f()
+    })
 }
 
 /// `f` of the calling realm of `env`, if there is one.

@@ -20,7 +20,7 @@ use super::batches::{joined_ids_impl, next_ids_impl, scratch_ids_impl};
 use super::decoding::timestamp_impl;
 use super::default::warn_once;
 use super::errors::check;
-use super::functions::{call_in_realm, data_of, finish, id_call, owning_function, Callback, InRealm};
+use super::functions::{call_in_realm, call_with_data, data_of, finish, id_call, owning_function, Callback, InRealm};
 use super::module_instance::{env_scratch, scratch_of, Scratch};
 use super::realm::{self, Realm};
 use super::values::{bigint, decimal, Raw};
@@ -121,11 +121,17 @@ unsafe extern "C" fn instance_timestamp_of(env: sys::napi_env, info: sys::napi_c
 }
 
 unsafe extern "C" fn instance_scratch_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    // SAFETY: the scratch is this env's (see `scratch_of`).
+    // The small batch, like `nextId`, sets its realm only to start the generator or to throw.
     let call = |arg, f: &InstanceFunction| {
-        scratch_ids_impl(env, || f.generator.get(env), unsafe { scratch_of(f.scratch) }, arg)
+        let realm = f.realm();
+        let generator = || match f.generator.generator.get() {
+            Some(g) => Ok(g),
+            None => realm::calling(realm, || f.generator.get(env)),
+        };
+        // SAFETY: the scratch is this env's (see `scratch_of`).
+        scratch_ids_impl(env, generator, unsafe { scratch_of(f.scratch) }, arg, realm)
     };
-    unsafe { call_in_realm::<InstanceFunction>(env, info, call) }
+    unsafe { call_with_data::<InstanceFunction>(env, info, call) }
 }
 
 /// The hot methods `index.js` gives a `Snowflake` as its own, then the batch halves it wraps into the instance's
