@@ -9,34 +9,44 @@ const { idsOf, stringsOf } = require('./batches.js')
 const { brandedClass } = require('./class.js')
 const { decoder } = require('./decode.js')
 
-// The native classes' methods and constructors, made this realm's (lib/addon.js): called on a core, each throws this
-// realm's errors.
+// The native classes' methods and constructors, made this realm's (lib/addon.js): each takes the core first, and
+// throws this realm's errors. The core is passed as an argument, not as `this`: Deno does not give a native function
+// the `this` it was called with.
 const native = {}
 for (const [Class, names] of [
   [binding.Snowflake, ['__install', '__decoder', 'minIdAt', 'maxIdAt', 'config', 'stats']],
   [binding.SnowflakeLayout, ['__decoder', 'timestampOf', 'minIdAt', 'maxIdAt', 'layout']],
 ]) {
-  native[Class.name] = Object.fromEntries(names.map(name => [name, realm.wrap(Class.prototype[name])]))
+  native[Class.name] = Object.fromEntries(
+    names.map(name => {
+      const method = Class.prototype[name]
+      return [name, realm.wrap({ [name]: (core, ...args) => method.apply(core, args) }[name])]
+    }),
+  )
 }
 const snowflakeCore = realm.wrap(binding.__snowflakeCore)
-const LayoutCore = realm.wrap(binding.SnowflakeLayout)
+// Made with `new` inside a function called as the realm's: Bun and Deno give `new` of a native function the object
+// they made, not the one it returns, so the native class is not itself wrapped.
+const layoutCore = realm.wrap(function SnowflakeLayout(options) {
+  return new binding.SnowflakeLayout(options)
+})
 const fence = realm.wrap(binding.fenceSnowflake)
 
 /** A `Snowflake` core's methods: its hot ones and batch halves (`__install`), the rest bound to it. */
 function snowflakeMethods(core) {
   const own = native.Snowflake
-  const [nextId, nextIdString, timestampOf, fill, scratchIds, joinedIds] = own.__install.call(core)
+  const [nextId, nextIdString, timestampOf, fill, scratchIds, joinedIds] = own.__install(core)
   return {
     nextId,
     nextIdString,
     nextIds: idsOf(fill, scratchIds),
     nextIdStrings: stringsOf(nextIdString, joinedIds),
     timestampOf,
-    decode: decoder(own.__decoder.call(core), false),
-    minIdAt: own.minIdAt.bind(core),
-    maxIdAt: own.maxIdAt.bind(core),
-    config: own.config.bind(core),
-    stats: own.stats.bind(core),
+    decode: decoder(own.__decoder(core), false),
+    minIdAt: own.minIdAt.bind(undefined, core),
+    maxIdAt: own.maxIdAt.bind(undefined, core),
+    config: own.config.bind(undefined, core),
+    stats: own.stats.bind(undefined, core),
   }
 }
 
@@ -44,11 +54,11 @@ function snowflakeMethods(core) {
 function layoutMethods(core) {
   const own = native.SnowflakeLayout
   return {
-    decode: decoder(own.__decoder.call(core), false),
-    timestampOf: own.timestampOf.bind(core),
-    minIdAt: own.minIdAt.bind(core),
-    maxIdAt: own.maxIdAt.bind(core),
-    layout: own.layout.bind(core),
+    decode: decoder(own.__decoder(core), false),
+    timestampOf: own.timestampOf.bind(undefined, core),
+    minIdAt: own.minIdAt.bind(undefined, core),
+    maxIdAt: own.maxIdAt.bind(undefined, core),
+    layout: own.layout.bind(undefined, core),
   }
 }
 
@@ -57,7 +67,7 @@ function layoutMethods(core) {
 function claimSnowflake(core) {
   let config
   try {
-    config = native.Snowflake.config.call(core)
+    config = native.Snowflake.config(core)
   } catch {
     return
   }
@@ -86,7 +96,7 @@ const snowflake = brandedClass(
 const layout = brandedClass(
   'SnowflakeLayout',
   ['decode', 'timestampOf', 'minIdAt', 'maxIdAt', 'layout'],
-  options => new LayoutCore(options),
+  options => layoutCore(options),
   layoutMethods,
 )
 

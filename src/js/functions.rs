@@ -229,24 +229,19 @@ impl Drop for RealmCall {
 unsafe extern "C" fn realm_call(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     let mut argc = REALM_ARGS;
     let mut argv = [ptr::null_mut(); REALM_ARGS];
-    let (mut this, mut data, mut new_target, mut target) =
-        (ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    let (mut this, mut data, mut target) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
     // SAFETY: `argv` has room for `argc` values; the data is the `RealmCall` `in_realm` gave this function, freed
     // only once it is collected.
     let out = check(unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), &mut this, &mut data) })
-        .and_then(|()| check(unsafe { sys::napi_get_new_target(env, info, &mut new_target) }))
         .and_then(|()| {
             let call = unsafe { &*(data as *const RealmCall) };
             check(unsafe { sys::napi_get_reference_value(env, call.target, &mut target) })?;
             let (argc, argv) = (argc.min(REALM_ARGS), argv.as_ptr());
             let mut result = ptr::null_mut();
-            // Called with `new`, it makes an instance of the target, as the target would.
+            // Not `new`: Deno reports a new target for a plain call, and Bun gives `new` its own object, not the one
+            // returned. A class is made through a function that calls `new` (lib/snowflake.js).
             check(realm::calling(Some(&call.realm), || unsafe {
-                if new_target.is_null() {
-                    sys::napi_call_function(env, this, target, argc, argv, &mut result)
-                } else {
-                    sys::napi_new_instance(env, target, argc, argv, &mut result)
-                }
+                sys::napi_call_function(env, this, target, argc, argv, &mut result)
             }))?;
             Ok(Raw(result))
         });
@@ -254,7 +249,8 @@ unsafe extern "C" fn realm_call(env: sys::napi_env, info: sys::napi_callback_inf
 }
 
 /// `target`, a function of the binding, as `realm`'s: a function of the same name that calls it with the same `this`
-/// and arguments (or makes an instance of it, called with `new`) with `realm` as the calling realm, so that what it
+/// and arguments with `realm` as the calling realm (Deno does not pass `this` to a native function: give it as an
+/// argument there), so that what it
 /// throws is of `realm`'s error classes, and what it reads of the environment is `realm`'s `process.env`.
 pub(crate) fn in_realm(env: sys::napi_env, realm: &Rc<Realm>, target: sys::napi_value) -> Result<sys::napi_value> {
     let (mut name, mut reference) = (ptr::null_mut(), ptr::null_mut());
