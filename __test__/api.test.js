@@ -150,7 +150,9 @@ test('decode reads a bigint exactly as the BigInt arithmetic does, for every lay
     const sum = widths.reduce((a, b) => a + b)
     if (sum < 11 || sum > 62) continue
     const [datacenterBits, workerBits, clockBackBits, sequenceBits] = widths
-    const options = { epoch: Math.floor(random() * 1.7e12), datacenterBits, workerBits, clockBackBits, sequenceBits }
+    // An epoch given as a number: 0, or from 2000-01-01 (an earlier one is refused as likely seconds).
+    const epoch = random() < 0.1 ? 0 : 946_684_800_000 + Math.floor(random() * (1.7e12 - 946_684_800_000))
+    const options = { epoch, datacenterBits, workerBits, clockBackBits, sequenceBits }
     cases.push([new snowid.SnowflakeLayout(options), options])
   }
   for (const [reader, layout] of cases) {

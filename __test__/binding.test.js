@@ -236,6 +236,41 @@ test('the 10-year rule is for generating: a layout that has run out still reads 
   })
 })
 
+test('an epoch that can only be seconds or microseconds is refused, naming the unit; 0 and dates are not', () => {
+  const { Snowflake, SnowflakeLayout } = require('..')
+  const seconds = /found 1700000000 \(1970-01-20T16:13:20\.000Z\), .*it looks like seconds; in ms it is 1700000000000 /
+  for (const epoch of [1700000000, '1700000000']) {
+    expectError(() => new SnowflakeLayout({ epoch }), {
+      name: 'RangeError',
+      code: 'ERR_SNOWID_INVALID_CONFIG',
+      message: seconds,
+    })
+    expectError(() => new Snowflake({ epoch, workerId: 1, lease: false }), {
+      name: 'RangeError',
+      code: 'ERR_SNOWID_INVALID_CONFIG',
+      message: seconds,
+    })
+  }
+  expectError(() => new SnowflakeLayout({ epoch: 1288834974657000 }), {
+    name: 'RangeError',
+    code: 'ERR_SNOWID_INVALID_CONFIG',
+    message: /it looks like microseconds; in ms it is 1288834974657 \(2010-11-04T01:42:54\.657Z\)$/,
+  })
+  // The Unix epoch, 2000-01-01, Twitter's; and a date before 2000 given as a date.
+  for (const [epoch, ms] of [
+    [0, 0],
+    [946684800000, 946684800000],
+    [1288834974657, 1288834974657],
+    ['1995-01-01', 788918400000],
+    [new Date(1700000000), 1700000000],
+  ]) {
+    assert.equal(new SnowflakeLayout({ epoch }).layout().epoch, ms, String(epoch))
+  }
+  const out = run(`${CAUGHT}; out.next = caught(() => s.nextId())`, { SNOWID_EPOCH: '1700000000' })
+  assert.equal(out.next.code, 'ERR_SNOWID_INVALID_CONFIG')
+  assert.match(out.next.message, /^SNOWID_EPOCH: .*it looks like seconds; in ms it is 1700000000000 /)
+})
+
 test("SnowflakeLayout reads Discord's documented id and Instagram's scheme exactly", () => {
   const { SnowflakeLayout } = require('..')
   // Discord: epoch 2015-01-01, 5 bits of internal worker id, 5 of process id, 12 of increment.

@@ -87,7 +87,14 @@ test('every bad environment value fails the first id with a coded error, without
     ['datacenterId', 'one', 'TypeError', /^datacenterId: /],
     ['SNOWID_CLOCK_BACK', '4', 'RangeError', /^SNOWID_CLOCK_BACK: expected an integer from 0 to 3/],
     ['SNOWID_EPOCH', '2999-01-01', 'RangeError', /^SNOWID_EPOCH: .*in the future$/],
-    ['SNOWID_EPOCH', 'last tuesday', 'TypeError', /^SNOWID_EPOCH: expected Unix ms or an ISO-8601 date/],
+    [
+      'SNOWID_EPOCH',
+      'last tuesday',
+      'TypeError',
+      /^SNOWID_EPOCH: expected Unix ms \(0, or from 2000-01-01\) or an ISO/,
+    ],
+    ['SNOWID_EPOCH', '1700000000', 'RangeError', /it looks like seconds; in ms it is 1700000000000 \(2023-11-14T/],
+    ['SNOWID_EPOCH', '1700000000000000', 'RangeError', /it looks like microseconds; in ms it is 1700000000000 /],
     [
       'SNOWID_SEQUENCE_BITS',
       '64',
@@ -440,4 +447,25 @@ test('new Snowflake() reads process.env as it is at each construction: assigned,
   `)
   assert.equal(r.status, 0, r.stderr)
   assert.deepEqual(JSON.parse(r.stdout), [0, 3, 5, 'ERR_SNOWID_INVALID_CONFIG', 0, 6, 0, 7])
+})
+
+test("the environment's prototype chain is never read in a worker_thread", async () => {
+  // Loaded here first, as the WASI build asks of a process whose threads make ids.
+  require(ROOT)
+  // A Snowflake reads its thread's process.env when it is made (the default generator is the process's).
+  const inWorker = async env => {
+    const worker = new (require('node:worker_threads').Worker)(
+      `const { Snowflake } = require(${JSON.stringify(ROOT)})
+       Object.prototype.SNOWID_WORKER_ID = '9'
+       Object.prototype.SNOWID_DATACENTER_ID = '2'
+       const c = new Snowflake().config()
+       require('node:worker_threads').parentPort.postMessage([c.workerId, c.sources.workerId, c.datacenterId])`,
+      { eval: true, env },
+    )
+    const [message] = await once(worker, 'message')
+    return message
+  }
+  const env = { ...process.env, SNOWID_LEASE: 'off' }
+  assert.deepEqual(await inWorker({ ...env, SNOWID_WORKER_ID: '7' }), [7, 'env', 0])
+  assert.deepEqual(await inWorker(env), [0, 'default', 0])
 })

@@ -191,9 +191,18 @@ test('postgresFunctions() refuses a config that throws when read, and an epoch i
   const boom = () => {
     throw new Error('unreadable')
   }
+  for (const traps of [{ get: boom }, { getOwnPropertyDescriptor: boom }]) {
+    assert.throws(
+      () => postgresFunctions(new Proxy(base, traps)),
+      err => err instanceof TypeError && err.code === 'ERR_SNOWID_INVALID_ARGUMENT',
+    )
+  }
+  // Only its own properties: a layout's fields on a prototype are not the config's.
   assert.throws(
-    () => postgresFunctions(new Proxy({}, { get: boom })),
-    err => err instanceof TypeError && err.code === 'ERR_SNOWID_INVALID_ARGUMENT',
+    () => postgresFunctions(Object.create(base)),
+    err =>
+      err instanceof RangeError &&
+      /^config\.epoch: expected a non-negative integer, found undefined$/.test(err.message),
   )
   for (const epoch of [8.64e15, 9e15, Date.parse('2100-01-01')]) {
     assert.throws(

@@ -5,7 +5,10 @@
 // times over. Anything else (an id as a string or a number, an unknown encoding, text that is not an id) goes to the
 // binding's, which reads it or refuses it with its coded error. So each has one JS path and one native.
 
-const { binding } = require('./addon.js')
+const { binding, realm } = require('./addon.js')
+
+const nativeEncode = realm.wrap(binding.encode)
+const nativeParse = realm.wrap(binding.parse)
 
 const MAX_ID = 0x7fffffffffffffffn
 
@@ -80,7 +83,7 @@ function encode(id, encoding) {
     if (encoding === 'base62') return base62(id)
     if (encoding === 'base36') return id.toString(36).padStart(13, '0')
   }
-  return binding.encode(id, encoding)
+  return nativeEncode(id, encoding)
 }
 
 /** Text made by `encode` read back into the id: the binding's `parse`, done here for text that is an id. */
@@ -103,7 +106,7 @@ function parse(text, encoding) {
     }
     if (id >= 0n && id <= MAX_ID) return id
   }
-  return binding.parse(text, encoding)
+  return nativeParse(text, encoding)
 }
 
 module.exports = { encode, parse }

@@ -4,39 +4,61 @@
 // `SnowflakeLayout`, which reads ids of a layout and epoch. Their class semantics are lib/class.js's; their methods
 // are the binding's, made once per native core.
 
-const { binding, WASI } = require('./addon.js')
+const { binding, realm, WASI } = require('./addon.js')
 const { idsOf, stringsOf } = require('./batches.js')
 const { brandedClass } = require('./class.js')
 const { decoder } = require('./decode.js')
 
+// The native classes' methods and constructors, made this realm's (lib/addon.js): each takes the core first, and
+// throws this realm's errors. The core is passed as an argument, not as `this`: Deno does not give a native function
+// the `this` it was called with.
+const native = {}
+for (const [Class, names] of [
+  [binding.Snowflake, ['__install', '__decoder', 'minIdAt', 'maxIdAt', 'config', 'stats']],
+  [binding.SnowflakeLayout, ['__decoder', 'timestampOf', 'minIdAt', 'maxIdAt', 'layout']],
+]) {
+  native[Class.name] = Object.fromEntries(
+    names.map(name => {
+      const method = Class.prototype[name]
+      return [name, realm.wrap({ [name]: (core, ...args) => method.apply(core, args) }[name])]
+    }),
+  )
+}
+const snowflakeCore = realm.wrap(binding.__snowflakeCore)
+// Made with `new` inside a function called as the realm's: Bun and Deno give `new` of a native function the object
+// they made, not the one it returns, so the native class is not itself wrapped.
+const layoutCore = realm.wrap(function SnowflakeLayout(options) {
+  return new binding.SnowflakeLayout(options)
+})
+const fence = realm.wrap(binding.fenceSnowflake)
+
 /** A `Snowflake` core's methods: its hot ones and batch halves (`__install`), the rest bound to it. */
 function snowflakeMethods(core) {
-  const [nextId, nextIdString, timestampOf, fill, scratchIds, joinedIds] =
-    binding.Snowflake.prototype.__install.call(core)
-  const native = binding.Snowflake.prototype
+  const own = native.Snowflake
+  const [nextId, nextIdString, timestampOf, fill, scratchIds, joinedIds] = own.__install(core)
   return {
     nextId,
     nextIdString,
     nextIds: idsOf(fill, scratchIds),
     nextIdStrings: stringsOf(nextIdString, joinedIds),
     timestampOf,
-    decode: decoder(native.__decoder.call(core), false),
-    minIdAt: native.minIdAt.bind(core),
-    maxIdAt: native.maxIdAt.bind(core),
-    config: native.config.bind(core),
-    stats: native.stats.bind(core),
+    decode: decoder(own.__decoder(core), false),
+    minIdAt: own.minIdAt.bind(undefined, core),
+    maxIdAt: own.maxIdAt.bind(undefined, core),
+    config: own.config.bind(undefined, core),
+    stats: own.stats.bind(undefined, core),
   }
 }
 
 /** A `SnowflakeLayout` core's methods. */
 function layoutMethods(core) {
-  const native = binding.SnowflakeLayout.prototype
+  const own = native.SnowflakeLayout
   return {
-    decode: decoder(native.__decoder.call(core), false),
-    timestampOf: native.timestampOf.bind(core),
-    minIdAt: native.minIdAt.bind(core),
-    maxIdAt: native.maxIdAt.bind(core),
-    layout: native.layout.bind(core),
+    decode: decoder(own.__decoder(core), false),
+    timestampOf: own.timestampOf.bind(undefined, core),
+    minIdAt: own.minIdAt.bind(undefined, core),
+    maxIdAt: own.maxIdAt.bind(undefined, core),
+    layout: own.layout.bind(undefined, core),
   }
 }
 
@@ -45,7 +67,7 @@ function layoutMethods(core) {
 function claimSnowflake(core) {
   let config
   try {
-    config = binding.Snowflake.prototype.config.call(core)
+    config = native.Snowflake.config(core)
   } catch {
     return
   }
@@ -66,7 +88,7 @@ const snowflake = brandedClass(
     'config',
     'stats',
   ],
-  options => binding.__snowflakeCore(options),
+  options => snowflakeCore(options),
   snowflakeMethods,
   WASI ? claimSnowflake : undefined,
 )
@@ -74,13 +96,16 @@ const snowflake = brandedClass(
 const layout = brandedClass(
   'SnowflakeLayout',
   ['decode', 'timestampOf', 'minIdAt', 'maxIdAt', 'layout'],
-  options => new binding.SnowflakeLayout(options),
+  options => layoutCore(options),
   layoutMethods,
 )
 
 module.exports = {
   Snowflake: snowflake.Class,
   SnowflakeLayout: layout.Class,
-  /** The native core of a `Snowflake` made here: what the binding's `fenceSnowflake` takes (lib/store-lease.js). */
-  coreOf: snowflake.coreOf,
+  /**
+   * For the store leases (lib/store-lease.js): the binding's `fenceSnowflake` on the native core of `snowflake`, a
+   * `Snowflake` made here.
+   */
+  fenceSnowflake: (generator, deadline, mark) => fence(snowflake.coreOf(generator), deadline, mark),
 }

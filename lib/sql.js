@@ -13,7 +13,7 @@ function invalid(Class, what, expected, found) {
   return codedError(Class, 'ERR_SNOWID_INVALID_ARGUMENT', `${what}: expected ${expected}, found ${found}`)
 }
 
-/** The widths and epoch of `config` (as `config()` returns it), checked to be a whole layout. */
+/** The widths and epoch of `config` (as `config()` returns it: its own properties), checked to be a whole layout. */
 function readLayout(config) {
   if (config === null || typeof config !== 'object') {
     throw invalid(TypeError, 'config', 'an object such as config() returns', config === null ? 'null' : typeof config)
@@ -22,7 +22,8 @@ function readLayout(config) {
   for (const key of ['epoch', 'timestampBits', ...FIELDS]) {
     let v
     try {
-      v = config[key]
+      // Its own properties only: one that `Object.prototype` or another prototype holds is not the config's.
+      v = Object.hasOwn(config, key) ? config[key] : undefined
     } catch (err) {
       // A getter or a Proxy that throws.
       throw Object.assign(

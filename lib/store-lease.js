@@ -53,15 +53,9 @@
 const { EventEmitter } = require('node:events')
 const { randomUUID } = require('node:crypto')
 const snowid = require('../index.js')
-// Sets a generator's lease deadline and takes in an earlier holder's mark; not reachable from user code.
-const native = require('./native.js')
 const { codedError, isSnowidCode } = require('./codes.js')
-const { coreOf } = require('./snowflake.js')
-
-/** The binding's fence, on the native core of `snowflake` (a `Snowflake` that lib/snowflake.js made). */
-function fenceSnowflake(snowflake, deadline, mark) {
-  return native.fenceSnowflake(coreOf(snowflake), deadline, mark)
-}
+// Sets a generator's lease deadline and takes in an earlier holder's mark; not reachable from user code.
+const { fenceSnowflake } = require('./snowflake.js')
 
 const DEFAULTS = { ttlMs: 10_000, waitMs: 0 }
 /** Options every store takes; each store adds its own. */

@@ -15,6 +15,7 @@ const SERVER_FILES = [
   'mysql-lease.test.js',
   'postgres-lease.test.js',
   'postgres.test.js',
+  'realm-stores.test.js',
   'redis-cluster.test.js',
   'redis.test.js',
   'sql.test.js',

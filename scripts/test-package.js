@@ -9,11 +9,14 @@
 // installs do, and must run on the WASI package (snowid-wasm32-wasi, a dependency) through the loader's fallback:
 // `npm install --omit=optional`. A lockfile written on another OS (npm/cli#4828: it lacks this platform's package;
 // made here by removing this platform's entries from a lock written here) must make `npm ci` fail saying how to fix
-// it, and `npm install` from it must load the native package. Prints `N passed, N failed` last, and exits non-zero on any failure.
+// it, and `npm install` from it must load the native package. One project runs package-smoke/test-runners/ under Jest
+// and under Vitest's vm pools, each of which runs a test file in a `vm` realm of its own. Prints `N passed, N failed`
+// last, and exits non-zero on any failure.
 
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+const { stripVTControlCharacters } = require('node:util')
 const { CACHE, NODE_VERSIONS, run, killAll, cachedPackage, cachedNode } = require('./tools.js')
 const { leaseEnv } = require('./lease-dir.js')
 
@@ -62,6 +65,16 @@ const ECOSYSTEM = {
     '@prisma/adapter-mariadb@7.10.0',
   ],
 }
+
+// The test runners that run each test file in a `vm` realm of its own (Jest's default environment, Vitest's vm
+// pools), pinned, installed into one project beside snowid and pg: scripts/package-smoke/test-runners/ runs under each.
+const TEST_RUNNERS = ['jest@30.5.2', 'vitest@5.1.2', 'pg@8.23.1']
+const RUNNERS = path.join(SMOKE, 'test-runners')
+const RUNS = [
+  ['jest', ['npx', ['--no', 'jest']]],
+  ['vitest --pool vmThreads', ['npx', ['--no', 'vitest', 'run', '--pool', 'vmThreads']]],
+  ['vitest --pool vmForks', ['npx', ['--no', 'vitest', 'run', '--pool', 'vmForks']]],
+]
 
 // The platform package this host installs (the test runs on linux-x64 with glibc).
 const HOST_TARGET = 'linux-x64-gnu'
@@ -161,6 +174,17 @@ function projects() {
       ),
       recipes: name,
     })),
+    {
+      ...nodeProject(
+        'test-runners',
+        `test runners: ${TEST_RUNNERS.join(', ')}, with npm ${NPM[24]} on Node ${NODE[24]}`,
+        NODE[24],
+        npm24,
+        ['npm', ['install', 'snowid', ...TEST_RUNNERS, '--no-audit', '--no-fund']],
+        ['npx', ['--no', 'snowid']],
+      ),
+      runners: true,
+    },
     pnpmProject('pnpm', PM_NODE),
     nodeProject(
       'yarn',
@@ -661,7 +685,13 @@ async function runProject(project, registry, sysbin, repeat) {
     JSON.stringify({ name: `smoke-${project.name}`, version: '1.0.0', private: true }, null, 2),
   )
   fs.writeFileSync(path.join(dir, '.npmrc'), `registry=${registry.url}\n`)
-  for (const file of fs.readdirSync(SMOKE)) fs.copyFileSync(path.join(SMOKE, file), path.join(dir, file))
+  const copy = from => {
+    for (const file of fs.readdirSync(from, { withFileTypes: true })) {
+      if (file.isFile()) fs.copyFileSync(path.join(from, file.name), path.join(dir, file.name))
+    }
+  }
+  copy(SMOKE)
+  if (project.runners) copy(RUNNERS)
   if (project.recipes) fs.writeFileSync(path.join(dir, '.npmrc'), `registry=${registry.url}\n`)
   const installed = await step(project, 'install', project.install, options(TIMEOUT_MS.install), r => {
     // `engines` must admit every runtime tested: npm and pnpm only warn, and skip a platform package it excludes.
@@ -678,6 +708,19 @@ async function runProject(project, registry, sysbin, repeat) {
 
   if (project.recipes) {
     await runRecipes(project, dir, env)
+    return
+  }
+  if (project.runners) {
+    for (const [name, command] of RUNS) {
+      await step(project, name, command, options(TIMEOUT_MS.smoke), r => {
+        // Each prints how many tests passed (Jest "Tests: 5 passed, 5 total" on stderr, Vitest "Tests 5 passed (5)"),
+        // in colour or not.
+        const out = stripVTControlCharacters(`${r.stdout}\n${r.stderr}`)
+        const tests = out.split('\n').find(line => /^\s*Tests:?\s/.test(line))
+        if (tests) console.log(`        ${tests.trim()}`)
+        return /^\s*Tests:?\s+5 passed/.test(tests || '') ? '' : `expected 5 tests passed, found ${tests || 'no count'}`
+      })
+    }
     return
   }
   if (project.permissions) await denoPermissions(project, options(TIMEOUT_MS.smoke))
@@ -738,9 +781,9 @@ async function main() {
   const bunFolders = () => new Set(fs.readdirSync(os.tmpdir()).filter(name => name.startsWith('bun-node-')))
   const before = bunFolders()
   try {
-    // Two lanes side by side (CI has two cores): the projects that install a framework or an ORM, or a Node outside
-    // the pinned lines, beside the others.
-    const second = project => Boolean(project.recipes) || project.name.endsWith('-node25')
+    // Two lanes side by side (CI has two cores): the projects that install a framework, an ORM or a test runner, or a
+    // Node outside the pinned lines, beside the others.
+    const second = project => Boolean(project.recipes || project.runners) || project.name.endsWith('-node25')
     const lane = async list => {
       for (const project of list) await runProject(project, registry, sysbin, repeat)
     }

@@ -123,7 +123,9 @@ export declare function encode(id: bigint | string | number, encoding: 'base62' 
 /** Options of a `SnowflakeLayout`. Nothing is read from the environment: each one left out takes snowid's default. */
 export interface LayoutOptions {
   /**
-   * Epoch: Unix ms, a decimal string of Unix ms, an ISO-8601 date, or a `Date`. Not in the future.
+   * Epoch: Unix ms, a decimal string of Unix ms, an ISO-8601 date, or a `Date`. Not in the future. Given as a
+   * number of ms, it is 0 or from 2000-01-01: a number before that is most likely seconds, and is refused (give a
+   * date before 2000 as ISO-8601 text or a `Date`).
    * @default 1580486400000 (2020-02-01T00:00:00+08:00)
    */
   epoch?: number | string | Date
@@ -233,7 +235,9 @@ export interface SnowflakeOptions {
   clockBack?: number
   /**
    * Epoch: Unix ms, a decimal string of Unix ms, an ISO-8601 date (`YYYY-MM-DD`, or a date-time with `Z` or an
-   * offset), or a `Date`. Not in the future. Env `SNOWID_EPOCH`.
+   * offset), or a `Date`. Not in the future. Given as a number of ms, it is 0 or from 2000-01-01: a number before
+   * that is most likely seconds, and is refused (give a date before 2000 as ISO-8601 text or a `Date`). Env
+   * `SNOWID_EPOCH`.
    * @default 1580486400000 (2020-02-01T00:00:00+08:00)
    */
   epoch?: number | string | Date

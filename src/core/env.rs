@@ -34,7 +34,7 @@ impl Wanted {
         self.names.iter().copied()
     }
 
-    fn holds(self, name: &str) -> bool {
+    pub fn holds(self, name: &str) -> bool {
         name.starts_with(VAR_PREFIX) || self.names().any(|n| n == name)
     }
 }

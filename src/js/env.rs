@@ -1,6 +1,7 @@
-//! The environment variables a configuration reads: the calling thread's JS `process.env`, so that values assigned
-//! from JS count on every runtime (Bun does not pass such assignments down to the OS environment), and, for the
-//! default generator, each variable remembered from its first read.
+//! The environment variables a configuration reads: the calling realm's JS `process.env` (see `realm`: Jest's copy in
+//! a test file, this thread's otherwise), so that values assigned from JS count on every runtime (Bun does not pass
+//! such assignments down to the OS environment) and in every realm, and, for the default generator, each variable
+//! remembered from its first read. Only its own properties are variables: a property of `Object.prototype` is not.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -15,44 +16,48 @@ use crate::core::env::{EnvSource, ProcessSnapshot, VAR_PREFIX};
 use crate::core::error::{Code, Error as CoreError, Result as CoreResult};
 
 use super::errors::{check, check_reading};
+use super::realm;
 use super::values::{own_entries, own_key_names, type_of};
 
-/// The calling thread's `process.env`, read one variable at a time; the OS environment when the runtime has no
+/// The calling realm's `process.env`, read one variable at a time; the OS environment when the runtime has no
 /// `process.env` object. Lives for one call from JS.
 pub(crate) struct JsEnv {
     env: sys::napi_env,
     object: Option<sys::napi_value>,
     /// The OS environment's `SNOWID_*` variables, when there is no `process.env` object to read.
     process: Option<ProcessSnapshot>,
+    /// The own variables of `process.env` that a configuration reads (`wanted`), listed on first need: one listing
+    /// serves every variable, and an unset one costs no read.
+    own: RefCell<Option<Vec<String>>>,
     /// The first variable that could not be read (a throwing getter, a value with no string form).
     failed: RefCell<Option<CoreError>>,
 }
 
 thread_local! {
-    /// The `process.env` that `index.js` found, as it loaded on this thread, to be Node's own view of the OS
-    /// environment (see [`os_backed_env`]).
+    /// The `process.env` that `index.js` found, as it loaded on this thread in the module instance's own realm, to be
+    /// Node's own view of the OS environment (see [`register_os_backed`]).
     static OS_BACKED: std::cell::Cell<Option<sys::napi_ref>> = const { std::cell::Cell::new(None) };
 }
 
-/// For `index.js`, on Node's main thread only: `object` is `process.env` as Node made it, whose every read, write
-/// and delete goes to the OS environment. While `process.env` is still that object, variables are read from the OS
-/// environment directly, with the same result and a fraction of the cost of reading them, and listing them, through
-/// N-API (a `new Snowflake()` reads them all). Bun keeps assignments to `process.env` from the OS environment, and a
-/// `worker_thread`'s `process.env` is its own copy, so `index.js` does not call this there.
-#[napi_derive::napi(skip_typescript, js_name = "__osBackedEnv")]
-pub fn os_backed_env(env: napi::Env, object: napi::bindgen_prelude::Object) -> Result<()> {
+/// For `index.js`, on Node's main thread only, in the module instance's own realm: `object` is `process.env` as Node
+/// made it, whose every read, write and delete goes to the OS environment. While `process.env` is still that object,
+/// variables are read from the OS environment directly, with the same result and a fraction of the cost of reading
+/// them, and listing them, through N-API (a `new Snowflake()` reads them all). Bun keeps assignments to
+/// `process.env` from the OS environment, a `worker_thread`'s `process.env` is its own copy, and so is Jest's in a
+/// test file's realm, so there it is read through N-API.
+pub(crate) fn register_os_backed(env: sys::napi_env, object: sys::napi_value) -> Result<()> {
     // The WASI build's environment is the one its wasm instance was given when it started, not the OS's.
     if cfg!(target_os = "wasi") {
         return Ok(());
     }
     let mut reference = ptr::null_mut();
     // SAFETY: `object` is a value of this call; the reference is kept for the life of the env.
-    check(unsafe { sys::napi_create_reference(env.raw(), napi::JsValue::raw(&object), 1, &mut reference) })?;
+    check(unsafe { sys::napi_create_reference(env, object, 1, &mut reference) })?;
     OS_BACKED.with(|o| o.set(Some(reference)));
     Ok(())
 }
 
-/// Whether `object` is the `process.env` registered by [`os_backed_env`] on this thread.
+/// Whether `object` is the `process.env` registered by [`register_os_backed`] on this thread.
 fn is_os_backed(env: sys::napi_env, object: sys::napi_value) -> bool {
     let Some(reference) = OS_BACKED.with(|o| o.get()) else {
         return false;
@@ -69,14 +74,49 @@ fn is_os_backed(env: sys::napi_env, object: sys::napi_value) -> bool {
 }
 
 impl JsEnv {
-    /// The calling thread's `process.env`; the OS environment if there is none, or it cannot be reached, or it is
-    /// Node's own view of the OS environment (see [`os_backed_env`]).
+    /// The calling realm's `process.env`; the OS environment if there is none, or it cannot be reached, or it is
+    /// Node's own view of the OS environment (see [`register_os_backed`]).
     pub(crate) fn new(env: sys::napi_env) -> JsEnv {
-        let object = property_object(env, None, c"process").ok().flatten();
-        let object = object.and_then(|process| property_object(env, Some(process), c"env").ok().flatten());
+        let object = realm::global(env).and_then(|global| property_object(env, global, c"process").ok().flatten());
+        let object = object.and_then(|process| property_object(env, process, c"env").ok().flatten());
         let object = object.filter(|o| !is_os_backed(env, *o));
         let process = object.is_none().then(|| ProcessSnapshot::take(wanted()));
-        JsEnv { env, object, process, failed: RefCell::new(None) }
+        JsEnv { env, object, process, own: RefCell::new(None), failed: RefCell::new(None) }
+    }
+
+    /// Keeps the first variable that could not be read, for `finish`.
+    fn fail(&self, e: CoreError) {
+        self.failed.borrow_mut().get_or_insert(e);
+    }
+
+    /// Whether `name` is an own variable of `object`: one a configuration reads is looked for in [`Self::listed`],
+    /// any other is asked for.
+    fn has_own(&self, object: sys::napi_value, name: &str) -> std::result::Result<bool, String> {
+        if wanted().holds(name) {
+            return self.listed(object, |names| names.iter().any(|n| n == name));
+        }
+        let key = js_string(self.env, name).map_err(|_| "a name that could not be made".to_string())?;
+        let mut has = false;
+        // SAFETY: `object` and `key` are values of the current call.
+        let status = unsafe { sys::napi_has_own_property(self.env, object, key, &mut has) };
+        if status != sys::Status::napi_ok {
+            clear_pending(self.env);
+            return Err("a Proxy trap that threw".into());
+        }
+        Ok(has)
+    }
+
+    /// `f` of the own variables of `object` that a configuration reads, listed on the first call.
+    fn listed<T>(&self, object: sys::napi_value, f: impl FnOnce(&[String]) -> T) -> std::result::Result<T, String> {
+        let mut own = self.own.borrow_mut();
+        if own.is_none() {
+            let names = own_key_names(self.env, object, "process.env").map_err(|_| {
+                clear_pending(self.env);
+                "variables that could not be listed (a Proxy trap that threw)".to_string()
+            })?;
+            *own = Some(names.into_iter().filter(|n| wanted().holds(n)).collect());
+        }
+        Ok(f(own.as_deref().unwrap_or_default()))
     }
 
     /// `r`, unless a variable could not be read while making it: then that error.
@@ -115,7 +155,7 @@ impl EnvSource for JsEnv {
         let Some(object) = self.object else {
             return self.process.as_ref().and_then(|p| p.var(name));
         };
-        match self.read(object, name) {
+        match self.has_own(object, name).and_then(|own| if own { self.read(object, name) } else { Ok(None) }) {
             Ok(v) => v,
             Err(found) => {
                 let e = CoreError::type_error(
@@ -124,7 +164,7 @@ impl EnvSource for JsEnv {
                     "a string or nothing",
                     &found,
                 );
-                self.failed.borrow_mut().get_or_insert(e);
+                self.fail(e);
                 None
             }
         }
@@ -134,13 +174,11 @@ impl EnvSource for JsEnv {
         let Some(object) = self.object else {
             return self.process.as_ref().map(|p| p.snowid_names()).unwrap_or_default();
         };
-        match own_key_names(self.env, object, "process.env") {
-            Ok(names) => names.into_iter().filter(|n| n.starts_with(VAR_PREFIX)).collect(),
-            Err(_) => {
-                clear_pending(self.env);
-                Vec::new()
-            }
-        }
+        let names = |names: &[String]| names.iter().filter(|n| n.starts_with(VAR_PREFIX)).cloned().collect();
+        self.listed(object, names).unwrap_or_else(|found| {
+            self.fail(CoreError::type_error(Code::InvalidConfig, "process.env", "an object of variables", &found));
+            Vec::new()
+        })
     }
 }
 
@@ -151,21 +189,20 @@ pub(crate) fn clear_pending(env: sys::napi_env) {
     unsafe { sys::napi_get_and_clear_last_exception(env, &mut thrown) };
 }
 
-/// The object at `parent[name]` (the global object's when `parent` is `None`), or `None` when it is not an object.
+/// A JS string of `text`.
+fn js_string(env: sys::napi_env, text: &str) -> Result<sys::napi_value> {
+    let mut value = ptr::null_mut();
+    // SAFETY: the length is passed explicitly.
+    check(unsafe { sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut value) })?;
+    Ok(value)
+}
+
+/// The object at `parent[name]`, or `None` when it is not an object.
 fn property_object(
     env: sys::napi_env,
-    parent: Option<sys::napi_value>,
+    parent: sys::napi_value,
     name: &std::ffi::CStr,
 ) -> Result<Option<sys::napi_value>> {
-    let parent = match parent {
-        Some(p) => p,
-        None => {
-            let mut global = ptr::null_mut();
-            // SAFETY: `env` is the live env of the current call.
-            check(unsafe { sys::napi_get_global(env, &mut global) })?;
-            global
-        }
-    };
     let mut value = ptr::null_mut();
     // SAFETY: `parent` is an object of the current call and `name` is NUL-terminated.
     if unsafe { sys::napi_get_named_property(env, parent, name.as_ptr(), &mut value) } != sys::Status::napi_ok {

@@ -17,7 +17,9 @@ use super::values::{read_id, read_time, IdBigInt, Raw};
 #[napi(object, object_from_js = false)]
 #[allow(dead_code)] // Declares the typings only: `read_layout_options` reads the object itself.
 pub struct LayoutOptions {
-    /// Epoch: Unix ms, a decimal string of Unix ms, an ISO-8601 date, or a `Date`. Not in the future.
+    /// Epoch: Unix ms, a decimal string of Unix ms, an ISO-8601 date, or a `Date`. Not in the future. Given as a
+    /// number of ms, it is 0 or from 2000-01-01: a number before that is most likely seconds, and is refused (give a
+    /// date before 2000 as ISO-8601 text or a `Date`).
     /// @default 1580486400000 (2020-02-01T00:00:00+08:00)
     #[napi(ts_type = "number | string | Date")]
     pub epoch: Option<f64>,

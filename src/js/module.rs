@@ -1,9 +1,11 @@
 //! The module's own functions, over the default generator: the hot calls made from plain N-API callbacks (`nextId`,
 //! `nextIdString`, `timestampOf`, and the native halves of `decode`, `nextIds` and `nextIdStrings`, which `index.js`
-//! completes), and the rest as napi-rs functions.
+//! completes), made for each realm that loads `index.js` (`__realm`, see `realm`), and the rest as napi-rs functions,
+//! which `index.js` makes its realm's with `wrap`.
 
-use std::ffi::{c_void, CStr};
+use std::ffi::CStr;
 use std::ptr;
+use std::rc::Rc;
 
 use napi::bindgen_prelude::Object;
 use napi::{sys, Env, JsValue, Result, Unknown};
@@ -15,58 +17,130 @@ use super::batches::{joined_ids_impl, next_ids_impl, scratch_ids_impl};
 use super::decoding::{decode_fields, timestamp_impl};
 use super::default::{
     configure_default, configured_view, counted_default_layout, default_config, default_generator, default_layout,
-    default_snapshot,
+    default_snapshot, DEFAULT,
 };
-use super::env::JsEnv;
+use super::env::{register_os_backed, JsEnv};
 use super::errors::{check, raise};
-use super::functions::{call_info, finish, id_value, make_function, Callback};
-use super::module_instance::{env_scratch, make_instance, make_scratch, scratch_of};
+use super::functions::{call_in_realm, call_with_data, data_of, id_call, in_realm, owning_function, Callback, InRealm};
+use super::module_instance::{env_scratch, make_instance, make_scratch, scratch_of, Scratch};
 use super::options::read_options;
+use super::realm::{self, Realm};
 use super::report::{report, stats_of, SnowidConfig, SnowidStats};
 use super::values::{bigint, decimal, read_time, IdBigInt, Raw};
 
-unsafe extern "C" fn module_next_id(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {
-    unsafe { id_value(env, Ok(default_generator(env).and_then(|g| g.next_id())), bigint) }
+/// What the module's functions made for a realm keep: the realm, and the scratch of their module instance.
+struct RealmModule {
+    realm: Rc<Realm>,
+    scratch: *const Scratch,
 }
 
-unsafe extern "C" fn module_next_id_string(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {
-    unsafe { id_value(env, Ok(default_generator(env).and_then(|g| g.next_id())), decimal) }
+impl InRealm for RealmModule {
+    fn realm(&self) -> Option<&Rc<Realm>> {
+        Some(&self.realm)
+    }
+}
+
+/// The module's `nextId` and `nextIdString`, over the default generator (see `id_call`).
+#[inline(always)]
+unsafe fn module_id(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+    make: unsafe fn(sys::napi_env, u64) -> Result<sys::napi_value>,
+) -> sys::napi_value {
+    // SAFETY: the data is the `RealmModule` `realm_functions` gave this function (see `call_in_realm`).
+    let module = || unsafe { data_of::<RealmModule>(env, info) };
+    unsafe { id_call(env, DEFAULT.get().map(|(g, _)| g), module, || default_generator(env), make) }
+}
+
+unsafe extern "C" fn module_next_id(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    unsafe { module_id(env, info, bigint) }
+}
+
+unsafe extern "C" fn module_next_id_string(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    unsafe { module_id(env, info, decimal) }
 }
 
 unsafe extern "C" fn module_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| next_ids_impl(env, || default_generator(env), arg));
-    unsafe { finish(env, out.map(Raw)) }
+    unsafe { call_in_realm::<RealmModule>(env, info, |arg, _| next_ids_impl(env, || default_generator(env), arg)) }
 }
 
 unsafe extern "C" fn module_scratch_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    // SAFETY: the data is the scratch `module::install` gave this function (see `scratch_of`).
-    let out = unsafe { call_info(env, info) }.and_then(|(arg, data)| {
-        scratch_ids_impl(env, || default_generator(env), unsafe { scratch_of(data.cast()) }, arg)
-    });
-    unsafe { finish(env, out.map(Raw)) }
+    // The small batch, like `nextId`, sets its realm only to start the generator or to throw.
+    let f = |arg, m: &RealmModule| {
+        let realm = m.realm();
+        let generator = || match DEFAULT.get() {
+            Some((g, _)) => Ok(g),
+            None => realm::calling(realm, || default_generator(env)),
+        };
+        // SAFETY: the scratch is this env's (see `scratch_of`).
+        scratch_ids_impl(env, generator, unsafe { scratch_of(m.scratch) }, arg, realm)
+    };
+    unsafe { call_with_data::<RealmModule>(env, info, f) }
 }
 
 unsafe extern "C" fn module_joined_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| joined_ids_impl(env, || default_generator(env), arg));
-    unsafe { finish(env, out.map(Raw)) }
+    unsafe { call_in_realm::<RealmModule>(env, info, |arg, _| joined_ids_impl(env, || default_generator(env), arg)) }
 }
 
 unsafe extern "C" fn module_timestamp_of(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let out = unsafe { call_info(env, info) }.and_then(|(arg, _)| timestamp_impl(env, default_layout(env), arg));
-    unsafe { finish(env, out.map(Raw)) }
+    unsafe { call_in_realm::<RealmModule>(env, info, |arg, _| timestamp_impl(env, default_layout(env), arg)) }
 }
 
 unsafe extern "C" fn module_decode_fields(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    // SAFETY: the data is the scratch `module::install` gave this function (see `scratch_of`).
-    let out = unsafe { call_info(env, info) }.and_then(|(arg, data)| {
-        decode_fields(env, counted_default_layout(env), unsafe { scratch_of(data.cast()) }, arg)
-    });
-    unsafe { finish(env, out.map(Raw)) }
+    // SAFETY: the scratch is this env's (see `scratch_of`).
+    let f =
+        |arg, m: &RealmModule| decode_fields(env, counted_default_layout(env), unsafe { scratch_of(m.scratch) }, arg);
+    unsafe { call_in_realm::<RealmModule>(env, info, f) }
 }
 
-/// Adds the module's hot calls, made from plain callbacks, to the exports napi-rs registered, with the scratch and
-/// the view of the `configure()` count that `index.js` reads. The functions `index.js` completes, and the scratch,
-/// are named with `__`: `index.js` does not export them.
+unsafe extern "C" fn realm_wrap(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    unsafe { call_in_realm::<RealmModule>(env, info, |arg, m| in_realm(env, &m.realm, arg)) }
+}
+
+/// The module's hot calls, made from plain callbacks, for the realm `index.js` runs in.
+const MODULE_FUNCTIONS: [(&CStr, Callback); 8] = [
+    (c"nextId", module_next_id),
+    (c"nextIdString", module_next_id_string),
+    (c"nextIds", module_next_ids),
+    (c"timestampOf", module_timestamp_of),
+    (c"joinedIds", module_joined_ids),
+    (c"decodeFields", module_decode_fields),
+    (c"scratchIds", module_scratch_ids),
+    (c"wrap", realm_wrap),
+];
+
+/// For `index.js`, once per realm that loads it: the module's functions for that realm, whose global object is
+/// `global` (see `realm`), in an object: `nextId`, `nextIdString`, `nextIds`, `timestampOf`, and the halves
+/// `index.js` completes (`joinedIds`, `decodeFields`, `scratchIds`); and `wrap(fn)`, which makes a function of the
+/// binding that realm's (see `functions::in_realm`). With `osBacked`, on Node's main thread, and in the module
+/// instance's own realm, that realm's `process.env` is Node's own view of the OS environment (see
+/// `env::register_os_backed`).
+#[napi(skip_typescript, js_name = "__realm")]
+pub fn realm_functions(env: Env, global: Object, os_backed: bool) -> Result<Raw> {
+    let (env, global) = (env.raw(), global.raw());
+    let realm = Realm::new(env, global);
+    let (mut own_global, mut own, mut object) = (ptr::null_mut(), false, ptr::null_mut());
+    // SAFETY: plain N-API calls on values of this call.
+    check(unsafe { sys::napi_get_global(env, &mut own_global) })?;
+    check(unsafe { sys::napi_strict_equals(env, own_global, global, &mut own) })?;
+    if os_backed && own {
+        let process = realm::property(env, global, c"process");
+        if let Some(process_env) = process.and_then(|p| realm::property(env, p, c"env")) {
+            register_os_backed(env, process_env)?;
+        }
+    }
+    check(unsafe { sys::napi_create_object(env, &mut object) })?;
+    let scratch = env_scratch(env);
+    for (name, cb) in MODULE_FUNCTIONS {
+        let data = Box::new(RealmModule { realm: Rc::clone(&realm), scratch });
+        let f = owning_function(env, name, cb, data)?;
+        check(unsafe { sys::napi_set_named_property(env, object, name.as_ptr(), f) })?;
+    }
+    Ok(Raw(object))
+}
+
+/// Adds the scratch and the view of the `configure()` count that `index.js` reads to the exports napi-rs registered,
+/// and makes the module instance's state. Named with `__`: `index.js` does not export them.
 #[napi(module_exports)]
 pub fn install(env: Env, exports: Object) -> Result<()> {
     let (env, exports) = (env.raw(), exports.raw());
@@ -76,19 +150,6 @@ pub fn install(env: Env, exports: Object) -> Result<()> {
     // This module instance's scratch, which the functions that write it are given as their data.
     let (scratch, fields, ids) = make_scratch(env)?;
     make_instance(env, exports, scratch)?;
-    let data = env_scratch(env).cast_mut().cast::<c_void>();
-    let functions: [(&CStr, &CStr, Callback, *mut c_void); 7] = [
-        (c"nextId", c"nextId", module_next_id, ptr::null_mut()),
-        (c"nextIdString", c"nextIdString", module_next_id_string, ptr::null_mut()),
-        (c"nextIds", c"nextIds", module_next_ids, ptr::null_mut()),
-        (c"timestampOf", c"timestampOf", module_timestamp_of, ptr::null_mut()),
-        (c"__joinedIds", c"joinedIds", module_joined_ids, ptr::null_mut()),
-        (c"__decodeFields", c"decodeFields", module_decode_fields, data),
-        (c"__scratchIds", c"scratchIds", module_scratch_ids, data),
-    ];
-    for (key, name, cb, data) in functions {
-        set(key, make_function(env, name, cb, data)?)?;
-    }
     set(c"__decodeScratch", fields)?;
     set(c"__idScratch", ids)?;
     if let Some(view) = configured_view(env) {

@@ -64,7 +64,9 @@ pub struct SnowflakeOptions {
     /// @default 0
     pub clock_back: Option<u32>,
     /// Epoch: Unix ms, a decimal string of Unix ms, an ISO-8601 date (`YYYY-MM-DD`, or a date-time with `Z` or an
-    /// offset), or a `Date`. Not in the future. Env `SNOWID_EPOCH`.
+    /// offset), or a `Date`. Not in the future. Given as a number of ms, it is 0 or from 2000-01-01: a number before
+    /// that is most likely seconds, and is refused (give a date before 2000 as ISO-8601 text or a `Date`). Env
+    /// `SNOWID_EPOCH`.
     /// @default 1580486400000 (2020-02-01T00:00:00+08:00)
     #[napi(ts_type = "number | string | Date")]
     pub epoch: Option<f64>,

@@ -1,8 +1,9 @@
 //! A `Snowflake`'s core: its configuration and its generator, started by its first id, and its hot methods, made
-//! from plain N-API callbacks whose data is the core's generator.
+//! from plain N-API callbacks whose data is the core's generator and the realm that asked for them.
 
 use std::ffi::CStr;
 use std::ptr;
+use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
 
 use napi::{sys, Result};
@@ -19,8 +20,9 @@ use super::batches::{joined_ids_impl, next_ids_impl, scratch_ids_impl};
 use super::decoding::timestamp_impl;
 use super::default::warn_once;
 use super::errors::check;
-use super::functions::{call_info, finish, id_value, owning_function, sharing_function, Callback};
+use super::functions::{call_in_realm, call_with_data, data_of, finish, id_call, owning_function, Callback, InRealm};
 use super::module_instance::{env_scratch, scratch_of, Scratch};
+use super::realm::{self, Realm};
 use super::values::{bigint, decimal, Raw};
 
 /// A `Snowflake`'s generator, started by its first id: an object used only to read ids takes no host lease.
@@ -70,101 +72,90 @@ impl SnowflakeGenerator {
     }
 }
 
-/// The generator behind an instance callback's data.
-///
-/// # Safety
-/// `data` is the pointer `install_instance` gave the function, which its finalizer frees only once the function
-/// is unreachable, so it is alive while the function runs.
-pub(crate) unsafe fn instance_generator<'a>(data: *mut std::ffi::c_void) -> &'a SnowflakeGenerator {
-    unsafe { &*(data as *const SnowflakeGenerator) }
-}
-
-/// The generator of an instance callback, from its callback data.
-#[inline]
-pub(crate) unsafe fn callback_generator<'a>(
-    env: sys::napi_env,
-    info: sys::napi_callback_info,
-) -> Result<&'a SnowflakeGenerator> {
-    let mut data = ptr::null_mut();
-    // SAFETY: only the callback data is asked for.
-    check(unsafe { sys::napi_get_cb_info(env, info, ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), &mut data) })?;
-    Ok(unsafe { instance_generator(data) })
-}
-
-unsafe extern "C" fn instance_next_id(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let id = unsafe { callback_generator(env, info) }.map(|l| l.get(env).and_then(|g| g.next_id()));
-    unsafe { id_value(env, id, bigint) }
-}
-
-unsafe extern "C" fn instance_next_id_string(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let id = unsafe { callback_generator(env, info) }.map(|l| l.get(env).and_then(|g| g.next_id()));
-    unsafe { id_value(env, id, decimal) }
-}
-
-unsafe extern "C" fn instance_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let out = unsafe { call_info(env, info) }
-        .and_then(|(arg, data)| next_ids_impl(env, || unsafe { instance_generator(data) }.get(env), arg));
-    unsafe { finish(env, out.map(Raw)) }
-}
-
-unsafe extern "C" fn instance_joined_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let out = unsafe { call_info(env, info) }
-        .and_then(|(arg, data)| joined_ids_impl(env, || unsafe { instance_generator(data) }.get(env), arg));
-    unsafe { finish(env, out.map(Raw)) }
-}
-
-unsafe extern "C" fn instance_timestamp_of(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let out = unsafe { call_info(env, info) }
-        .and_then(|(arg, data)| timestamp_impl(env, Ok(unsafe { instance_generator(data) }.layout), arg));
-    unsafe { finish(env, out.map(Raw)) }
-}
-
-/// The data of an instance's `scratchIds`: its generator, and the scratch of the module instance it was made in.
-struct ScratchBatch {
+/// What each of a `Snowflake` core's functions keeps: its generator, the realm that asked for the functions (see
+/// `realm`), and the scratch of the module instance it was made in.
+pub(crate) struct InstanceFunction {
     generator: Arc<SnowflakeGenerator>,
+    realm: Option<Rc<Realm>>,
     scratch: *const Scratch,
 }
 
-unsafe extern "C" fn instance_scratch_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let out = unsafe { call_info(env, info) }.and_then(|(arg, data)| {
-        // SAFETY: the data is the `ScratchBatch` `install_instance` gave this function, freed only once it is
-        // collected; its scratch is this env's (see `scratch_of`).
-        let batch = unsafe { &*(data as *const ScratchBatch) };
-        scratch_ids_impl(env, || batch.generator.get(env), unsafe { scratch_of(batch.scratch) }, arg)
-    });
-    unsafe { finish(env, out.map(Raw)) }
+impl InRealm for InstanceFunction {
+    fn realm(&self) -> Option<&Rc<Realm>> {
+        self.realm.as_ref()
+    }
 }
 
-/// The hot methods `index.js` gives a `Snowflake` as its own: the binding's functions, whose data is the generator.
-const INSTANCE_METHODS: [(&CStr, Callback); 3] = [
+/// An instance's `nextId` and `nextIdString`, over its generator (see `id_call`).
+#[inline(always)]
+unsafe fn instance_id(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+    make: unsafe fn(sys::napi_env, u64) -> Result<sys::napi_value>,
+) -> sys::napi_value {
+    // SAFETY: the data is the `InstanceFunction` `install_instance` gave this function (see `call_in_realm`).
+    let Some(f) = (unsafe { data_of::<InstanceFunction>(env, info) }) else {
+        return unsafe { finish::<Raw>(env, Err(napi::Error::from_status(napi::Status::GenericFailure))) };
+    };
+    unsafe { id_call(env, f.generator.generator.get(), || Some(f), || f.generator.get(env), make) }
+}
+
+unsafe extern "C" fn instance_next_id(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    unsafe { instance_id(env, info, bigint) }
+}
+
+unsafe extern "C" fn instance_next_id_string(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    unsafe { instance_id(env, info, decimal) }
+}
+
+unsafe extern "C" fn instance_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    unsafe { call_in_realm::<InstanceFunction>(env, info, |arg, f| next_ids_impl(env, || f.generator.get(env), arg)) }
+}
+
+unsafe extern "C" fn instance_joined_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    unsafe { call_in_realm::<InstanceFunction>(env, info, |arg, f| joined_ids_impl(env, || f.generator.get(env), arg)) }
+}
+
+unsafe extern "C" fn instance_timestamp_of(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    unsafe { call_in_realm::<InstanceFunction>(env, info, |arg, f| timestamp_impl(env, Ok(f.generator.layout), arg)) }
+}
+
+unsafe extern "C" fn instance_scratch_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    // The small batch, like `nextId`, sets its realm only to start the generator or to throw.
+    let call = |arg, f: &InstanceFunction| {
+        let realm = f.realm();
+        let generator = || match f.generator.generator.get() {
+            Some(g) => Ok(g),
+            None => realm::calling(realm, || f.generator.get(env)),
+        };
+        // SAFETY: the scratch is this env's (see `scratch_of`).
+        scratch_ids_impl(env, generator, unsafe { scratch_of(f.scratch) }, arg, realm)
+    };
+    unsafe { call_with_data::<InstanceFunction>(env, info, call) }
+}
+
+/// The hot methods `index.js` gives a `Snowflake` as its own, then the batch halves it wraps into the instance's
+/// `nextIds` and `nextIdStrings`: a fill of a `BigInt64Array` (or a count), a small batch into the scratch, and the
+/// joined decimal forms.
+const INSTANCE_FUNCTIONS: [(&CStr, Callback); 6] = [
     (c"nextId", instance_next_id),
     (c"nextIdString", instance_next_id_string),
     (c"timestampOf", instance_timestamp_of),
+    (c"nextIds", instance_next_ids),
+    (c"scratchIds", instance_scratch_ids),
+    (c"joinedIds", instance_joined_ids),
 ];
 
-/// The batch halves `index.js` wraps into an instance's `nextIds` and `nextIdStrings`: a fill of a `BigInt64Array`
-/// (or a count), a small batch into the scratch, and the joined decimal forms. The small batch's data is a
-/// `ScratchBatch`, made in `install_instance`; the others', the generator.
-const INSTANCE_BATCHES: [(&CStr, Option<Callback>); 3] =
-    [(c"nextIds", Some(instance_next_ids)), (c"scratchIds", None), (c"joinedIds", Some(instance_joined_ids))];
-
-/// A `Snowflake` core's hot methods and batch halves, in that order, as one array for `index.js`.
+/// A `Snowflake` core's hot methods and batch halves, in that order, as one array for `index.js`: functions of the
+/// calling realm, whose scratch is this call's env's (the one its `index.js` reads).
 pub(crate) fn install_instance(env: sys::napi_env, generator: &Arc<SnowflakeGenerator>) -> Result<sys::napi_value> {
     let mut array = ptr::null_mut();
     // SAFETY: plain N-API calls on values of this call.
-    check(unsafe {
-        sys::napi_create_array_with_length(env, INSTANCE_METHODS.len() + INSTANCE_BATCHES.len(), &mut array)
-    })?;
-    let methods = INSTANCE_METHODS.into_iter().map(|(name, cb)| (name, Some(cb)));
-    for (i, (name, cb)) in methods.chain(INSTANCE_BATCHES).enumerate() {
-        let f = match cb {
-            Some(cb) => sharing_function(env, name, cb, generator)?,
-            // The scratch is the one of the module instance whose `index.js` reads it: this call's env's.
-            None => {
-                let batch = ScratchBatch { generator: Arc::clone(generator), scratch: env_scratch(env) };
-                owning_function(env, name, instance_scratch_ids, Box::new(batch))?
-            }
-        };
+    check(unsafe { sys::napi_create_array_with_length(env, INSTANCE_FUNCTIONS.len(), &mut array) })?;
+    let (realm, scratch) = (realm::current(env), env_scratch(env));
+    for (i, (name, cb)) in INSTANCE_FUNCTIONS.into_iter().enumerate() {
+        let data = InstanceFunction { generator: Arc::clone(generator), realm: realm.clone(), scratch };
+        let f = owning_function(env, name, cb, Box::new(data))?;
         check(unsafe { sys::napi_set_element(env, array, i as u32, f) })?;
     }
     Ok(array)

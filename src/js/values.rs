@@ -11,6 +11,7 @@ use crate::core::error::{quote, Code, Error as CoreError, Result as CoreResult, 
 use crate::core::id::{self, Decimal, EXPECTED_ID};
 
 use super::errors::{check, check_reading, raise};
+use super::realm;
 
 /// An id, or the error that replaces it, converted to a JS `bigint` (or thrown) without taking `Env` as a
 /// parameter: napi-rs hands the env to `to_napi_value`.
@@ -82,9 +83,10 @@ pub(crate) fn option_value(env: sys::napi_env, value: sys::napi_value) -> Result
 }
 
 /// The own properties of a plain object argument named `what`, as (key, value) pairs. `undefined` and `null` have
-/// none. Anything else that is not a plain object (one whose prototype is `Object.prototype` or `null`) is a coded
-/// `TypeError`: a `Map`, a `Date`, an array or a class instance would otherwise pass as "no options". So is a
-/// non-enumerable or symbol key, which is never read, and a getter or Proxy trap that throws.
+/// none. Anything else that is not a plain object (one whose prototype is `null` or `Object.prototype`, of the calling
+/// realm or of the module instance's) is a coded `TypeError`: a `Map`, a `Date`, an array or a class instance would
+/// otherwise pass as "no options". So is a non-enumerable or symbol key, which is never read, and a getter or Proxy
+/// trap that throws.
 pub(crate) fn own_entries(
     env: sys::napi_env,
     value: sys::napi_value,
@@ -134,7 +136,9 @@ fn short(name: &str) -> String {
     }
 }
 
-/// Whether an object's prototype is `Object.prototype` or `null`.
+/// Whether an object's prototype is `null`, or the `Object.prototype` of the calling realm (see `realm`) or of the
+/// module instance's: an object literal of either, or an object that JS (Jest's `process.env`, `structuredClone`)
+/// made in the other.
 fn is_plain(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<bool> {
     let mut proto = ptr::null_mut();
     // SAFETY: `value` is an object of the current call; `proto` is a valid out-pointer.
@@ -142,8 +146,18 @@ fn is_plain(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<bo
     if type_of(env, proto)? == sys::ValueType::napi_null {
         return Ok(true);
     }
+    let same = |other: sys::napi_value| -> Result<bool> {
+        let mut same = false;
+        // SAFETY: both are values of the current call.
+        check(unsafe { sys::napi_strict_equals(env, proto, other, &mut same) })?;
+        Ok(same)
+    };
+    if let Some(realm_proto) = realm::object_prototype(env) {
+        if same(realm_proto)? {
+            return Ok(true);
+        }
+    }
     let (mut global, mut object, mut object_proto) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-    let mut same = false;
     // SAFETY: plain N-API reads of the global `Object` and its prototype, on the live env of this call.
     check(unsafe { sys::napi_get_global(env, &mut global) })?;
     check_reading(env, unsafe { sys::napi_get_named_property(env, global, c"Object".as_ptr(), &mut object) }, what)?;
@@ -155,8 +169,7 @@ fn is_plain(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<bo
         unsafe { sys::napi_get_named_property(env, object, c"prototype".as_ptr(), &mut object_proto) },
         what,
     )?;
-    check(unsafe { sys::napi_strict_equals(env, proto, object_proto, &mut same) })?;
-    Ok(same)
+    same(object_proto)
 }
 
 /// The own enumerable string keys of `value` (for example `process.env`'s variable names).

@@ -93,7 +93,7 @@ options! {
         doc "starting clock-back value"
         default "0";
     Epoch epoch "epoch" ["SNOWID_EPOCH"] layout true
-        doc "Unix ms, or an ISO-8601 date (`2020-02-01`, or a date-time with `Z` or an offset)"
+        doc "Unix ms, 0 or from 2000-01-01 (a number before that is refused as likely seconds), or an ISO-8601 date from 1970 (`2020-02-01`, or a date-time with `Z` or an offset); not in the future"
         default "1580486400000";
     DatacenterBits datacenter_bits "datacenterBits" ["SNOWID_DATACENTER_BITS"] layout true
         doc "width of datacenterId, 0–32 bits"

@@ -12,13 +12,12 @@ use super::super::number::{digits, whole};
 use super::super::replicas;
 use super::super::statefulset;
 use super::super::suggest::nearest;
-use super::super::time::format_iso;
 use super::options::{
     default_lease_dir, known_vars, short_vars, Opt, OptionValue, Options, DEFAULT_MAX_WAIT_MS, MAX_MAX_LEAD_MS,
     MAX_MAX_WAIT_MS, MAX_NAMESPACE_CHARS,
 };
 use super::resolved::{identity_chosen, Config, IfTaken, Source, Sourced};
-use super::values::{describe, env_integer, epoch_text, expected_epoch, option_integer};
+use super::values::{check_epoch, describe, env_integer, epoch_text, expected_epoch, is_ms_text, option_integer};
 
 /// Every variable a configuration reads besides the `SNOWID_` ones: the JS article's short names, a StatefulSet
 /// pod's host name, and those that say where replicas are the norm. A process snapshot takes them in its one pass.
@@ -108,19 +107,11 @@ impl<'a> Resolver<'a> {
     }
 
     fn epoch(&self, now: u64) -> Result<Sourced<u64>> {
-        let (value, source, name) = match self.find(Opt::Epoch)? {
+        let (value, numeric, source, name) = match self.find(Opt::Epoch)? {
             None => return Ok(Sourced { value: DEFAULT_EPOCH, source: Source::Default }),
             Some(raw) => epoch_value(raw, now)?,
         };
-        if value > now {
-            return Err(Error::range_error(
-                Code::InvalidConfig,
-                &name,
-                &expected_epoch(now),
-                &format!("{value} ({}), which is in the future", format_iso(value)),
-            ));
-        }
-        Ok(Sourced { value, source })
+        Ok(Sourced { value: check_epoch(value, numeric, &name, now)?, source })
     }
 
     /// A setting that is one of a few words: a string option, else its variable, else `default`. A value of
@@ -222,26 +213,27 @@ pub(super) fn windows_absolute(path: &str) -> bool {
     drive || path.starts_with(r"\\")
 }
 
-/// An epoch given as an option or a variable, where it came from, and its name for messages.
-fn epoch_value(raw: Raw<'_>, now: u64) -> Result<(u64, Source, String)> {
+/// An epoch given as an option or a variable: its Unix ms, whether it was given as a number of ms (a JS number, or
+/// digits) rather than a date, where it came from, and its name for messages.
+fn epoch_value(raw: Raw<'_>, now: u64) -> Result<(u64, bool, Source, String)> {
     let expected = expected_epoch(now);
     Ok(match raw {
         Raw::Opt(v, js) => {
             let name = option_name(js);
-            let ms = match v {
-                OptionValue::Number(_) => option_integer(v, &name, &expected, u64::MAX)?,
+            let (ms, numeric) = match v {
+                OptionValue::Number(_) => (option_integer(v, &name, &expected, u64::MAX)?, true),
                 OptionValue::Date(t) if t.is_nan() => {
                     return Err(Error::range_error(Code::InvalidConfig, &name, &expected, "an invalid Date"));
                 }
-                OptionValue::Date(t) => option_integer(&OptionValue::Number(*t), &name, &expected, u64::MAX)?,
-                OptionValue::Text(text) => epoch_text(text, &name, &expected)?,
+                OptionValue::Date(t) => (option_integer(&OptionValue::Number(*t), &name, &expected, u64::MAX)?, false),
+                OptionValue::Text(text) => (epoch_text(text, &name, &expected)?, is_ms_text(text)),
                 other @ (OptionValue::Other(_) | OptionValue::Bool(_)) => {
                     return Err(Error::type_error(Code::InvalidConfig, &name, &expected, &describe(other)));
                 }
             };
-            (ms, Source::Option, name)
+            (ms, numeric, Source::Option, name)
         }
-        Raw::Env(text, name) => (epoch_text(&text, name, &expected)?, Source::Env, name.to_string()),
+        Raw::Env(text, name) => (epoch_text(&text, name, &expected)?, is_ms_text(&text), Source::Env, name.to_string()),
     })
 }
 

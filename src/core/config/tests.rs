@@ -527,3 +527,84 @@ fn non_utf8_env_is_refused() {
     assert_eq!(e.class(), Class::TypeError);
     assert!(e.message().starts_with("SNOWID_WORKER_ID: expected valid UTF-8"), "{e}");
 }
+
+/// An epoch resolved from the option, the variable and a layout's option, each given as `text` (the option also as
+/// the number it is, when it is one).
+fn epoch_everywhere(text: &str) -> Vec<(String, Result<u64>)> {
+    let mut given = vec![("SNOWID_EPOCH".to_string(), Options::default(), vec![("SNOWID_EPOCH", text)])];
+    let option = |v: OptionValue| Options { epoch: Some(v), ..Default::default() };
+    given.push(("options.epoch as text".into(), option(OptionValue::Text(text.into())), vec![]));
+    if let Ok(n) = text.parse::<f64>() {
+        given.push(("options.epoch as a number".into(), option(OptionValue::Number(n)), vec![]));
+    }
+    let mut out = Vec::new();
+    for (what, opts, vars) in given {
+        let vars: Vec<(&str, &str)> = vars.into_iter().collect();
+        let generating = Config::resolve(&opts, &env(&vars), NOW).map(|c| c.epoch.value);
+        let reading = Config::resolve_layout(&opts, &env(&vars), NOW).map(|l| l.epoch());
+        out.push((what.clone(), generating));
+        out.push((format!("{what}, for reading"), reading));
+    }
+    out
+}
+
+#[test]
+fn an_epoch_given_as_a_number_is_0_or_from_2000_so_seconds_are_refused() {
+    // The Unix epoch (Mastodon's ids), 2000-01-01 (Misskey's), Twitter's, Discord's and snowid's.
+    for ms in [0, 946_684_800_000, 1_288_834_974_657, 1_420_070_400_000, DEFAULT_EPOCH] {
+        for (what, r) in epoch_everywhere(&ms.to_string()) {
+            assert_eq!(r, Ok(ms), "{what}");
+        }
+    }
+    // Seconds given by mistake: 1700000000 would be 1970-01-20 as ms, with ids that run out in 2039.
+    for (what, r) in epoch_everywhere("1700000000") {
+        let e = r.unwrap_err();
+        assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::RangeError), "{what}: {e}");
+        assert!(
+            e.message().contains(
+                "found 1700000000 (1970-01-20T16:13:20.000Z), a number of ms before 2000: it looks like seconds; in ms \
+                 it is 1700000000000 (2023-11-14T22:13:20.000Z)"
+            ),
+            "{what}: {e}"
+        );
+        assert!(e.message().contains("expected Unix ms (0, or from 2000-01-01) or an ISO-8601 date"), "{e}");
+    }
+    // A number of ms before 2000 that is not seconds of a date since 2000 either: the message gives the date to use.
+    for ms in ["1", "946684799999", "5000000"] {
+        for (what, r) in epoch_everywhere(ms) {
+            let e = r.unwrap_err();
+            assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::RangeError), "{what}: {e}");
+            assert!(e.message().contains("a number of ms before 2000 that is not 0"), "{what}: {e}");
+        }
+    }
+    let e = resolve_env(&[("SNOWID_EPOCH", "946684799999")]).unwrap_err();
+    assert!(e.message().ends_with("give the ISO-8601 date '1999-12-31T23:59:59.999Z'"), "{e}");
+    // Such a time given as a date is taken as it is.
+    for (what, r) in epoch_everywhere("1999-12-31T23:59:59.999Z").into_iter().chain(epoch_everywhere("1970-01-20")) {
+        assert!(r.is_ok(), "{what}: {r:?}");
+    }
+    let date = Options { epoch: Some(OptionValue::Date(1_700_000_000.0)), ..Default::default() };
+    assert_eq!(Config::resolve(&date, &env(&[]), NOW).unwrap().epoch.value, 1_700_000_000);
+}
+
+#[test]
+fn an_epoch_in_microseconds_or_nanoseconds_is_refused_naming_the_unit() {
+    for (text, unit, in_ms) in [
+        ("1700000000000000", "microseconds", "1700000000000 (2023-11-14T22:13:20.000Z)"),
+        ("1288834974657000", "microseconds", "1288834974657 (2010-11-04T01:42:54.657Z)"),
+        ("1700000000000000000", "nanoseconds", "1700000000000 (2023-11-14T22:13:20.000Z)"),
+    ] {
+        for (what, r) in epoch_everywhere(text) {
+            let e = r.unwrap_err();
+            assert_eq!((e.code(), e.class()), (Code::InvalidConfig, Class::RangeError), "{what}: {e}");
+            let found = format!("found {text}, which is in the future: it looks like {unit}; in ms it is {in_ms}");
+            assert!(e.message().ends_with(&found), "{what}: {e}");
+        }
+    }
+    // Just past now, in ms: only in the future.
+    let soon = (NOW + 60_000).to_string();
+    for (what, r) in epoch_everywhere(&soon) {
+        let e = r.unwrap_err();
+        assert!(e.message().ends_with("Z), which is in the future"), "{what}: {e}");
+    }
+}

@@ -39,9 +39,14 @@ pub(super) fn env_integer(text: &str, name: &str, expected: &str, max: u64) -> R
     }
 }
 
+/// Whether text gives a time as a number of ms (digits), not as a date.
+pub(super) fn is_ms_text(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// An epoch or a time given as text: Unix ms in digits, or an ISO-8601 date.
 pub(super) fn epoch_text(text: &str, name: &str, expected: &str) -> Result<u64> {
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+    if is_ms_text(text) {
         return text.parse::<u64>().map_err(|_| Error::range_error(Code::InvalidConfig, name, expected, &quote(text)));
     }
     parse_iso(text).ok_or_else(|| Error::type_error(Code::InvalidConfig, name, expected, &quote(text)))
@@ -50,9 +55,52 @@ pub(super) fn epoch_text(text: &str, name: &str, expected: &str) -> Result<u64> 
 /// What an epoch must be, for messages.
 pub(super) fn expected_epoch(now: u64) -> String {
     format!(
-        "Unix ms or an ISO-8601 date (YYYY-MM-DD, or a date-time with Z or an offset) from 1970 to now ({now}, {})",
+        "Unix ms (0, or from 2000-01-01) or an ISO-8601 date (YYYY-MM-DD, or a date-time with Z or an offset) from \
+         1970, to now ({now}, {})",
         format_iso(now)
     )
+}
+
+/// 2000-01-01T00:00:00Z in Unix ms: the earliest epoch given as a number of ms, but for 0.
+pub const EARLIEST_MS_EPOCH: u64 = 946_684_800_000;
+
+/// Checks an epoch of `ms` Unix ms, read from `name` (`numeric` when it was given as a number of ms: a JS number, or
+/// digits), against the time `now`. It is not in the future. A number is 0 (the Unix epoch) or from 2000-01-01 on:
+/// any other is most likely seconds (`1700000000` is 1970-01-20 as ms, and its ids would run out in 2039), and one in
+/// the future most likely microseconds or nanoseconds, which the message names. A date before 2000 is given as
+/// ISO-8601 text or a `Date`, which say what they mean.
+pub(super) fn check_epoch(ms: u64, numeric: bool, name: &str, now: u64) -> Result<u64> {
+    let refuse = |found: String| Err(Error::range_error(Code::InvalidConfig, name, &expected_epoch(now), &found));
+    if ms > now {
+        for (scale, unit) in [(1_000, "microseconds"), (1_000_000, "nanoseconds")] {
+            let in_ms = ms / scale;
+            if numeric && (EARLIEST_MS_EPOCH..=now).contains(&in_ms) {
+                return refuse(format!(
+                    "{ms}, which is in the future: it looks like {unit}; in ms it is {in_ms} ({})",
+                    format_iso(in_ms)
+                ));
+            }
+        }
+        // The latest time a JS `Date` holds; past it, no date is shown.
+        let when = if ms <= 8_640_000_000_000_000 { format!(" ({})", format_iso(ms)) } else { String::new() };
+        return refuse(format!("{ms}{when}, which is in the future"));
+    }
+    if !numeric || ms == 0 || ms >= EARLIEST_MS_EPOCH {
+        return Ok(ms);
+    }
+    let in_ms = ms.saturating_mul(1000);
+    if (EARLIEST_MS_EPOCH..=now).contains(&in_ms) {
+        return refuse(format!(
+            "{ms} ({}), a number of ms before 2000: it looks like seconds; in ms it is {in_ms} ({})",
+            format_iso(ms),
+            format_iso(in_ms)
+        ));
+    }
+    refuse(format!(
+        "{ms} ({0}), a number of ms before 2000 that is not 0, most likely in another unit; for that very time give \
+         the ISO-8601 date '{0}'",
+        format_iso(ms)
+    ))
 }
 
 /// What a time argument must be, for messages.
