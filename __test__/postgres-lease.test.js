@@ -69,7 +69,7 @@ async function main() {
       await t.test(
         'a lease issues ids under its slot, renews, and releases with the mark lowered to its last id',
         async () => {
-          const lease = await acquireWorkerId({ client, datacenterId: 6, ttlMs: 300, table: `lease_${kind}` })
+          const lease = await acquireWorkerId({ client, datacenterId: 6, ttlMs: 1000, table: `lease_${kind}` })
           assert.ok(lease instanceof PostgresLease)
           assert.deepEqual([lease.datacenterId, lease.workerId], [6, 0])
           const d = lease.snowflake.decode(lease.snowflake.nextId())
@@ -105,7 +105,7 @@ async function main() {
           const lease = await acquireWorkerId({
             client,
             datacenterId: 1,
-            ttlMs: 200,
+            ttlMs: 1000,
             table: `ids_${kind}.slots`,
             snowflake: { workerBits: 1 },
           })
@@ -371,7 +371,7 @@ async function main() {
       const lease = await acquireWorkerId({
         client: app.client,
         datacenterId: 2,
-        ttlMs: 200,
+        ttlMs: 1000,
         table: 'granted.slots',
         snowflake: { workerBits: 1 },
       })
@@ -446,7 +446,7 @@ async function main() {
       const { configureWorkerId } = require('./lib/postgres.js')
       const { Client } = require('pg')
       const client = new Client(${JSON.stringify({ host: server.host, port: server.port, user: server.user, database: server.database })})
-      client.connect().then(() => configureWorkerId({ client, datacenterId: 3, ttlMs: 300, table: 'configured' })).then(async (lease) => {
+      client.connect().then(() => configureWorkerId({ client, datacenterId: 3, ttlMs: 1000, table: 'configured' })).then(async (lease) => {
         const snowid = require('.')
         const d = snowid.decode(snowid.nextId())
         await lease.release()

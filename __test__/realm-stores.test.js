@@ -76,7 +76,7 @@ test(
     try {
       const r = realm('jest')
       const { acquireWorkerId } = r.require('./lib/redis.js')
-      const lease = await acquireWorkerId({ client, ttlMs: 300 })
+      const lease = await acquireWorkerId({ client, ttlMs: 1000 })
       const id = lease.snowflake.nextId()
       assert.equal(lease.snowflake.decode(id).workerId, lease.workerId)
       await lease.release()
