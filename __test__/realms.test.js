@@ -7,8 +7,10 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const path = require('node:path')
 
-const { ROOT, isolateLeases, runNode, wasiSkip } = require('./helpers.js')
+const { ROOT, freshLeaseDir, isolateLeases, runNode, wasiSkip } = require('./helpers.js')
 const { realm } = require('./realms.js')
 
 isolateLeases()
@@ -85,7 +87,10 @@ for (const runner of ['jest', 'vitest']) {
       assert.notEqual(RealmTypeError, TypeError)
       const generator = new snowid.Snowflake({ workerId: 5, lease: false })
       const layout = new snowid.SnowflakeLayout()
-      const unstartable = new snowid.Snowflake({ leaseDir: '/dev/null/snowid' })
+      // A lease directory under a regular file: absolute on every platform, and never usable.
+      const file = path.join(freshLeaseDir(), 'file')
+      fs.writeFileSync(file, '')
+      const unstartable = new snowid.Snowflake({ leaseDir: path.join(file, 'snowid') })
       const cases = [
         ['decode (module)', () => snowid.decode('x'), RealmTypeError],
         ['timestampOf (module)', () => snowid.timestampOf(-1), RealmRangeError],
