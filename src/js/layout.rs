@@ -13,30 +13,6 @@ use super::errors::raise;
 use super::options::read_layout_options;
 use super::values::{read_id, read_time, IdBigInt, Raw};
 
-/// Options of a `SnowflakeLayout`. Nothing is read from the environment: each one left out takes snowid's default.
-#[napi(object, object_from_js = false)]
-#[allow(dead_code)] // Declares the typings only: `read_layout_options` reads the object itself.
-pub struct LayoutOptions {
-    /// Epoch: Unix ms, a decimal string of Unix ms, an ISO-8601 date, or a `Date`. Not in the future. Given as a
-    /// number of ms, it is 0 or from 2000-01-01: a number before that is most likely seconds, and is refused (give a
-    /// date before 2000 as ISO-8601 text or a `Date`).
-    /// @default 1580486400000 (2020-02-01T00:00:00+08:00)
-    #[napi(ts_type = "number | string | Date")]
-    pub epoch: Option<f64>,
-    /// Width of the datacenterId field in bits, 0 to 32.
-    /// @default 3
-    pub datacenter_bits: Option<u32>,
-    /// Width of the workerId field in bits, 0 to 32.
-    /// @default 5
-    pub worker_bits: Option<u32>,
-    /// Width of the clockBack field in bits, 0 to 32.
-    /// @default 2
-    pub clock_back_bits: Option<u32>,
-    /// Width of the sequence field in bits, 0 to 32. The four widths leave the timestamp from 1 to 52 bits.
-    /// @default 12
-    pub sequence_bits: Option<u32>,
-}
-
 /// A layout and epoch, as a `SnowflakeLayout` reports them.
 #[napi(object)]
 pub struct LayoutSpec {

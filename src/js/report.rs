@@ -1,11 +1,12 @@
 //! What the binding returns about ids and generators: decoded fields, effective configuration and counters.
 
+use std::path::PathBuf;
+
 use napi_derive::napi;
 
-use crate::core::config::{Config, Source};
+use crate::core::config::{option_table, Config, IfTaken, Source, WorkerIdFrom};
 use crate::core::generator::{ClockBackPolicy, Snapshot};
 use crate::core::replicas::Environment;
-use crate::core::statefulset::STATEFULSET;
 
 /// The fields of an id. Every value is a plain number or string, so the object is safe for `JSON.stringify`.
 #[napi(object, object_from_js = false)]
@@ -67,120 +68,126 @@ impl From<ClockBackPolicy> for OnClockBack {
     }
 }
 
-/// Where each configured value came from.
-#[napi(object)]
-pub struct ConfigSources {
-    pub datacenter_id: ConfigSource,
-    pub worker_id: ConfigSource,
-    pub clock_back: ConfigSource,
-    pub epoch: ConfigSource,
-    pub datacenter_bits: ConfigSource,
-    pub worker_bits: ConfigSource,
-    pub clock_back_bits: ConfigSource,
-    pub sequence_bits: ConfigSource,
-    pub on_clock_back: ConfigSource,
-    pub max_wait_ms: ConfigSource,
-    pub max_lead_ms: ConfigSource,
-    pub lease: ConfigSource,
-    pub lease_dir: ConfigSource,
-    pub lease_namespace: ConfigSource,
-    pub worker_id_if_taken: ConfigSource,
-    pub worker_id_from: ConfigSource,
-    pub single_instance: ConfigSource,
+/// An option's value as `config()` reports it: each type of [`Config`]'s fields to what JS sees.
+pub trait Report {
+    type Js;
+    fn report(&self) -> Self::Js;
 }
 
-/// The effective configuration of a generator.
-#[napi(object, use_nullable = true)]
-pub struct SnowidConfig {
-    pub datacenter_id: u32,
-    pub worker_id: u32,
-    /// The starting clock-back value.
-    pub clock_back: u32,
-    /// The epoch in Unix ms.
-    pub epoch: f64,
-    pub datacenter_bits: u32,
-    pub worker_bits: u32,
-    pub clock_back_bits: u32,
-    pub sequence_bits: u32,
-    /// What is left of 63 bits for the timestamp.
-    pub timestamp_bits: u32,
-    pub on_clock_back: OnClockBack,
-    pub max_wait_ms: u32,
-    pub max_lead_ms: u32,
-    /// Whether the (datacenterId, workerId) slot is leased on this host.
-    pub lease: bool,
-    pub lease_dir: String,
-    /// The lease namespace (`SNOWID_LEASE_NAMESPACE`), or `null` for the host's slots.
-    pub lease_namespace: Option<String>,
-    /// What a worker id given as a number does when another process on this host holds its slot: `'fail'`
-    /// (`ERR_SNOWID_WORKER_ID_IN_USE`) or `'next'` (the automatic lease from that slot on).
-    #[napi(ts_type = "'fail' | 'next'")]
-    pub worker_id_if_taken: String,
-    /// `'statefulset'` when, with no worker id given as a number, the worker id is the ordinal of a StatefulSet
-    /// pod's host name; else `null`.
-    #[napi(ts_type = "'statefulset'")]
-    pub worker_id_from: Option<String>,
-    /// Whether this is declared the only instance (`SNOWID_SINGLE_INSTANCE=true`), so that an identity no one chose
-    /// is not refused where replicas are the norm.
-    pub single_instance: bool,
-    /// Where this process runs, as far as replicas go: an orchestrator where replicas are the norm and an identity
-    /// no one chose is refused (`ERR_SNOWID_IDENTITY_REQUIRED`), `'container'` for a plain Docker or Podman container
-    /// (where it is warned of), or `null` for none known. See docs/guarantees.md for how each is known.
-    #[napi(ts_type = "'kubernetes' | 'ecs' | 'cloudrun' | 'nomad' | 'heroku' | 'fly' | 'lambda' | 'container'")]
-    pub environment: Option<String>,
-    /// The most ids one generator issues in one ms: 2^sequenceBits.
-    pub max_ids_per_ms: u32,
-    /// The last Unix ms the layout can encode. Generation throws `ERR_SNOWID_TIME_EXHAUSTED` after it.
-    pub expires_at: f64,
-    /// Where each value came from.
-    pub sources: ConfigSources,
-}
-
-/// `c` as `config()` reports it, in `environment` (see `replicas::environment`).
-pub(crate) fn report(c: &Config, environment: Option<Environment>) -> SnowidConfig {
-    SnowidConfig {
-        datacenter_id: c.datacenter_id.value,
-        worker_id: c.worker_id.value,
-        clock_back: c.clock_back.value,
-        epoch: c.epoch.value as f64,
-        datacenter_bits: c.datacenter_bits.value,
-        worker_bits: c.worker_bits.value,
-        clock_back_bits: c.clock_back_bits.value,
-        sequence_bits: c.sequence_bits.value,
-        timestamp_bits: c.layout.timestamp_bits(),
-        on_clock_back: c.on_clock_back.value.into(),
-        max_wait_ms: c.max_wait_ms.value as u32,
-        max_lead_ms: c.max_lead_ms.value as u32,
-        lease: c.lease.value,
-        lease_dir: c.lease_dir.value.to_string_lossy().into_owned(),
-        lease_namespace: c.lease_namespace.value.clone(),
-        worker_id_if_taken: c.worker_id_if_taken.value.as_str().to_string(),
-        worker_id_from: c.worker_id_from_statefulset.value.then(|| STATEFULSET.to_string()),
-        single_instance: c.single_instance.value,
-        environment: environment.map(|e| e.as_str().to_string()),
-        max_ids_per_ms: c.max_ids_per_ms() as u32,
-        expires_at: c.layout.expires_at() as f64,
-        sources: ConfigSources {
-            datacenter_id: c.datacenter_id.source.into(),
-            worker_id: c.worker_id.source.into(),
-            clock_back: c.clock_back.source.into(),
-            epoch: c.epoch.source.into(),
-            datacenter_bits: c.datacenter_bits.source.into(),
-            worker_bits: c.worker_bits.source.into(),
-            clock_back_bits: c.clock_back_bits.source.into(),
-            sequence_bits: c.sequence_bits.source.into(),
-            on_clock_back: c.on_clock_back.source.into(),
-            max_wait_ms: c.max_wait_ms.source.into(),
-            max_lead_ms: c.max_lead_ms.source.into(),
-            lease: c.lease.source.into(),
-            lease_dir: c.lease_dir.source.into(),
-            lease_namespace: c.lease_namespace.source.into(),
-            worker_id_if_taken: c.worker_id_if_taken.source.into(),
-            worker_id_from: c.worker_id_from_statefulset.source.into(),
-            single_instance: c.single_instance.source.into(),
-        },
+impl Report for u32 {
+    type Js = u32;
+    fn report(&self) -> u32 {
+        *self
     }
 }
+
+impl Report for u64 {
+    type Js = f64;
+    fn report(&self) -> f64 {
+        // Every u64 option (an epoch, a number of ms) is below 2^53, so the number is exact.
+        *self as f64
+    }
+}
+
+impl Report for bool {
+    type Js = bool;
+    fn report(&self) -> bool {
+        *self
+    }
+}
+
+impl Report for String {
+    type Js = String;
+    fn report(&self) -> String {
+        self.clone()
+    }
+}
+
+impl Report for PathBuf {
+    type Js = String;
+    fn report(&self) -> String {
+        self.to_string_lossy().into_owned()
+    }
+}
+
+impl Report for ClockBackPolicy {
+    type Js = OnClockBack;
+    fn report(&self) -> OnClockBack {
+        (*self).into()
+    }
+}
+
+impl Report for IfTaken {
+    type Js = String;
+    fn report(&self) -> String {
+        self.as_str().to_string()
+    }
+}
+
+impl Report for WorkerIdFrom {
+    type Js = String;
+    fn report(&self) -> String {
+        self.as_str().to_string()
+    }
+}
+
+impl<T: Report> Report for Option<T> {
+    type Js = Option<T::Js>;
+    fn report(&self) -> Option<T::Js> {
+        self.as_ref().map(Report::report)
+    }
+}
+
+/// Makes `config()`'s report from the table of options: [`SnowidConfig`] with a member per option, documented
+/// as the table says, and [`ConfigSources`].
+macro_rules! report {
+    ($( $opt:ident $field:ident $name:tt [$($var:expr),+] $ty:ty, layout $layout:tt, max $max:expr,
+        option $ts:tt, config $config_ts:tt, doc $doc:tt, env $env:tt, default $default:tt; )+) => {
+        /// Where each configured value came from.
+        #[napi(object)]
+        pub struct ConfigSources {
+            $( pub $field: ConfigSource, )+
+        }
+
+        /// The effective configuration of a generator: the value of each option (see `SnowflakeOptions`), and what
+        /// follows from them.
+        #[napi(object, use_nullable = true)]
+        pub struct SnowidConfig {
+            $(
+                #[napi(ts_type = $config_ts)]
+                pub $field: <$ty as Report>::Js,
+            )+
+            /// What is left of 63 bits for the timestamp.
+            pub timestamp_bits: u32,
+            /// Where this process runs, as far as replicas go: an orchestrator where replicas are the norm and an
+            /// identity no one chose is refused (`ERR_SNOWID_IDENTITY_REQUIRED`), `'container'` for a plain Docker or
+            /// Podman container (where it is warned of), or `null` for none known. See docs/guarantees.md for how
+            /// each is known.
+            #[napi(ts_type = "'kubernetes' | 'ecs' | 'cloudrun' | 'nomad' | 'heroku' | 'fly' | 'lambda' | 'container'")]
+            pub environment: Option<String>,
+            /// The most ids one generator issues in one ms: 2^sequenceBits.
+            pub max_ids_per_ms: u32,
+            /// The last Unix ms the layout can encode. Generation throws `ERR_SNOWID_TIME_EXHAUSTED` after it.
+            pub expires_at: f64,
+            /// Where each value came from.
+            pub sources: ConfigSources,
+        }
+
+        /// `c` as `config()` reports it, in `environment` (see `replicas::environment`).
+        pub(crate) fn report(c: &Config, environment: Option<Environment>) -> SnowidConfig {
+            SnowidConfig {
+                $( $field: c.$field.value.report(), )+
+                timestamp_bits: c.layout.timestamp_bits(),
+                environment: environment.map(|e| e.as_str().to_string()),
+                max_ids_per_ms: c.max_ids_per_ms() as u32,
+                expires_at: c.layout.expires_at() as f64,
+                sources: ConfigSources { $( $field: c.$field.source.into(), )+ },
+            }
+        }
+    };
+}
+
+option_table!(report);
 
 /// Counters and the current lead of a generator's state.
 #[napi(object)]

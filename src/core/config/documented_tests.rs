@@ -1,11 +1,13 @@
-//! The table of options against where it is written for users: the README's configuration table, the typings of
-//! the options (`SnowflakeOptions`, `LayoutOptions`), of `config()` and of its sources, and the defaults the
-//! resolver gives. Each test fails on drift, and says what the table makes.
+//! The table of options against where it is written for users: the README's configuration table, the typings that
+//! `npm run build` makes of it (`SnowflakeOptions` and `LayoutOptions` with their JSDoc, `SnowidConfig`,
+//! `ConfigSources`), and the ranges and defaults the resolver gives. Each test fails on drift, and says what the
+//! table makes.
 
 use std::path::Path;
 
-use super::options::{OptionSpec, Options, OPTIONS};
-use super::resolved::Config;
+use super::options::{OptionSpec, OptionValue, Options, MAX_NAMESPACE_CHARS, OPTIONS};
+use super::resolved::{Config, Source};
+use crate::core::error::Result;
 use crate::core::testing::NOW;
 
 fn read(file: &str) -> String {
@@ -47,6 +49,9 @@ fn interface(dts: &str, name: &str) -> Vec<(String, String)> {
     let (mut members, mut doc) = (Vec::new(), String::new());
     for line in lines.by_ref().take_while(|l| *l != "}") {
         let line = line.trim();
+        if line == "/**" || line == "*/" {
+            continue;
+        }
         if let Some(text) = line.strip_prefix("/**").or(line.strip_prefix('*')) {
             doc.push_str(text.trim_end_matches("*/").trim());
             doc.push('\n');
@@ -62,24 +67,41 @@ fn names(members: &[(String, String)]) -> Vec<&str> {
     members.iter().map(|(k, _)| k.as_str()).collect()
 }
 
+/// The JSDoc lines the table makes for an option of `SnowflakeOptions` (with `env`) or of `LayoutOptions`.
+fn jsdoc(o: &OptionSpec, env: bool) -> String {
+    let lines = if env { vec![o.doc, o.env, "@default", o.default] } else { vec![o.doc, "@default", o.default] };
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
 #[test]
-fn the_typings_take_every_option_with_its_variables_and_default() {
+fn the_typings_line_on_variables_names_the_tables() {
+    for o in OPTIONS {
+        let vars: Vec<String> = o.vars.iter().map(|v| format!("`{v}`")).collect();
+        assert_eq!(
+            o.env,
+            format!("Env {}.", vars.join(", else ")),
+            "{}'s env line in src/core/config/options.rs",
+            o.name
+        );
+    }
+}
+
+#[test]
+fn the_typings_document_every_option_as_the_table_says() {
+    // binding.d.ts is what `npm run build` makes of the table: this fails when it is stale.
     let dts = read("binding.d.ts");
     let options = interface(&dts, "SnowflakeOptions");
     let table: Vec<&str> = OPTIONS.iter().map(|o| o.name).collect();
-    assert_eq!(names(&options), table, "SnowflakeOptions in binding.d.ts (src/js/options.rs)");
+    assert_eq!(names(&options), table, "SnowflakeOptions in binding.d.ts (run `npm run build`)");
     for ((_, doc), o) in options.iter().zip(OPTIONS) {
-        for var in o.vars {
-            assert!(doc.contains(&format!("`{var}`")), "{}'s doc names {var}:\n{doc}", o.name);
-        }
-        let default = doc.lines().find_map(|l| l.strip_prefix("@default "));
-        assert!(default.is_some(), "{}'s doc gives its default:\n{doc}", o.name);
-        if o.default.parse::<u64>().is_ok() {
-            assert!(default.is_some_and(|d| d.starts_with(o.default)), "{}'s @default is {}", o.name, o.default);
-        }
+        assert_eq!(doc, &jsdoc(o, true), "{}'s JSDoc in binding.d.ts (run `npm run build`)", o.name);
     }
-    let layout: Vec<&str> = OPTIONS.iter().filter(|o| o.layout).map(|o| o.name).collect();
-    assert_eq!(names(&interface(&dts, "LayoutOptions")), layout, "LayoutOptions in binding.d.ts (src/js/layout.rs)");
+    let layout: Vec<&OptionSpec> = OPTIONS.iter().filter(|o| o.layout).collect();
+    let members = interface(&dts, "LayoutOptions");
+    assert_eq!(names(&members), layout.iter().map(|o| o.name).collect::<Vec<_>>(), "LayoutOptions in binding.d.ts");
+    for ((_, doc), o) in members.iter().zip(layout) {
+        assert_eq!(doc, &jsdoc(o, false), "{}'s JSDoc in LayoutOptions (run `npm run build`)", o.name);
+    }
 }
 
 #[test]
@@ -94,29 +116,81 @@ fn config_reports_every_option_and_its_source() {
 }
 
 #[test]
-fn the_numbers_the_table_gives_as_defaults_are_the_resolvers() {
+fn the_ranges_the_table_gives_are_the_resolvers_and_its_docs() {
+    let fixed: Vec<&OptionSpec> = OPTIONS.iter().filter(|o| o.max.is_some()).collect();
+    let names: Vec<&str> = fixed.iter().map(|o| o.name).collect();
+    assert_eq!(names, ["datacenterBits", "workerBits", "clockBackBits", "sequenceBits", "maxWaitMs", "maxLeadMs"]);
+    for o in fixed {
+        let max = o.max.unwrap();
+        assert!(o.doc.contains(&format!("0–{max}")), "{}'s doc gives its range 0–{max}: {}", o.name, o.doc);
+        let opts = |n: u64| {
+            let mut opts = Options::default();
+            *opts.slot(o.name).unwrap() = Some(OptionValue::Number(n as f64));
+            opts
+        };
+        let none = |_: &str| None;
+        // The widths are taken one at a time; the widest each may be leaves the rest at 0.
+        let zero_widths = |name: &str| {
+            let width =
+                ["SNOWID_DATACENTER_BITS", "SNOWID_WORKER_BITS", "SNOWID_CLOCK_BACK_BITS", "SNOWID_SEQUENCE_BITS"];
+            width.contains(&name).then(|| "0".into())
+        };
+        let env = |v: String| {
+            let var = o.vars[0];
+            let layout = o.layout;
+            move |name: &str| if name == var { Some(v.clone().into()) } else { zero_widths(name).filter(|_| layout) }
+        };
+        let ok = |c: Result<()>| c.map_err(|e| e.message().to_string());
+        if o.layout {
+            // The widest a width may be, with the others at 0, makes a layout for reading ids.
+            let mut max_opts = opts(max);
+            for w in ["datacenterBits", "workerBits", "clockBackBits", "sequenceBits"] {
+                if w != o.name {
+                    *max_opts.slot(w).unwrap() = Some(OptionValue::Number(0.0));
+                }
+            }
+            assert_eq!(ok(Config::resolve_layout(&max_opts, &none, NOW).map(drop)), Ok(()), "{} = {max}", o.name);
+            let by_env = Config::resolve_layout(&Options::default(), &env(max.to_string()), NOW);
+            assert_eq!(ok(by_env.map(drop)), Ok(()), "{} = {max}", o.name);
+        } else {
+            assert_eq!(ok(Config::resolve(&opts(max), &none, NOW).map(drop)), Ok(()), "{} = {max}", o.name);
+            let by_env = Config::resolve(&Options::default(), &env(max.to_string()), NOW);
+            assert_eq!(ok(by_env.map(drop)), Ok(()), "{} = {max}", o.name);
+        }
+        let e = Config::resolve(&opts(max + 1), &none, NOW).unwrap_err();
+        assert!(e.message().contains(&format!("an integer from 0 to {max}")), "{}: {e}", o.name);
+        let e = Config::resolve(&Options::default(), &env((max + 1).to_string()), NOW).unwrap_err();
+        assert!(e.message().contains(&format!("an integer from 0 to {max}")), "{}: {e}", o.name);
+    }
+}
+
+#[test]
+fn the_lease_namespace_length_is_the_resolvers() {
+    let o = OPTIONS.iter().find(|o| o.name == "leaseNamespace").unwrap();
+    assert!(o.doc.contains(&format!("1–{MAX_NAMESPACE_CHARS} characters")), "{}", o.doc);
+}
+
+#[test]
+fn the_defaults_the_table_gives_are_the_resolvers() {
     let none = |_: &str| None;
     let c = Config::resolve(&Options::default(), &none, NOW).unwrap();
-    let resolved = |name: &str| match name {
-        "clockBack" => Some(u64::from(c.clock_back.value)),
-        "epoch" => Some(c.epoch.value),
-        "datacenterBits" => Some(u64::from(c.datacenter_bits.value)),
-        "workerBits" => Some(u64::from(c.worker_bits.value)),
-        "clockBackBits" => Some(u64::from(c.clock_back_bits.value)),
-        "sequenceBits" => Some(u64::from(c.sequence_bits.value)),
-        "maxWaitMs" => Some(c.max_wait_ms.value),
-        "maxLeadMs" => Some(c.max_lead_ms.value),
-        _ => None,
-    };
-    for o in OPTIONS {
-        if let Ok(n) = o.default.parse::<u64>() {
-            assert_eq!(resolved(o.name), Some(n), "{}: the table's default {n}", o.name);
+    let shown = c.shown();
+    assert_eq!(
+        shown.iter().map(|(n, _, _)| *n).collect::<Vec<_>>(),
+        OPTIONS.iter().map(|o| o.name).collect::<Vec<_>>()
+    );
+    for ((name, value, source), o) in shown.iter().zip(OPTIONS) {
+        match source {
+            // The lease chooses the ids: the docs say so rather than give a number.
+            Source::Lease => assert!(o.default.starts_with("the lease's"), "{name}: the table's default"),
+            Source::Default if value.starts_with('`') => {
+                assert!(o.default.contains(value.as_str()), "{name}: the table's default says {value}: {}", o.default)
+            }
+            Source::Default => {
+                let first = o.default.split_whitespace().next();
+                assert_eq!(first, Some(value.as_str()), "{name}: the table's default is {value}: {}", o.default)
+            }
+            other => panic!("{name} comes from {other:?} with nothing set"),
         }
-    }
-    let words =
-        [("onClockBack", c.on_clock_back.value.as_str()), ("workerIdIfTaken", c.worker_id_if_taken.value.as_str())];
-    for (name, value) in words {
-        let o = OPTIONS.iter().find(|o| o.name == name).unwrap();
-        assert_eq!(o.default, format!("`{value}`"), "{name}: the table's default");
     }
 }

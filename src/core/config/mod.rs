@@ -17,9 +17,10 @@ mod resolve;
 pub mod resolved;
 pub mod values;
 
+pub(crate) use options::option_table;
 pub use options::{OptionValue, Options, OPTIONS};
 pub use resolve::wanted;
-pub use resolved::{Config, IfTaken, Source, Sourced};
+pub use resolved::{Config, IfTaken, Source, Sourced, WorkerIdFrom};
 pub use values::time_arg;
 
 #[cfg(test)]

@@ -7,16 +7,15 @@ use std::sync::OnceLock;
 use super::super::env::{EnvSource, Wanted};
 use super::super::error::{quote, Code, Error, Result};
 use super::super::generator::ClockBackPolicy;
-use super::super::layout::{max_value, Layout, Widths, DEFAULT_EPOCH, MAX_FIELD_BITS};
+use super::super::layout::{max_value, Layout, Widths, DEFAULT_EPOCH};
 use super::super::number::{digits, whole};
 use super::super::replicas;
 use super::super::statefulset;
 use super::super::suggest::nearest;
 use super::options::{
-    default_lease_dir, known_vars, short_vars, Opt, OptionValue, Options, DEFAULT_MAX_WAIT_MS, MAX_MAX_LEAD_MS,
-    MAX_MAX_WAIT_MS, MAX_NAMESPACE_CHARS,
+    default_lease_dir, known_vars, short_vars, Opt, OptionValue, Options, DEFAULT_MAX_WAIT_MS, MAX_NAMESPACE_CHARS,
 };
-use super::resolved::{identity_chosen, Config, IfTaken, Source, Sourced};
+use super::resolved::{identity_chosen, Config, IfTaken, Source, Sourced, WorkerIdFrom};
 use super::values::{check_epoch, describe, env_integer, epoch_text, expected_epoch, is_ms_text, option_integer};
 
 /// Every variable a configuration reads besides the `SNOWID_` ones: the JS article's short names, a StatefulSet
@@ -78,6 +77,12 @@ impl<'a> Resolver<'a> {
             }
         }
         Ok(None)
+    }
+
+    /// An integer setting from 0 to the largest value the table gives it.
+    fn bounded(&self, opt: Opt, default: u64) -> Result<Sourced<u64>> {
+        // Every option resolved here has its range in the table (`documented_tests.rs` checks it).
+        self.integer(opt, opt.spec().max.unwrap_or(0), &String::new, default)
     }
 
     /// An integer setting from 0 to `max`; `hint` (made only for a message) follows the range.
@@ -265,7 +270,7 @@ impl Resolver<'_> {
         let d = Widths::default();
         // Each field but the timestamp is at most 32 bits: its values are 32-bit numbers everywhere (encode's
         // arguments, decode's results), so a wider field could not be read or written whole.
-        let bits = |opt, default: u32| self.integer(opt, u64::from(MAX_FIELD_BITS), &String::new, default.into());
+        let bits = |opt, default: u32| self.bounded(opt, default.into());
         let datacenter_bits = bits(Opt::DatacenterBits, d.datacenter).map(to_u32)?;
         let worker_bits = bits(Opt::WorkerBits, d.worker).map(to_u32)?;
         let clock_back_bits = bits(Opt::ClockBackBits, d.clock_back).map(to_u32)?;
@@ -322,9 +327,9 @@ impl Config {
         let mut worker_id = field(Opt::WorkerId, &worker_bits, "workerBits")?;
         // A worker id given as a number wins over SNOWID_WORKER_ID_FROM. PM2's NODE_APP_INSTANCE is not read: every
         // app's first instance is 0, so two apps on one host would claim one slot.
-        let from = |text: &str| (text == statefulset::STATEFULSET).then_some(true);
-        let worker_id_from_statefulset = r.word(Opt::WorkerIdFrom, &statefulset::expected_from, from, false)?;
-        if worker_id.source == Source::Default && worker_id_from_statefulset.value {
+        let from = |text: &str| WorkerIdFrom::parse(text).map(Some);
+        let worker_id_from = r.word(Opt::WorkerIdFrom, &statefulset::expected_from, from, None)?;
+        if worker_id.source == Source::Default && worker_id_from.value == Some(WorkerIdFrom::StatefulSet) {
             let hint = format!(" (workerBits is {})", worker_bits.value);
             let value = statefulset::worker_id(env, max_value(worker_bits.value), &hint)? as u32;
             worker_id = Sourced { value, source: Source::StatefulSet };
@@ -340,8 +345,8 @@ impl Config {
         let clock_back = field(Opt::ClockBack, &clock_back_bits, "clockBackBits")?;
         let policy = || "one of 'bits', 'wait' or 'throw'".to_string();
         let on_clock_back = r.word(Opt::OnClockBack, &policy, ClockBackPolicy::parse, ClockBackPolicy::default())?;
-        let max_wait_ms = r.integer(Opt::MaxWaitMs, MAX_MAX_WAIT_MS, &String::new, DEFAULT_MAX_WAIT_MS)?;
-        let max_lead_ms = r.integer(Opt::MaxLeadMs, MAX_MAX_LEAD_MS, &String::new, 0)?;
+        let max_wait_ms = r.bounded(Opt::MaxWaitMs, DEFAULT_MAX_WAIT_MS)?;
+        let max_lead_ms = r.bounded(Opt::MaxLeadMs, 0)?;
         let lease_dir = r.lease_dir(lease.value)?;
         let single_instance =
             r.switch(Opt::SingleInstance, ["true", "false"], "'true' or 'false' (a boolean as an option)", false)?;
@@ -365,7 +370,7 @@ impl Config {
             lease_dir,
             lease_namespace,
             worker_id_if_taken: r.word(Opt::WorkerIdIfTaken, &if_taken, IfTaken::parse, IfTaken::Fail)?,
-            worker_id_from_statefulset,
+            worker_id_from,
             single_instance,
             environment,
             layout,

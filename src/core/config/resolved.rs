@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use super::super::generator::{ClockBackPolicy, Settings};
 use super::super::layout::Layout;
 use super::super::replicas;
+use super::super::statefulset;
+use super::options::option_table;
 
 /// Where a configured value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,40 +79,116 @@ impl IfTaken {
     }
 }
 
-/// The effective configuration of a generator.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Config {
-    pub datacenter_id: Sourced<u32>,
-    pub worker_id: Sourced<u32>,
-    pub clock_back: Sourced<u32>,
-    pub epoch: Sourced<u64>,
-    pub datacenter_bits: Sourced<u32>,
-    pub worker_bits: Sourced<u32>,
-    pub clock_back_bits: Sourced<u32>,
-    pub sequence_bits: Sourced<u32>,
-    pub on_clock_back: Sourced<ClockBackPolicy>,
-    pub max_wait_ms: Sourced<u64>,
-    pub max_lead_ms: Sourced<u64>,
-    /// Whether (datacenterId, workerId) slots are leased on this host.
-    pub lease: Sourced<bool>,
-    pub lease_dir: Sourced<PathBuf>,
-    /// `SNOWID_LEASE_NAMESPACE` or `leaseNamespace`: a separate set of the host's slots (none: the host's own).
-    pub lease_namespace: Sourced<Option<String>>,
-    /// What a worker id given as a number does when another process on this host holds its slot (see
-    /// [`IfTaken`]). `snowid/cluster` sets `SNOWID_WORKER_ID_IF_TAKEN=next`, so that a worker two primaries both
-    /// chose still starts.
-    pub worker_id_if_taken: Sourced<IfTaken>,
-    /// `SNOWID_WORKER_ID_FROM=statefulset` or `workerIdFrom: 'statefulset'`: with no worker id given as a number,
-    /// the worker id is the ordinal of a StatefulSet pod's host name.
-    pub worker_id_from_statefulset: Sourced<bool>,
-    /// `SNOWID_SINGLE_INSTANCE=true` or `singleInstance: true`: this is the only instance, so an identity no one chose
-    /// is not refused where replicas are the norm (see [`replicas`]).
-    pub single_instance: Sourced<bool>,
-    /// Where this process runs, as far as replicas go (see [`replicas::detect`]): looked for only when no one chose
-    /// the identity and `single_instance` is off, the one case where it matters (`identity::replicas`); else `None`.
-    pub environment: Option<replicas::Detected>,
-    pub layout: Layout,
+/// Where the worker id is read from when it is not given as a number (`workerIdFrom`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WorkerIdFrom {
+    /// The ordinal of a StatefulSet pod's host name.
+    StatefulSet,
 }
+
+impl WorkerIdFrom {
+    pub fn parse(text: &str) -> Option<Self> {
+        (text == statefulset::STATEFULSET).then_some(WorkerIdFrom::StatefulSet)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkerIdFrom::StatefulSet => statefulset::STATEFULSET,
+        }
+    }
+}
+
+/// Makes [`Config`] from the table of options: one field per option, named and typed as the table says.
+macro_rules! config {
+    ($( $opt:ident $field:ident $name:tt [$($var:expr),+] $ty:ty, layout $layout:tt, max $max:expr,
+        option $ts:tt, config $config_ts:tt, doc $doc:tt, env $env:tt, default $default:tt; )+) => {
+        /// The effective configuration of a generator: each option's value and where it came from.
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub struct Config {
+            $( #[doc = $doc] pub $field: Sourced<$ty>, )+
+            /// Where this process runs, as far as replicas go (see [`replicas::detect`]): looked for only when no
+            /// one chose the identity and `single_instance` is off, the one case where it matters
+            /// (`identity::replicas`); else `None`.
+            pub environment: Option<replicas::Detected>,
+            pub layout: Layout,
+        }
+
+        #[cfg(test)]
+        impl Config {
+            /// Each option's name, its value as the docs write a default, and where it came from.
+            pub(super) fn shown(&self) -> Vec<(&'static str, String, Source)> {
+                vec![ $( ($name, self.$field.value.shown(), self.$field.source), )+ ]
+            }
+        }
+    };
+}
+
+/// A value as the docs write a default: a number in digits, a word or path in backticks, and none as `unset`.
+#[cfg(test)]
+trait Shown {
+    fn shown(&self) -> String;
+}
+
+#[cfg(test)]
+mod shown {
+    use super::*;
+
+    impl Shown for u32 {
+        fn shown(&self) -> String {
+            self.to_string()
+        }
+    }
+
+    impl Shown for u64 {
+        fn shown(&self) -> String {
+            self.to_string()
+        }
+    }
+
+    impl Shown for bool {
+        fn shown(&self) -> String {
+            format!("`{self}`")
+        }
+    }
+
+    impl Shown for String {
+        fn shown(&self) -> String {
+            format!("`{self}`")
+        }
+    }
+
+    impl Shown for PathBuf {
+        fn shown(&self) -> String {
+            format!("`{}`", self.display())
+        }
+    }
+
+    impl Shown for ClockBackPolicy {
+        fn shown(&self) -> String {
+            format!("`{}`", self.as_str())
+        }
+    }
+
+    impl Shown for IfTaken {
+        fn shown(&self) -> String {
+            format!("`{}`", self.as_str())
+        }
+    }
+
+    impl Shown for WorkerIdFrom {
+        fn shown(&self) -> String {
+            format!("`{}`", self.as_str())
+        }
+    }
+
+    impl<T: Shown> Shown for Option<T> {
+        fn shown(&self) -> String {
+            self.as_ref().map_or_else(|| "unset".to_string(), Shown::shown)
+        }
+    }
+}
+
+option_table!(config);
 
 impl Config {
     /// What the generator of this configuration is given.

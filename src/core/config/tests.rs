@@ -409,10 +409,10 @@ fn the_worker_id_can_come_from_a_statefulset_ordinal() {
         assert!(e.message().starts_with("SNOWID_WORKER_ID_FROM: expected \"statefulset\""), "{e}");
     }
     assert_eq!(
-        resolve_env(&[from, ("HOSTNAME", "web-7")]).unwrap().worker_id_from_statefulset,
-        Sourced { value: true, source: Source::Env }
+        resolve_env(&[from, ("HOSTNAME", "web-7")]).unwrap().worker_id_from,
+        Sourced { value: Some(WorkerIdFrom::StatefulSet), source: Source::Env }
     );
-    assert_eq!(resolve_env(&[]).unwrap().worker_id_from_statefulset, Sourced { value: false, source: Source::Default });
+    assert_eq!(resolve_env(&[]).unwrap().worker_id_from, Sourced { value: None, source: Source::Default });
 }
 
 #[test]
@@ -421,7 +421,7 @@ fn the_statefulset_ordinal_can_be_asked_for_by_option() {
     let c =
         Config::resolve(&opt(OptionValue::Text("statefulset".into())), &env(&[("HOSTNAME", "web-7")]), NOW).unwrap();
     assert_eq!(c.worker_id, Sourced { value: 7, source: Source::StatefulSet });
-    assert_eq!(c.worker_id_from_statefulset, Sourced { value: true, source: Source::Option });
+    assert_eq!(c.worker_id_from, Sourced { value: Some(WorkerIdFrom::StatefulSet), source: Source::Option });
     for (v, class) in
         [(OptionValue::Text("pod".into()), Class::RangeError), (OptionValue::Bool(true), Class::TypeError)]
     {
