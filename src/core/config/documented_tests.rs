@@ -119,7 +119,9 @@ fn config_reports_every_option_and_its_source() {
 fn the_ranges_the_table_gives_are_the_resolvers_and_its_docs() {
     let fixed: Vec<&OptionSpec> = OPTIONS.iter().filter(|o| o.max.is_some()).collect();
     let names: Vec<&str> = fixed.iter().map(|o| o.name).collect();
-    assert_eq!(names, ["datacenterBits", "workerBits", "clockBackBits", "sequenceBits", "maxWaitMs", "maxLeadMs"]);
+    for name in ["datacenterBits", "workerBits", "clockBackBits", "sequenceBits", "maxWaitMs", "maxLeadMs"] {
+        assert!(names.contains(&name), "{name} has its range in the table");
+    }
     for o in fixed {
         let max = o.max.unwrap();
         assert!(o.doc.contains(&format!("0–{max}")), "{}'s doc gives its range 0–{max}: {}", o.name, o.doc);
