@@ -3,11 +3,12 @@
 //! `ConfigSources`), and the ranges and defaults the resolver gives. Each test fails on drift, and says what the
 //! table makes.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::options::{OptionSpec, OptionValue, Options, MAX_NAMESPACE_CHARS, OPTIONS};
-use super::resolved::{Config, Source};
+use super::resolved::{Config, IfTaken, Source, WorkerIdFrom};
 use crate::core::error::Result;
+use crate::core::generator::ClockBackPolicy;
 use crate::core::testing::NOW;
 
 fn read(file: &str) -> String {
@@ -194,5 +195,64 @@ fn the_defaults_the_table_gives_are_the_resolvers() {
             }
             other => panic!("{name} comes from {other:?} with nothing set"),
         }
+    }
+}
+
+/// A value as the docs write a default: a number in digits, a word or path in backticks, and none as `unset`.
+pub(super) trait Shown {
+    fn shown(&self) -> String;
+}
+
+impl Shown for u32 {
+    fn shown(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl Shown for u64 {
+    fn shown(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl Shown for bool {
+    fn shown(&self) -> String {
+        format!("`{self}`")
+    }
+}
+
+impl Shown for String {
+    fn shown(&self) -> String {
+        format!("`{self}`")
+    }
+}
+
+impl Shown for PathBuf {
+    fn shown(&self) -> String {
+        format!("`{}`", self.display())
+    }
+}
+
+impl Shown for ClockBackPolicy {
+    fn shown(&self) -> String {
+        format!("`{}`", self.as_str())
+    }
+}
+
+impl Shown for IfTaken {
+    fn shown(&self) -> String {
+        format!("`{}`", self.as_str())
+    }
+}
+
+impl Shown for WorkerIdFrom {
+    fn shown(&self) -> String {
+        format!("`{}`", self.as_str())
+    }
+}
+
+impl<T: Shown> Shown for Option<T> {
+    fn shown(&self) -> String {
+        self.as_ref().map_or_else(|| "unset".to_string(), Shown::shown)
     }
 }

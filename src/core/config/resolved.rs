@@ -117,75 +117,11 @@ macro_rules! config {
         impl Config {
             /// Each option's name, its value as the docs write a default, and where it came from.
             pub(super) fn shown(&self) -> Vec<(&'static str, String, Source)> {
+                use super::documented_tests::Shown;
                 vec![ $( ($name, self.$field.value.shown(), self.$field.source), )+ ]
             }
         }
     };
-}
-
-/// A value as the docs write a default: a number in digits, a word or path in backticks, and none as `unset`.
-#[cfg(test)]
-trait Shown {
-    fn shown(&self) -> String;
-}
-
-#[cfg(test)]
-mod shown {
-    use super::*;
-
-    impl Shown for u32 {
-        fn shown(&self) -> String {
-            self.to_string()
-        }
-    }
-
-    impl Shown for u64 {
-        fn shown(&self) -> String {
-            self.to_string()
-        }
-    }
-
-    impl Shown for bool {
-        fn shown(&self) -> String {
-            format!("`{self}`")
-        }
-    }
-
-    impl Shown for String {
-        fn shown(&self) -> String {
-            format!("`{self}`")
-        }
-    }
-
-    impl Shown for PathBuf {
-        fn shown(&self) -> String {
-            format!("`{}`", self.display())
-        }
-    }
-
-    impl Shown for ClockBackPolicy {
-        fn shown(&self) -> String {
-            format!("`{}`", self.as_str())
-        }
-    }
-
-    impl Shown for IfTaken {
-        fn shown(&self) -> String {
-            format!("`{}`", self.as_str())
-        }
-    }
-
-    impl Shown for WorkerIdFrom {
-        fn shown(&self) -> String {
-            format!("`{}`", self.as_str())
-        }
-    }
-
-    impl<T: Shown> Shown for Option<T> {
-        fn shown(&self) -> String {
-            self.as_ref().map_or_else(|| "unset".to_string(), Shown::shown)
-        }
-    }
 }
 
 option_table!(config);
