@@ -322,3 +322,11 @@ isIdLayout.isId(1n, { layout: isIdLayout })
 // @ts-expect-error bounds are Dates or ms
 isId('1', { notBefore: '2026-01-01' })
 void checked
+
+// snowid/graphql: a graphql-js scalar that reads ids into bigints and sends them as strings.
+import { GraphQLSnowflakeId } from 'snowid/graphql'
+import type { GraphQLScalarType } from 'graphql'
+import { idSchema } from 'snowid/json'
+const scalar: GraphQLScalarType<bigint, string> = GraphQLSnowflakeId
+const idPattern: string = idSchema.pattern
+void scalar, idPattern
