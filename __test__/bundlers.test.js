@@ -7,6 +7,7 @@
 const test = require('node:test')
 const assert = require('node:assert')
 const fs = require('node:fs')
+const os = require('node:os')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
 
@@ -158,6 +159,12 @@ test('a bundle that left the native file behind fails with the bundler settings 
   // Bundled whole, with the .node file left out (as a bundler that cannot place it does): the loader finds nothing.
   const built = esbuild(dir, ['--external:*.node', '--log-level=error'])
   assert.equal(built.status, 0, built.stderr)
+  // Run from a folder of its own, as a deployed bundle is, where nothing resolves the package's files (the bundle took
+  // in the WASI loader too, which would otherwise find this package's WASI build once it is built).
+  const away = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-bundle-'))
+  t.after(() => fs.rmSync(away, { recursive: true, force: true }))
+  fs.mkdirSync(path.join(away, 'dist'))
+  fs.copyFileSync(path.join(dir, 'dist', 'app.js'), path.join(away, 'dist', 'app.js'))
   for (const [env, by] of [
     [{}, 'a bundler'],
     [{ NEXT_RUNTIME: 'nodejs' }, 'Next.js'],
@@ -169,9 +176,9 @@ test('a bundle that left the native file behind fails with the bundler settings 
         "try { require('./dist/app.js') } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })) }",
       ],
       {
-        cwd: dir,
+        cwd: away,
         encoding: 'utf8',
-        env: { PATH: process.env.PATH, SNOWID_WORKER_ID: '7', ...leaseEnv(path.join(dir, 'leases')), ...env },
+        env: { PATH: process.env.PATH, SNOWID_WORKER_ID: '7', ...leaseEnv(path.join(away, 'leases')), ...env },
         timeout: 60_000,
       },
     )
