@@ -71,7 +71,7 @@ export declare function decode(id: bigint | string | number): DecodedId
 /**
  * The Unix ms of an id's timestamp, read with the default generator's layout and epoch: `decode(id).timestamp`
  * without the other fields. It does not start the generator.
- * @param id - a `bigint`, a decimal string, or a safe integer `number`.
+ * @param id - a `bigint`, a decimal string in canonical form (no leading zeros), or a safe integer `number`.
  * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
  */
 export declare function timestampOf(id: bigint | string | number): number
