@@ -61,20 +61,52 @@ export declare function nextIdStrings(count: number): string[]
 /**
  * The fields of an id, read with the default generator's layout and epoch. It does not start the generator.
  *
- * @param id - a `bigint`, a decimal string, or a safe integer `number` (ids above 2^53 have already lost digits
- * as numbers).
+ * @param id - a `bigint`, a decimal string in canonical form (no leading zeros), or a safe integer `number` (ids
+ * above 2^53 have already lost digits as numbers).
  * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for negative, too large, non-integer, empty or
- * non-decimal input.
+ * non-decimal input, and decimal strings with leading zeros. `isId` tells ids apart without throwing.
  */
 export declare function decode(id: bigint | string | number): DecodedId
 
 /**
  * The Unix ms of an id's timestamp, read with the default generator's layout and epoch: `decode(id).timestamp`
  * without the other fields. It does not start the generator.
- * @param id - a `bigint`, a decimal string, or a safe integer `number`.
+ * @param id - a `bigint`, a decimal string in canonical form (no leading zeros), or a safe integer `number`.
  * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
  */
 export declare function timestampOf(id: bigint | string | number): number
+
+/** The time window of `isId`: ids whose time lies outside it are not accepted. */
+export interface IdWindow {
+  /** The earliest time an id may have (inclusive): a `Date` or Unix ms. */
+  notBefore?: Date | number
+  /** The latest time an id may have (inclusive): a `Date` or Unix ms, such as `Date.now() + 60_000`. */
+  notAfter?: Date | number
+}
+
+/** The options of the module's `isId`: a time window, and the layout to read an id's time with. */
+export interface IsIdOptions extends IdWindow {
+  /**
+   * The layout and epoch an id's time is read with: a `Snowflake`'s or a `SnowflakeLayout`'s. By default, the
+   * module's, as `decode` and `timestampOf` read it.
+   */
+  layout?: Snowflake | SnowflakeLayout
+}
+
+/**
+ * Whether `value` is an id: a `bigint`, a decimal string in canonical form (digits only: no sign, no leading zeros, no
+ * spaces) or a safe integer `number`, from 0 to 2^63 − 1. With a window, also whether the id's time lies within it,
+ * so that a client cannot send an id from 1970 or from next year. It never throws for a value; use it on input from
+ * clients before `decode`, which throws. Strings from `nextIdString()` and `String(nextId())` are canonical.
+ * @example
+ * isId('903550410143301632') // true
+ * isId('00012') // false
+ * isId(nextId(), { notBefore: new Date('2026-01-01'), notAfter: Date.now() + 60_000 }) // true
+ * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` for options that are not `IsIdOptions` (an unknown
+ * key, a bound that is not a valid `Date` or finite ms, `notBefore` after `notAfter`, a `layout` that is neither a
+ * `Snowflake` nor a `SnowflakeLayout`): these are the program's mistakes, not the value's.
+ */
+export declare function isId(value: unknown, options?: IsIdOptions): value is bigint | string | number
 
 /**
  * A generator with its own options. Generators with the same identity (layout, epoch, datacenterId, workerId)
@@ -115,6 +147,11 @@ export declare class Snowflake {
    * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
    */
   timestampOf(id: bigint | string | number): number
+  /**
+   * The module's `isId(value, options)`, with this generator's layout and epoch for the window.
+   * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` for options that are not an `IdWindow`.
+   */
+  isId(value: unknown, options?: IdWindow): value is bigint | string | number
 }
 export interface Snowflake extends NativeSnowflake {}
 
@@ -135,6 +172,11 @@ export declare class SnowflakeLayout {
    * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ID` for input that is not a valid id.
    */
   decode(id: bigint | string | number): DecodedId
+  /**
+   * The module's `isId(value, options)`, with this layout and epoch for the window.
+   * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` for options that are not an `IdWindow`.
+   */
+  isId(value: unknown, options?: IdWindow): value is bigint | string | number
 }
 export interface SnowflakeLayout extends NativeSnowflakeLayout {}
 
@@ -183,6 +225,7 @@ export type SnowidErrorCode =
   | 'ERR_SNOWID_NOT_PRIMARY'
   | 'ERR_SNOWID_NO_BINARY'
   | 'ERR_SNOWID_NO_FREE_WORKER_ID'
+  | 'ERR_SNOWID_PEER_MISSING'
   | 'ERR_SNOWID_POSTGRES_UNAVAILABLE'
   | 'ERR_SNOWID_REDIS_UNAVAILABLE'
   | 'ERR_SNOWID_RUNTIME_PERMISSION'

@@ -2,7 +2,8 @@
 
 // The package's entry: it only composes. The module's functions are the native binding's, made for this realm
 // (lib/addon.js), with `decode`, `nextIds`, `nextIdStrings`, `encode` and `parse` completed in JS over the native ones
-// (lib/decode.js, lib/batches.js, lib/encoding.js); the classes are lib/snowflake.js's; on the WASI build, the default
+// (lib/decode.js, lib/batches.js, lib/encoding.js), and `isId` and the refusal of decimal ids with leading zeros
+// (lib/ids.js); the classes are lib/snowflake.js's; on the WASI build, the default
 // generator's id functions claim it for their thread on their first call (lib/wasi-threads.js); the error codes are
 // lib/codes.js's.
 
@@ -11,7 +12,8 @@ const { idsOf, stringsOf } = require('./lib/batches.js')
 const { isSnowidError } = require('./lib/codes.js')
 const { decoder } = require('./lib/decode.js')
 const { encode, parse } = require('./lib/encoding.js')
-const { Snowflake, SnowflakeLayout } = require('./lib/snowflake.js')
+const { canonicalIds, idGuard } = require('./lib/ids.js')
+const { Snowflake, SnowflakeLayout, timestampReader } = require('./lib/snowflake.js')
 
 const config = realm.wrap(binding.config)
 // On WASI the first call of each id function claims the default generator's identity for this thread.
@@ -26,6 +28,7 @@ module.exports.config = config
 module.exports.configure = realm.wrap(binding.configure)
 module.exports.decode = decoder(realm.decodeFields, true)
 module.exports.encode = encode
+module.exports.isId = idGuard('isId', realm.timestampOf, timestampReader)
 module.exports.isSnowidError = isSnowidError
 module.exports.maxIdAt = realm.wrap(binding.maxIdAt)
 module.exports.minIdAt = realm.wrap(binding.minIdAt)
@@ -35,5 +38,5 @@ module.exports.nextIdString = claimed(realm.nextIdString)
 module.exports.nextIdStrings = claimed(stringsOf(realm.nextIdString, realm.joinedIds))
 module.exports.parse = parse
 module.exports.stats = realm.wrap(binding.stats)
-module.exports.timestampOf = realm.timestampOf
+module.exports.timestampOf = canonicalIds(realm.timestampOf)
 module.exports.workerSlots = realm.wrap(binding.workerSlots)

@@ -59,7 +59,8 @@ test('decode reads every field at its extremes', () => {
     sequence: 4095,
   })
   assert.equal(snowid.decode(Number.MAX_SAFE_INTEGER).id, String(Number.MAX_SAFE_INTEGER))
-  assert.equal(snowid.decode('0007').id, '7')
+  // A decimal id has one form: "0007" is refused, not read as 7.
+  assert.throws(() => snowid.decode('0007'), { name: 'TypeError', code: 'ERR_SNOWID_INVALID_ID', message: /"0007"/ })
 })
 
 // What an id of `widths` ({ datacenterBits, workerBits, clockBackBits, sequenceBits }) and `epoch` decodes to, in
@@ -548,6 +549,7 @@ test("a Snowflake's methods become its own, hidden, on first access, and work de
     'nextIds',
     'nextIdStrings',
     'timestampOf',
+    'isId',
     'decode',
     'minIdAt',
     'maxIdAt',

@@ -172,6 +172,7 @@ test('every method works taken off its instance, and throws a coded TypeError on
     'nextIds',
     'nextIdStrings',
     'timestampOf',
+    'isId',
     'decode',
     'minIdAt',
     'maxIdAt',

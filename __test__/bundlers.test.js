@@ -7,6 +7,7 @@
 const test = require('node:test')
 const assert = require('node:assert')
 const fs = require('node:fs')
+const os = require('node:os')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
 
@@ -16,6 +17,7 @@ const ROOT = path.join(__dirname, '..')
 const ESBUILD = path.join(ROOT, 'node_modules', '.bin', 'esbuild')
 const ROLLUP = path.join(ROOT, 'node_modules', 'rollup', 'dist', 'bin', 'rollup')
 const GUIDE = path.join(ROOT, 'docs', 'bundlers.md')
+const VITE = path.join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js')
 
 // The app is bundled inside the package, so that the bundle's require('snowid') finds this package at run time as
 // an app's finds node_modules/snowid. It uses a subpath that loads the addon itself (snowid/cluster) and one that
@@ -47,12 +49,12 @@ function recipe(heading) {
   return block[1] + '\n'
 }
 
-/** Runs the bundle in `dir`, as the app's own process would, and checks the id it printed. */
-function runsAndMakesIds(dir, bundle) {
+/** Runs the bundle in `dir` (dist/`file`), as the app's own process would, and checks the id it printed. */
+function runsAndMakesIds(dir, bundle, file = 'app.js') {
   for (const request of ['snowid', 'snowid/sql', 'snowid/cluster']) {
     assert.match(bundle, new RegExp(`require\\(["']${request}["']\\)`), `${request} is left to require`)
   }
-  const r = spawnSync(process.execPath, [path.join(dir, 'dist', 'app.js')], {
+  const r = spawnSync(process.execPath, [path.join(dir, 'dist', file)], {
     encoding: 'utf8',
     env: { PATH: process.env.PATH, SNOWID_WORKER_ID: '7', ...leaseEnv(path.join(dir, 'leases')) },
     timeout: 60_000,
@@ -150,4 +152,70 @@ test("rollup without snowid external fails on the loader's package.json, as docs
   assert.notEqual(built.status, 0)
   assert.match(built.stderr, /package\.json/)
   assert.equal(fs.existsSync(path.join(dir, 'dist', 'app.js')), false)
+})
+
+test('a bundle that left the native file behind fails with the bundler settings to add, not a bare loader error', t => {
+  const dir = app(t)
+  // Bundled whole, with the .node file left out (as a bundler that cannot place it does): the loader finds nothing.
+  const built = esbuild(dir, ['--external:*.node', '--log-level=error'])
+  assert.equal(built.status, 0, built.stderr)
+  // Run from a folder of its own, as a deployed bundle is, where nothing resolves the package's files (the bundle took
+  // in the WASI loader too, which would otherwise find this package's WASI build once it is built).
+  const away = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-bundle-'))
+  t.after(() => fs.rmSync(away, { recursive: true, force: true }))
+  fs.mkdirSync(path.join(away, 'dist'))
+  fs.copyFileSync(path.join(dir, 'dist', 'app.js'), path.join(away, 'dist', 'app.js'))
+  for (const [env, by] of [
+    [{}, 'a bundler'],
+    [{ NEXT_RUNTIME: 'nodejs' }, 'Next.js'],
+  ]) {
+    const r = spawnSync(
+      process.execPath,
+      [
+        '-e',
+        "try { require('./dist/app.js') } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })) }",
+      ],
+      {
+        cwd: away,
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH, SNOWID_WORKER_ID: '7', ...leaseEnv(path.join(away, 'leases')), ...env },
+        timeout: 60_000,
+      },
+    )
+    const out = JSON.parse(r.stdout.trim().split('\n').pop())
+    assert.equal(out.code, 'ERR_SNOWID_NO_BINARY', r.stderr)
+    assert.match(out.message, new RegExp(`because ${by} bundled snowid \\(into .*dist/app\\.js\\)`))
+    assert.match(out.message, /serverExternalPackages: \['snowid'\]/)
+    assert.match(out.message, /ssr\.external: \['snowid'\]/)
+    assert.match(out.message, /--external:snowid/)
+    assert.doesNotMatch(out.message, /Prebuilt binaries exist for/)
+    if (by === 'Next.js') assert.match(out.message, /\. Add serverExternalPackages: \['snowid'\] to next\.config\.js/)
+  }
+})
+
+function vite(dir, config) {
+  fs.writeFileSync(path.join(dir, 'vite.config.mjs'), config)
+  return spawnSync(process.execPath, [VITE, 'build', '--ssr', 'app.js', '--outDir', 'dist', '--logLevel', 'error'], {
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: 120_000,
+  })
+}
+
+test("Vite SSR with ssr.noExternal: true and docs/bundlers.md's ssr.external: the bundle runs and makes ids", t => {
+  const dir = app(t)
+  const config = recipe('Vite SSR')
+  assert.match(config, /noExternal: true/)
+  const built = vite(dir, config)
+  assert.equal(built.status, 0, built.stderr)
+  runsAndMakesIds(dir, fs.readFileSync(path.join(dir, 'dist', 'app.mjs'), 'utf8'), 'app.mjs')
+})
+
+test('Vite SSR with ssr.noExternal: true alone fails on the addon, as docs/bundlers.md says', t => {
+  const dir = app(t)
+  const config = recipe('Vite SSR').replace(/^ {4}external:.*\n/m, '')
+  assert.doesNotMatch(config, /external:/)
+  const built = vite(dir, config)
+  assert.notEqual(built.status, 0)
+  assert.match(built.stdout + built.stderr, /UNLOADABLE_DEPENDENCY.*snowid\.linux-x64-gnu\.node/)
 })

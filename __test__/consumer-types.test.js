@@ -15,14 +15,14 @@ const ROOT = path.join(__dirname, '..')
 const TSC = { name: 'tsc', bin: path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc') }
 const TSGO = { name: 'tsgo', bin: path.join(ROOT, 'node_modules', '@typescript', 'native-preview', 'bin', 'tsgo') }
 
-const SOURCE = `import { nextId, config, OnClockBack, ConfigSource, isSnowidError } from 'snowid'
+const SOURCE = `import { nextId, config, OnClockBack, ConfigSource, isSnowidError, isId } from 'snowid'
 import type { SnowflakeOptions, SnowidError } from 'snowid'
 import { fork } from 'snowid/cluster'
 import { acquireWorkerId } from 'snowid/redis'
 import type { RedisAcquireOptions } from 'snowid/redis'
 import { tableSql } from 'snowid/postgres'
 import { postgresFunctions } from 'snowid/sql'
-import { stringify, bigintsToStrings } from 'snowid/json'
+import { stringify, bigintsToStrings, idSchema } from 'snowid/json'
 const policy: OnClockBack = OnClockBack.Wait
 const source: ConfigSource = ConfigSource.Env
 const e: unknown = new Error()
@@ -30,7 +30,8 @@ const code: string | undefined = isSnowidError(e) ? (e as SnowidError).code : un
 const options: SnowflakeOptions = { workerIdIfTaken: 'next', workerIdFrom: 'statefulset' }
 const from: 'statefulset' | null = config().workerIdFrom
 const json: string = stringify(bigintsToStrings({ id: nextId() }))
-export { nextId, fork, acquireWorkerId, tableSql, postgresFunctions, policy, source, code, options, from, json }
+const valid: boolean = isId('1', { notBefore: new Date(0) }) && idSchema.type === 'string'
+export { nextId, fork, acquireWorkerId, tableSql, postgresFunctions, policy, source, code, options, from, json, valid }
 export type { RedisAcquireOptions }
 `
 

@@ -210,6 +210,7 @@ test(
           'nextIds',
           'nextIdStrings',
           'timestampOf',
+          'isId',
           'decode',
           'minIdAt',
           'maxIdAt',
@@ -217,7 +218,7 @@ test(
           'stats',
         ],
       ],
-      ['SnowflakeLayout', SnowflakeLayout, layout, ['decode', 'timestampOf', 'minIdAt', 'maxIdAt', 'layout']],
+      ['SnowflakeLayout', SnowflakeLayout, layout, ['decode', 'timestampOf', 'isId', 'minIdAt', 'maxIdAt', 'layout']],
     ]
     const wrongThis = [
       undefined,

@@ -5,7 +5,14 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { replacer, stringify, bigintsToStrings, integerBigintsAsStrings, fastifyBigintStrings } = require('snowid/json')
+const {
+  idSchema,
+  replacer,
+  stringify,
+  bigintsToStrings,
+  integerBigintsAsStrings,
+  fastifyBigintStrings,
+} = require('snowid/json')
 const { nextId } = require('..')
 
 // An id above 2^53 whose double differs from it: what JSON.parse of a bare number would read.
@@ -89,13 +96,14 @@ test('fastifyBigintStrings rewrites response schemas and hooks routes without on
   assert.equal(fastifyBigintStrings[Symbol.for('skip-override')], true)
   assert.deepEqual(
     hooks.map(([name]) => name),
-    ['onRoute'],
+    ['onRoute', 'onReady'],
   )
   const onRoute = hooks[0][1]
   const withSchema = { schema: { response: { 200: { type: 'object', properties: { id: { type: 'integer' } } } } } }
   onRoute(withSchema)
   assert.ok('if' in withSchema.schema.response[200].properties.id)
   assert.equal(withSchema.preSerialization, undefined)
+  const compiled = withSchema.schema
   const content = {
     schema: { response: { 200: { content: { 'application/json': { schema: { type: 'integer' } } } } } },
   }
@@ -111,4 +119,42 @@ test('fastifyBigintStrings rewrites response schemas and hooks routes without on
     sent = [err, payload]
   })
   assert.deepEqual(sent, [null, { id: ID.toString() }])
+  // Once the app is ready (its serializers compiled), the routes' schemas are the documented form, in new objects.
+  let ready = false
+  hooks[1][1](() => {
+    ready = true
+  })
+  assert.ok(ready)
+  assert.deepEqual(withSchema.schema.response[200].properties.id, {
+    anyOf: [{ type: 'integer' }, { type: 'string', pattern: '^-?(0|[1-9][0-9]*)$' }],
+  })
+  assert.ok('if' in compiled.response[200].properties.id, 'the compiled schema object is left as it was')
+  assert.ok('anyOf' in content.schema.response[200].content['application/json'].schema)
+})
+
+test('idSchema: Ajv (draft-07 and 2020-12) accepts exactly the ids from 0 to 2^63 - 1 as canonical strings', () => {
+  const Ajv = require('ajv')
+  const Ajv2020 = require('ajv/dist/2020')
+  const good = ['0', '7', '903550410143301632', '9223372036854775807', '9223372036854775806', '1000000000000000000']
+  const bad = [
+    '',
+    ' 1',
+    '1 ',
+    '-5',
+    '+5',
+    '0x10',
+    '00012',
+    '1e3',
+    '9223372036854775808',
+    '9999999999999999999',
+    5,
+    null,
+  ]
+  for (const A of [Ajv, Ajv2020]) {
+    const validate = new A({ strict: true }).compile(idSchema)
+    for (const v of good) assert.equal(validate(v), true, v)
+    for (const v of bad) assert.equal(validate(v), false, String(v))
+  }
+  assert.ok(Object.isFrozen(idSchema))
+  assert.deepEqual(Object.keys(idSchema), ['type', 'pattern'])
 })

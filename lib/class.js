@@ -49,7 +49,8 @@ function brand() {
  * than by the constructor, so that an instance costs little to make and to keep: each method name is a getter on the
  * prototype that, reached through an instance, gives the instance all of them as own, hidden, read-only properties,
  * which shadow the getters from then on. Reached otherwise, it gives a function that throws a coded TypeError unless
- * it is called on an instance. Returns the class, and `coreOf(instance)`.
+ * it is called on an instance. Returns the class, `coreOf(instance)`, `is(value)` (whether `value` is an instance)
+ * and `methodsOf(instance)` (its methods as `methodsOf` made them).
  */
 function brandedClass(name, names, makeCore, methodsOf, made) {
   const { stamp, has, core } = brand()
@@ -121,7 +122,7 @@ function brandedClass(name, names, makeCore, methodsOf, made) {
   }[name]
   Object.defineProperty(Class, 'prototype', { value: proto, writable: false })
   Object.defineProperty(proto, 'constructor', { value: Class, writable: true, enumerable: false, configurable: true })
-  return { Class, coreOf: core }
+  return { Class, coreOf: core, is: has, methodsOf: instance => methods(core(instance)) }
 }
 
 module.exports = { brandedClass }

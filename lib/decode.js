@@ -6,11 +6,13 @@
 // at all (the `Split` below), for as long as that layout is current: always for a `Snowflake`'s or a
 // `SnowflakeLayout`'s, and for the module's, until `configure()` replaces it from any thread, which moves the
 // process-wide count `CONFIGURED` shows. Anything else (a string, a number, a bigint out of range, a first call)
-// goes to the binding, which decodes it or refuses it with its coded error. So a decode has one JS path (`Split`)
+// goes to the binding, which decodes it or refuses it with its coded error (a decimal string with leading zeros,
+// which the binding would read, is refused here first). So a decode has one JS path (`Split`)
 // and one native (`decodeFields`).
 
 const { binding } = require('./addon.js')
 const { decimal } = require('./decimal.js')
+const { refuseLeadingZeros } = require('./ids.js')
 
 const FIELDS = binding.__decodeScratch
 // The two 32-bit halves of the count of `configure()` calls (in the platform's byte order: `LOW` and `HIGH` below),
@@ -123,6 +125,7 @@ function decoder(decodeFields, counted) {
   return function decode(id) {
     if (typeof id === 'bigint' && split !== null && id >= 0n && id <= MAX_ID && (!counted || split.current()))
       return split.decode(id)
+    refuseLeadingZeros(id)
     const text = decodeFields(id)
     if (split === null || !split.same()) split = new Split()
     return fields(text)

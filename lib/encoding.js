@@ -6,6 +6,7 @@
 // binding's, which reads it or refuses it with its coded error. So each has one JS path and one native.
 
 const { binding, realm } = require('./addon.js')
+const { refuseLeadingZeros } = require('./ids.js')
 
 const nativeEncode = realm.wrap(binding.encode)
 const nativeParse = realm.wrap(binding.parse)
@@ -83,6 +84,7 @@ function encode(id, encoding) {
     if (encoding === 'base62') return base62(id)
     if (encoding === 'base36') return id.toString(36).padStart(13, '0')
   }
+  refuseLeadingZeros(id)
   return nativeEncode(id, encoding)
 }
 

@@ -4,6 +4,16 @@
 // throws on a bigint, and the libraries that do write one (safe-stable-stringify under pino, fast-json-stringify
 // under a Fastify schema of `type: 'integer'`) write it as a bare number, which every JSON.parse of a client or log
 // reader rounds to a double. Nothing here patches BigInt.prototype: each function is given to a library explicitly.
+// `idSchema` is the JSON Schema of an id sent as a string, for validators and OpenAPI.
+
+const { ID_PATTERN } = require('./ids.js')
+
+/**
+ * The JSON Schema of an id as a string: its `pattern` accepts exactly the decimal strings from 0 to
+ * 9223372036854775807, with no sign, no leading zeros and no spaces (what `isId` accepts as a string). Valid in JSON
+ * Schema draft 4 to 2020-12 and in OpenAPI 3.0 and 3.1. Frozen: spread it to add keywords.
+ */
+const idSchema = Object.freeze({ type: 'string', pattern: ID_PATTERN })
 
 /** A `JSON.stringify` replacer that writes each bigint as its decimal string. */
 function replacer(_key, value) {
@@ -62,6 +72,8 @@ function convert(value, path) {
 // The six JSON types: a bigint is none of them, so a schema `if` of this type matches every value but a bigint.
 const ANY_JSON_TYPE = Object.freeze({ type: ['number', 'string', 'boolean', 'null', 'object', 'array'] })
 const BIGINT_AS_STRING = Object.freeze({ type: 'string' })
+// What an integer node sends once a bigint may be written as a string, for documents (OpenAPI 3.0 has no `if`).
+const BIGINT_DOCUMENTED = Object.freeze({ type: 'string', pattern: '^-?(0|[1-9][0-9]*)$' })
 
 function hasInteger(type) {
   return type === 'integer' || (Array.isArray(type) && type.includes('integer'))
@@ -75,23 +87,36 @@ function hasInteger(type) {
  * schemas through this too before `addSchema`.
  */
 function integerBigintsAsStrings(schema) {
+  // biome-ignore lint/suspicious/noThenProperty: JSON Schema's `if`/`then`/`else`, not a thenable
+  return mapIntegerNodes(schema, node => ({ if: ANY_JSON_TYPE, then: node, else: BIGINT_AS_STRING }))
+}
+
+/**
+ * A copy of `schema` in which every integer node says what it sends once a bigint is written as a string:
+ * `{ anyOf: [<the node>, { type: 'string', pattern }] }`, which OpenAPI 3.0 and 3.1 both have.
+ */
+function integerBigintsDocumented(schema) {
+  return mapIntegerNodes(schema, node => ({ anyOf: [node, BIGINT_DOCUMENTED] }))
+}
+
+/** A copy of `schema` with each node of `type: 'integer'` (copied first) replaced by `wrap(node)`. */
+function mapIntegerNodes(schema, wrap) {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return schema
+  const map = node => mapIntegerNodes(node, wrap)
   const copy = { ...schema }
   for (const key of SCHEMA_MAPS) {
     if (copy[key] && typeof copy[key] === 'object') {
-      copy[key] = Object.fromEntries(Object.entries(copy[key]).map(([k, v]) => [k, integerBigintsAsStrings(v)]))
+      copy[key] = Object.fromEntries(Object.entries(copy[key]).map(([k, v]) => [k, map(v)]))
     }
   }
   for (const key of SCHEMA_LISTS) {
-    if (Array.isArray(copy[key])) copy[key] = copy[key].map(integerBigintsAsStrings)
+    if (Array.isArray(copy[key])) copy[key] = copy[key].map(map)
   }
   for (const key of SCHEMAS) {
-    if (Array.isArray(copy[key])) copy[key] = copy[key].map(integerBigintsAsStrings)
-    else if (key in copy) copy[key] = integerBigintsAsStrings(copy[key])
+    if (Array.isArray(copy[key])) copy[key] = copy[key].map(map)
+    else if (key in copy) copy[key] = map(copy[key])
   }
-  if (!hasInteger(copy.type)) return copy
-  // biome-ignore lint/suspicious/noThenProperty: JSON Schema's `if`/`then`/`else`, not a thenable
-  return { if: ANY_JSON_TYPE, then: copy, else: BIGINT_AS_STRING }
+  return hasInteger(copy.type) ? wrap(copy) : copy
 }
 
 // The JSON Schema keywords whose values are schemas: maps of them, lists of them, and one schema (or, for `items`, a
@@ -113,17 +138,17 @@ const SCHEMAS = [
 ]
 
 // A status code's response schema, or a `content` map of them by media type (Fastify's two shapes).
-function responseSchemas(response) {
+function responseSchemas(response, map) {
   const out = {}
   for (const [status, schema] of Object.entries(response)) {
     if (schema && typeof schema === 'object' && schema.content && typeof schema.content === 'object') {
       const content = {}
       for (const [type, entry] of Object.entries(schema.content)) {
-        content[type] = entry && entry.schema ? { ...entry, schema: integerBigintsAsStrings(entry.schema) } : entry
+        content[type] = entry && entry.schema ? { ...entry, schema: map(entry.schema) } : entry
       }
       out[status] = { ...schema, content }
     } else {
-      out[status] = integerBigintsAsStrings(schema)
+      out[status] = map(schema)
     }
   }
   return out
@@ -139,16 +164,29 @@ function preSerialization(_request, _reply, payload, done) {
  * turns every bigint into its decimal string before `JSON.stringify`. It applies to the routes added after it:
  * call `fastifyBigintStrings(app)` first, or `app.register(fastifyBigintStrings)`, which applies to the instance it
  * is registered on, not to a new encapsulated context.
+ *
+ * The `if`/`then`/`else` that fast-json-stringify needs is no part of OpenAPI 3.0, so it is only what the route's
+ * serializer is compiled from: once the app is ready (Fastify compiles each route's serializer before), the route's
+ * `schema` becomes the documented form, in which each integer node is `{ anyOf: [<the node>, { type: 'string' }] }`,
+ * valid in OpenAPI 3.0 and 3.1, and true to what is sent. Documentation plugins (@fastify/swagger) read it from
+ * there, when asked for their document.
  */
 function fastifyBigintStrings(app, _options, done) {
+  const documented = []
   app.addHook('onRoute', route => {
     const response = route.schema && route.schema.response
     if (response && typeof response === 'object') {
-      route.schema = { ...route.schema, response: responseSchemas(response) }
+      route.schema = { ...route.schema, response: responseSchemas(response, integerBigintsAsStrings) }
+      documented.push([route, responseSchemas(response, integerBigintsDocumented)])
       return
     }
     const hooks = route.preSerialization
     route.preSerialization = hooks ? [].concat(hooks, preSerialization) : [preSerialization]
+  })
+  app.addHook('onReady', ready => {
+    // Each route's context holds the schema object its serializer was compiled from; a new object replaces it here.
+    for (const [route, response] of documented.splice(0)) route.schema = { ...route.schema, response }
+    ready()
   })
   if (typeof done === 'function') done()
 }
@@ -156,4 +194,4 @@ function fastifyBigintStrings(app, _options, done) {
 // What fastify-plugin sets: `app.register(fastifyBigintStrings)` changes the instance it is given.
 fastifyBigintStrings[Symbol.for('skip-override')] = true
 
-module.exports = { replacer, stringify, bigintsToStrings, integerBigintsAsStrings, fastifyBigintStrings }
+module.exports = { idSchema, replacer, stringify, bigintsToStrings, integerBigintsAsStrings, fastifyBigintStrings }

@@ -6,6 +6,8 @@
 // When the loader fell back to the WASI build although this platform's native binary is installed, a SnowidWarning
 // (SNOWID_NATIVE_UNLOADABLE) gives the native binary's own error: a missing library, a wrong architecture, a glibc
 // too old. The fallback serves, but it is slower to load and has no host lease, which no one should learn late.
+// When this code runs from a bundle that left the native binary behind, the error names the bundler setting that
+// keeps snowid external.
 
 const ARCH = { x86_64: 'x64', aarch64: 'arm64', i686: 'ia32', armv7: 'arm', riscv64gc: 'riscv64', powerpc64le: 'ppc64' }
 const OS = [
@@ -108,6 +110,43 @@ function outsideEngines() {
   return min && major < Number(min[1]) ? range : null
 }
 
+// The bundler that inlined this file into another, or null when it runs from the package itself. In a bundle this
+// file is not `lib/native.js` any more: its `__filename` is the bundle's (esbuild, webpack, rollup and Vite in
+// CommonJS), a name of the bundler's own (Turbopack's `[project]/...`), or there is none (an ES module bundle); and
+// webpack defines `__webpack_require__`. Next.js (with Turbopack or webpack) sets NEXT_RUNTIME in its server's
+// environment, which names the bundler once a bundle is seen.
+function bundler() {
+  let by = null
+  if (typeof __webpack_require__ === 'function') by = 'webpack'
+  else if (typeof __filename !== 'string' || !/native\.js$/.test(__filename) || __filename.startsWith('[project]')) {
+    by = 'a bundler'
+  }
+  return by && process.env.NEXT_RUNTIME ? 'Next.js' : by
+}
+
+// Where each bundler keeps snowid external (docs/bundlers.md has the details).
+const EXTERNAL = [
+  "Next.js (Turbopack or webpack): serverExternalPackages: ['snowid'] in next.config.js",
+  "Vite SSR with ssr.noExternal: true: ssr.external: ['snowid']",
+  'esbuild: --external:snowid (or --packages=external)',
+  'webpack: externals: [/^snowid(\\/|$)/]',
+  'rollup: external: [/^snowid(\\/|$)/]',
+].join('; ')
+
+function bundledError(by, cause) {
+  const first = by === 'Next.js' ? "Add serverExternalPackages: ['snowid'] to next.config.js and build again. " : ''
+  const e = new Error(
+    `snowid: the native binary did not load because ${by} bundled snowid${
+      typeof __filename === 'string' ? ` (into ${__filename})` : ''
+    } and left its native file (snowid-<platform>, a .node file) behind: a .node file cannot be bundled. ${first}` +
+      `Keep snowid external, so that Node loads it from node_modules at run time: ${EXTERNAL}. See snowid's ` +
+      `docs/bundlers.md. The loader's own error is this error's cause.`,
+    { cause },
+  )
+  e.code = 'ERR_SNOWID_NO_BINARY'
+  return e
+}
+
 function safely(fn) {
   try {
     return fn()
@@ -126,6 +165,8 @@ function noBinary(cause) {
   const url = String(repository.url)
     .replace(/^git\+/, '')
     .replace(/\.git$/, '')
+  const by = safely(bundler)
+  if (by) return bundledError(by, cause)
   const engines = outsideEngines()
   if (engines) {
     const e = new Error(

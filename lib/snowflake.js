@@ -8,6 +8,7 @@ const { binding, realm, WASI } = require('./addon.js')
 const { idsOf, stringsOf } = require('./batches.js')
 const { brandedClass } = require('./class.js')
 const { decoder } = require('./decode.js')
+const { canonicalIds, idGuard } = require('./ids.js')
 
 // The native classes' methods and constructors, made this realm's (lib/addon.js): each takes the core first, and
 // throws this realm's errors. The core is passed as an argument, not as `this`: Deno does not give a native function
@@ -41,7 +42,8 @@ function snowflakeMethods(core) {
     nextIdString,
     nextIds: idsOf(fill, scratchIds),
     nextIdStrings: stringsOf(nextIdString, joinedIds),
-    timestampOf,
+    timestampOf: canonicalIds(timestampOf),
+    isId: idGuard('Snowflake.prototype.isId', timestampOf),
     decode: decoder(own.__decoder(core), false),
     minIdAt: own.minIdAt.bind(undefined, core),
     maxIdAt: own.maxIdAt.bind(undefined, core),
@@ -53,9 +55,11 @@ function snowflakeMethods(core) {
 /** A `SnowflakeLayout` core's methods. */
 function layoutMethods(core) {
   const own = native.SnowflakeLayout
+  const timestampOf = own.timestampOf.bind(undefined, core)
   return {
     decode: decoder(own.__decoder(core), false),
-    timestampOf: own.timestampOf.bind(undefined, core),
+    timestampOf: canonicalIds(timestampOf),
+    isId: idGuard('SnowflakeLayout.prototype.isId', timestampOf),
     minIdAt: own.minIdAt.bind(undefined, core),
     maxIdAt: own.maxIdAt.bind(undefined, core),
     layout: own.layout.bind(undefined, core),
@@ -82,6 +86,7 @@ const snowflake = brandedClass(
     'nextIds',
     'nextIdStrings',
     'timestampOf',
+    'isId',
     'decode',
     'minIdAt',
     'maxIdAt',
@@ -95,14 +100,22 @@ const snowflake = brandedClass(
 
 const layout = brandedClass(
   'SnowflakeLayout',
-  ['decode', 'timestampOf', 'minIdAt', 'maxIdAt', 'layout'],
+  ['decode', 'timestampOf', 'isId', 'minIdAt', 'maxIdAt', 'layout'],
   options => layoutCore(options),
   layoutMethods,
 )
 
+/** The `timestampOf` of `value` when it is a `Snowflake` or a `SnowflakeLayout`, else null (for `isId`'s `layout`). */
+function timestampReader(value) {
+  if (snowflake.is(value)) return snowflake.methodsOf(value).timestampOf
+  if (layout.is(value)) return layout.methodsOf(value).timestampOf
+  return null
+}
+
 module.exports = {
   Snowflake: snowflake.Class,
   SnowflakeLayout: layout.Class,
+  timestampReader,
   /**
    * For the store leases (lib/store-lease.js): the binding's `fenceSnowflake` on the native core of `snowflake`, a
    * `Snowflake` made here.

@@ -91,6 +91,21 @@ function isModule(code) {
   return /^\s*(import|export)\s/m.test(code) || /^\s*(const .*=\s*)?await\s/m.test(code)
 }
 
+/**
+ * The program that runs a js, mjs or ts block's `code` as pasted, with its shown values checked (a mismatch is
+ * printed on stderr and sets the exit code), and whether it is an ES module.
+ */
+function program(code, block) {
+  let source = instrument(code, block)
+  const esm = block.lang === 'mjs' || isModule(code)
+  if (block.lang === 'ts') {
+    const ts = require('typescript')
+    const module = esm ? ts.ModuleKind.ESNext : ts.ModuleKind.CommonJS
+    source = ts.transpileModule(source, { compilerOptions: { module, target: ts.ScriptTarget.ES2022 } }).outputText
+  }
+  return { source: esm ? CHECK_ESM + CHECK + source : CHECK + source, esm }
+}
+
 /** Services a block needs, started once for the run and stopped at its end. */
 class Services {
   constructor() {
@@ -175,14 +190,7 @@ function run(block, code, dir, env) {
       timeout: TIMEOUT_MS,
     })
   }
-  let source = instrument(code, block)
-  const esm = block.lang === 'mjs' || isModule(code)
-  if (block.lang === 'ts') {
-    const ts = require('typescript')
-    const module = esm ? ts.ModuleKind.ESNext : ts.ModuleKind.CommonJS
-    source = ts.transpileModule(source, { compilerOptions: { module, target: ts.ScriptTarget.ES2022 } }).outputText
-  }
-  source = esm ? CHECK_ESM + CHECK + source : CHECK + source
+  const { source, esm } = program(code, block)
   const file = path.join(dir, esm ? 'block.mjs' : 'block.cjs')
   fs.writeFileSync(file, source)
   return spawnSync(process.execPath, [file], { cwd: dir, env, encoding: 'utf8', timeout: TIMEOUT_MS })
@@ -271,9 +279,11 @@ async function main() {
   if (results.failed.length) process.exitCode = 1
 }
 
-main().catch(e => {
-  process.stderr.write(`doctest: ${e.stack}\n`)
-  process.exitCode = 1
-})
+if (require.main === module) {
+  main().catch(e => {
+    process.stderr.write(`doctest: ${e.stack}\n`)
+    process.exitCode = 1
+  })
+}
 
-module.exports = { blocks, instrument }
+module.exports = { blocks, instrument, program }

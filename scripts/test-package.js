@@ -66,6 +66,38 @@ const ECOSYSTEM = {
   ],
 }
 
+// The guides of where ids go, each run whole in a fresh project beside the libraries it names, pinned: every js block
+// runs as pasted, as the doc-test runner runs it (scripts/doctest.js: its `expression // value` lines are checked,
+// and an output block must equal what its block printed), but against snowid and the libraries as users install them.
+const GUIDES = {
+  graphql: {
+    file: 'docs/graphql.md',
+    packages: [
+      'graphql@16.15.0',
+      '@apollo/server@5.5.1',
+      'mercurius@16.10.1',
+      'fastify@5.12.8',
+      '@pothos/core@4.15.1',
+      'type-graphql@2.0.0-rc.4',
+      'graphql-scalars@1.25.0',
+      'reflect-metadata@0.2.2',
+    ],
+  },
+  validators: {
+    file: 'docs/ids-from-clients.md',
+    packages: [
+      'zod@4.6.7',
+      'valibot@1.5.0',
+      'typebox@1.4.3',
+      'ajv@8.20.0',
+      'class-validator@0.15.1',
+      'fastify@5.12.8',
+      '@fastify/swagger@9.9.3',
+      '@seriousme/openapi-schema-validator@2.11.0',
+    ],
+  },
+}
+
 // The test runners that run each test file in a `vm` realm of its own (Jest's default environment, Vitest's vm
 // pools), pinned, installed into one project beside snowid and pg: scripts/package-smoke/test-runners/ runs under each.
 const TEST_RUNNERS = ['jest@30.5.2', 'vitest@5.1.2', 'pg@8.23.1']
@@ -173,6 +205,17 @@ function projects() {
         ['npx', ['--no', 'snowid']],
       ),
       recipes: name,
+    })),
+    ...Object.entries(GUIDES).map(([name, guide]) => ({
+      ...nodeProject(
+        name,
+        `${name}: every block of ${guide.file}, with npm ${NPM[24]} on Node ${NODE[24]}`,
+        NODE[24],
+        npm24,
+        ['npm', ['install', 'snowid', ...guide.packages, '--no-audit', '--no-fund']],
+        ['npx', ['--no', 'snowid']],
+      ),
+      guide: guide.file,
     })),
     {
       ...nodeProject(
@@ -639,6 +682,37 @@ async function runRecipes(project, dir, env) {
   }
 }
 
+// ---- the guides run whole ---------------------------------------------------------------------------------------
+
+/** Runs every js and mjs block of `project.guide` (but those marked skip) in the project, as the doc-test runner. */
+async function runGuide(project, dir, env) {
+  const { blocks, program } = require('./doctest.js')
+  let ran = 0
+  let last = null
+  for (const block of blocks(path.join(ROOT, project.guide))) {
+    const where = `${block.file}:${block.line}`
+    if (block.marker === 'output') {
+      const same = last !== null && last.stdout.trimEnd() === block.code.trimEnd()
+      record(project.label, `${where}: output`, same, same ? '' : `${last ? last.stdout : 'no block ran'}`)
+      continue
+    }
+    last = null
+    if (!['js', 'mjs'].includes(block.lang) || block.marker) continue
+    const { source, esm } = program(block.code, block)
+    const file = path.join(dir, `block-${block.line}.${esm ? 'mjs' : 'cjs'}`)
+    fs.writeFileSync(file, source)
+    last = await step(
+      project,
+      where,
+      ['node', [path.basename(file)]],
+      { cwd: dir, env, timeoutMs: TIMEOUT_MS.smoke },
+      () => '',
+    )
+    ran++
+  }
+  record(project.label, `blocks found in ${project.guide}`, ran > 0, ran ? '' : 'none')
+}
+
 async function runProject(project, registry, sysbin, repeat) {
   const home = path.join(tmp, 'home', project.name)
   const bin = path.join(tmp, 'bin', project.name)
@@ -708,6 +782,10 @@ async function runProject(project, registry, sysbin, repeat) {
 
   if (project.recipes) {
     await runRecipes(project, dir, env)
+    return
+  }
+  if (project.guide) {
+    await runGuide(project, dir, env)
     return
   }
   if (project.runners) {
@@ -783,7 +861,8 @@ async function main() {
   try {
     // Two lanes side by side (CI has two cores): the projects that install a framework, an ORM or a test runner, or a
     // Node outside the pinned lines, beside the others.
-    const second = project => Boolean(project.recipes || project.runners) || project.name.endsWith('-node25')
+    const second = project =>
+      Boolean(project.recipes || project.guide || project.runners) || project.name.endsWith('-node25')
     const lane = async list => {
       for (const project of list) await runProject(project, registry, sysbin, repeat)
     }
