@@ -232,9 +232,11 @@ process.on('warning', (w) => warnings.push({ name: w.name, code: w.code, message
 s.nextId()
 s.nextIdString()
 new s.Snowflake().nextId()
-new s.Snowflake({ sequenceBits: 10 }).nextIds(4)
+// Generators of other id spaces lease their slots in lease directories of their own (see guarantees.md, Fail closed).
+const own = name => require('node:path').join(process.env.SNOWID_LEASE_DIR, name)
+new s.Snowflake({ sequenceBits: 10, leaseDir: own('bits10') }).nextIds(4)
 s.config()
-new Worker("const s = require(process.argv[2]); s.nextId(); new s.Snowflake({ sequenceBits: 11 }).nextId()", { eval: true, argv: [process.cwd()] })
+new Worker("const s = require(process.argv[2]); s.nextId(); new s.Snowflake({ sequenceBits: 11, leaseDir: require('node:path').join(process.env.SNOWID_LEASE_DIR, 'bits11') }).nextId()", { eval: true, argv: [process.cwd()] })
   .on('exit', () => setTimeout(() => console.log(JSON.stringify({ warnings, environment: s.config().environment })), 50))
 `
 // (The worker requires the package by the child's working directory, which runNode sets to the package root.)
