@@ -72,6 +72,21 @@ const PLATFORMS = [
   ['FLY_ALLOC_ID', '148e21ea7e0d89', 'Fly.io', 'fly'],
   ['FLY_APP_NAME', 'my-app', 'Fly.io', 'fly'],
   ['AWS_LAMBDA_FUNCTION_NAME', 'handler', 'AWS Lambda', 'lambda'],
+  ['CONTAINER_APP_NAME', 'my-containerapp', 'Azure Container Apps', 'containerapps'],
+  ['CONTAINER_APP_JOB_NAME', 'my-job', 'Azure Container Apps', 'containerapps'],
+  ['WEBSITE_INSTANCE_ID', '4f1a8c0e', 'Azure App Service', 'appservice'],
+  ['WEBSITE_SITE_NAME', 'my-app', 'Azure App Service', 'appservice'],
+  ['FUNCTIONS_WORKER_RUNTIME', 'node', 'Azure Functions', 'azurefunctions'],
+  ['GAE_SERVICE', 'default', 'Google App Engine', 'appengine'],
+  ['FUNCTION_TARGET', 'helloHttp', 'Google Cloud Functions', 'cloudfunctions'],
+  ['RENDER', 'true', 'Render', 'render'],
+  ['RAILWAY_REPLICA_ID', '92b9e1c2', 'Railway', 'railway'],
+  ['RAILWAY_SERVICE_ID', '1d4c', 'Railway', 'railway'],
+  ['VERCEL', '1', 'Vercel', 'vercel'],
+  ['NETLIFY', 'true', 'Netlify', 'netlify'],
+  ['SITE_ID', '1d01c0c0-4554-4747-93b8-34ce3448ab95', 'Netlify', 'netlify', { SITE_NAME: 'petsof' }],
+  ['VCAP_APPLICATION', '{"application_name":"app"}', 'Cloud Foundry', 'cloudfoundry'],
+  ['CF_INSTANCE_GUID', '41653aa4-3a3a-486a-4431-ef25', 'Cloud Foundry', 'cloudfoundry'],
 ]
 const WAYS_OUT = [
   'snowid/redis',
@@ -83,12 +98,15 @@ const WAYS_OUT = [
 ]
 const READS = ['decode', 'timestampOf', 'minIdAt', 'layout', 'snowflakeDecode']
 
-test('where replicas are the norm, an identity no one chose is refused by the first id and config(), naming the environment and every way out', async () => {
-  const all = await Promise.all(PLATFORMS.map(([name, value]) => outcomes({ [name]: value })))
-  for (const [i, [name, , label, environment]] of PLATFORMS.entries()) {
-    const out = all[i]
+// binding.d.ts's type of config().environment, for the names below.
+const ENVIRONMENTS = fs.readFileSync(require.resolve('../binding.d.ts'), 'utf8').match(/^  environment: (.*)$/m)[1]
+
+for (const [name, value, label, environment, also = {}] of PLATFORMS) {
+  test(`${label} (${name}): an identity no one chose is refused by the first id and config(), naming it and every way out`, async () => {
+    const out = await outcomes({ [name]: value, ...also })
     // With a worker id chosen, the same process reports where it runs.
     assert.equal(out.environment.ok, environment, `${name}: ${JSON.stringify(out.environment)}`)
+    assert.ok(ENVIRONMENTS.includes(`'${environment}'`), ENVIRONMENTS)
     for (const call of ['nextId', 'config', 'snowflake', 'snowflakeConfig', 'nextIds']) {
       const e = out[call]
       assert.equal(e.code, 'ERR_SNOWID_IDENTITY_REQUIRED', `${name}: ${call} gave ${JSON.stringify(e)}`)
@@ -106,8 +124,8 @@ test('where replicas are the norm, an identity no one chose is refused by the fi
     // Reading ids needs no identity.
     for (const call of READS) assert.ok('ok' in out[call], `${name}: ${call} gave ${JSON.stringify(out[call])}`)
     assert.equal(out.decode.ok, 7)
-  }
-})
+  })
+}
 
 test(
   'SNOWID_SINGLE_INSTANCE=true, or the option singleInstance, says this is the only instance: ids are issued again',
