@@ -99,7 +99,7 @@ const WAYS_OUT = [
 const READS = ['decode', 'timestampOf', 'minIdAt', 'layout', 'snowflakeDecode']
 
 // binding.d.ts's type of config().environment, for the names below.
-const ENVIRONMENTS = fs.readFileSync(require.resolve('../binding.d.ts'), 'utf8').match(/^  environment: (.*)$/m)[1]
+const ENVIRONMENTS = fs.readFileSync(require.resolve('../binding.d.ts'), 'utf8').match(/^ {2}environment: (.*)$/m)[1]
 
 for (const [name, value, label, environment, also = {}] of PLATFORMS) {
   test(`${label} (${name}): an identity no one chose is refused by the first id and config(), naming it and every way out`, async () => {
