@@ -259,6 +259,17 @@ new Worker("const s = require(process.argv[2]); s.nextId(); new s.Snowflake({ se
 `
 // (The worker requires the package by the child's working directory, which runNode sets to the package root.)
 
+// The warning of an identity no one chose in a plain container, whatever said it is one.
+const UNCHOSEN =
+  /^no identity chosen in a container \((\/\.dockerenv|\/run\/\.containerenv|\$container)\): its replicas would make the same ids\. Ways out: snowid's docs\/guarantees\.md#choosing-an-identity$/
+
+test('the warning points to a section of docs/guarantees.md that gives the ways out', () => {
+  const doc = fs.readFileSync(require.resolve('../docs/guarantees.md'), 'utf8')
+  const section = doc.split('\n### Choosing an identity\n')[1]?.split('\n### ')[0] ?? ''
+  for (const way of ['SNOWID_WORKER_ID', 'snowid/redis', 'SNOWID_DATACENTER_ID', 'SNOWID_SINGLE_INSTANCE=true'])
+    assert.ok(section.includes(way), `${way} not in the section`)
+})
+
 test(
   'in a plain container, an identity no one chose is warned of once per process, with its code, and ids are issued',
   wasiSkip('no host lease'),
@@ -270,12 +281,13 @@ test(
     const [w] = out.warnings
     assert.equal(w.name, 'SnowidWarning')
     assert.equal(w.code, 'SNOWID_IDENTITY_UNCHOSEN')
-    assert.ok(w.message.startsWith('no identity chosen in a container ('), w.message)
-    for (const way of ['SNOWID_WORKER_ID', 'snowid/redis', 'SNOWID_SINGLE_INSTANCE=true'])
-      assert.ok(w.message.includes(way), `${way} not in ${w.message}`)
+    // One line of at most 160 characters: the risk, and the doc section with the ways out.
+    assert.match(w.message, UNCHOSEN)
+    assert.ok(w.message.length <= 160, `${w.message.length} characters: ${w.message}`)
     assert.equal(out.environment, 'container')
-    // Printed once, by Node, and nothing else.
+    // Printed once, by Node, on one line, and nothing else.
     assert.equal(r.stderr.split('SNOWID_IDENTITY_UNCHOSEN').length - 1, 1, r.stderr)
+    assert.ok(r.stderr.includes(`[SNOWID_IDENTITY_UNCHOSEN] SnowidWarning: ${w.message}\n`), r.stderr)
     assert.equal(withoutUnchosenWarning(r.stderr), '')
   },
 )
@@ -300,7 +312,7 @@ test(
       ['SNOWID_IDENTITY_UNCHOSEN'],
     )
     assert.ok(
-      out.warnings[0].message.startsWith(`no identity chosen in a container (${marker} exists): `),
+      out.warnings[0].message.startsWith(`no identity chosen in a container (${marker}): `),
       out.warnings[0].message,
     )
   },

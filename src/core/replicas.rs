@@ -146,6 +146,16 @@ pub enum Signal {
     File(&'static str),
 }
 
+impl Signal {
+    /// What the signal is, without a value: the marker file's path, or `$` and the variable's name.
+    pub fn source(&self) -> String {
+        match self {
+            Signal::Set(name) | Signal::Value(name, _) => format!("${name}"),
+            Signal::File(path) => format!("/{path}"),
+        }
+    }
+}
+
 impl std::fmt::Display for Signal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
