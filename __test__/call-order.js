@@ -53,10 +53,12 @@ function sequence(next, store) {
   const n = 3 + Math.floor(next() * 5)
   for (let i = 0; i < n; i++) {
     const r = next()
-    if (r < 0.25) calls.push({ call: 'config' })
-    else if (r < 0.45) calls.push({ call: 'configure', layout: pick(HOST) })
-    else if (r < 0.75) calls.push({ call: 'snowflake', layout: pick(HOST) })
-    else if (r < 0.93 || !store) calls.push({ call: 'nextIds' })
+    // With a store, the last 15% of the draws are its leases.
+    const x = store ? r / 0.85 : r
+    if (x < 0.25) calls.push({ call: 'config' })
+    else if (x < 0.45) calls.push({ call: 'configure', layout: pick(HOST) })
+    else if (x < 0.75) calls.push({ call: 'snowflake', layout: pick(HOST) })
+    else if (x < 1) calls.push({ call: 'nextIds' })
     else calls.push({ call: 'configureWorkerId', layout: 'D' })
   }
   return calls

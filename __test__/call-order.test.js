@@ -3,13 +3,12 @@
 // The order of configuration calls never makes ids outside a slot claimed in their id space: config() before a
 // configure() of another layout, and Snowflakes of several layouts, over one lease directory or one each. Two
 // processes run at once, and their ids are counted by sorting (see call-order.js, which also runs random sequences of
-// these calls, with snowid/redis's configureWorkerId when redis-server is installed).
+// these calls; call-order-stores.test.js adds snowid/redis's configureWorkerId to them).
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
 
 const { wasiSkip } = require('./helpers.js')
-const { reportMissing, startRedis } = require('./servers.js')
 const { pair, runRounds } = require('./call-order.js')
 
 const noLease = wasiSkip('the WASI build has no host lease')
@@ -35,9 +34,10 @@ test(
       assert.match(configured.message, /Call configure\(\) before config\(\)/)
       // Its default generator keeps the configuration config() leased for.
       assert.equal(issued.ok, '3-5-2-12', JSON.stringify(r))
-      // With one directory, the slot file that process holds keeps the other out too; with one each, its claims do.
-      if (shared) assert.equal(r.outcomes[1][1].code, 'ERR_SNOWID_NO_FREE_WORKER_ID', JSON.stringify(r))
-      else assert.equal(r.outcomes[1][1].ok, '0-0-0-22', JSON.stringify(r))
+      // The other takes the wide layout's one slot; with one directory, it may find it held by the slot file the
+      // first process leased (when config() came first), which keeps it out as well.
+      const other = r.outcomes[1][1]
+      assert.ok(other.ok === '0-0-0-22' || (shared && other.code === 'ERR_SNOWID_NO_FREE_WORKER_ID'), JSON.stringify(r))
     }
   },
 )
@@ -55,10 +55,6 @@ test('a Snowflake of another id space on a slot leased first in one: refused, 0 
   assert.equal(r.outcomes[1][0].ok, '0-0-0-22', JSON.stringify(r))
 })
 
-test('random sequences of configuration calls in two processes at once: 0 duplicates', noLease, async t => {
-  const redis = await startRedis()
-  if (!redis) reportMissing(test, 'redis-server', "apt-get install redis-server (Debian's package)")
-  t.after(() => redis?.stop())
-  const made = await runRounds(12, { redisPort: redis?.port })
-  assert.ok(made > 0)
+test('random sequences of configuration calls in two processes at once: 0 duplicates', noLease, async () => {
+  assert.ok((await runRounds(10)) > 0)
 })
