@@ -376,7 +376,7 @@ export interface SnowidConfig {
    * Podman container (where it is warned of), or `null` for none known. See docs/guarantees.md for how
    * each is known.
    */
-  environment: 'kubernetes' | 'ecs' | 'cloudrun' | 'nomad' | 'heroku' | 'fly' | 'lambda' | 'container' | null
+  environment: 'kubernetes' | 'ecs' | 'cloudrun' | 'nomad' | 'heroku' | 'fly' | 'lambda' | 'containerapps' | 'appservice' | 'azurefunctions' | 'appengine' | 'cloudfunctions' | 'render' | 'railway' | 'vercel' | 'netlify' | 'cloudfoundry' | 'container' | null
   /** The most ids one generator issues in one ms: 2^sequenceBits. */
   maxIdsPerMs: number
   /** The last Unix ms the layout can encode. Generation throws `ERR_SNOWID_TIME_EXHAUSTED` after it. */

@@ -72,6 +72,21 @@ const PLATFORMS = [
   ['FLY_ALLOC_ID', '148e21ea7e0d89', 'Fly.io', 'fly'],
   ['FLY_APP_NAME', 'my-app', 'Fly.io', 'fly'],
   ['AWS_LAMBDA_FUNCTION_NAME', 'handler', 'AWS Lambda', 'lambda'],
+  ['CONTAINER_APP_NAME', 'my-containerapp', 'Azure Container Apps', 'containerapps'],
+  ['CONTAINER_APP_JOB_NAME', 'my-job', 'Azure Container Apps', 'containerapps'],
+  ['WEBSITE_INSTANCE_ID', '4f1a8c0e', 'Azure App Service', 'appservice'],
+  ['WEBSITE_SITE_NAME', 'my-app', 'Azure App Service', 'appservice'],
+  ['FUNCTIONS_WORKER_RUNTIME', 'node', 'Azure Functions', 'azurefunctions'],
+  ['GAE_SERVICE', 'default', 'Google App Engine', 'appengine'],
+  ['FUNCTION_TARGET', 'helloHttp', 'Google Cloud Functions', 'cloudfunctions'],
+  ['RENDER', 'true', 'Render', 'render'],
+  ['RAILWAY_REPLICA_ID', '92b9e1c2', 'Railway', 'railway'],
+  ['RAILWAY_SERVICE_ID', '1d4c', 'Railway', 'railway'],
+  ['VERCEL', '1', 'Vercel', 'vercel'],
+  ['NETLIFY', 'true', 'Netlify', 'netlify'],
+  ['SITE_ID', '1d01c0c0-4554-4747-93b8-34ce3448ab95', 'Netlify', 'netlify', { SITE_NAME: 'petsof' }],
+  ['VCAP_APPLICATION', '{"application_name":"app"}', 'Cloud Foundry', 'cloudfoundry'],
+  ['CF_INSTANCE_GUID', '41653aa4-3a3a-486a-4431-ef25', 'Cloud Foundry', 'cloudfoundry'],
 ]
 const WAYS_OUT = [
   'snowid/redis',
@@ -83,12 +98,15 @@ const WAYS_OUT = [
 ]
 const READS = ['decode', 'timestampOf', 'minIdAt', 'layout', 'snowflakeDecode']
 
-test('where replicas are the norm, an identity no one chose is refused by the first id and config(), naming the environment and every way out', async () => {
-  const all = await Promise.all(PLATFORMS.map(([name, value]) => outcomes({ [name]: value })))
-  for (const [i, [name, , label, environment]] of PLATFORMS.entries()) {
-    const out = all[i]
+// binding.d.ts's type of config().environment, for the names below.
+const ENVIRONMENTS = fs.readFileSync(require.resolve('../binding.d.ts'), 'utf8').match(/^ {2}environment: (.*)$/m)[1]
+
+for (const [name, value, label, environment, also = {}] of PLATFORMS) {
+  test(`${label} (${name}): an identity no one chose is refused by the first id and config(), naming it and every way out`, async () => {
+    const out = await outcomes({ [name]: value, ...also })
     // With a worker id chosen, the same process reports where it runs.
     assert.equal(out.environment.ok, environment, `${name}: ${JSON.stringify(out.environment)}`)
+    assert.ok(ENVIRONMENTS.includes(`'${environment}'`), ENVIRONMENTS)
     for (const call of ['nextId', 'config', 'snowflake', 'snowflakeConfig', 'nextIds']) {
       const e = out[call]
       assert.equal(e.code, 'ERR_SNOWID_IDENTITY_REQUIRED', `${name}: ${call} gave ${JSON.stringify(e)}`)
@@ -106,8 +124,8 @@ test('where replicas are the norm, an identity no one chose is refused by the fi
     // Reading ids needs no identity.
     for (const call of READS) assert.ok('ok' in out[call], `${name}: ${call} gave ${JSON.stringify(out[call])}`)
     assert.equal(out.decode.ok, 7)
-  }
-})
+  })
+}
 
 test(
   'SNOWID_SINGLE_INSTANCE=true, or the option singleInstance, says this is the only instance: ids are issued again',
@@ -232,12 +250,25 @@ process.on('warning', (w) => warnings.push({ name: w.name, code: w.code, message
 s.nextId()
 s.nextIdString()
 new s.Snowflake().nextId()
-new s.Snowflake({ sequenceBits: 10 }).nextIds(4)
+// Generators of other id spaces lease their slots in lease directories of their own (see guarantees.md, Fail closed).
+const own = name => require('node:path').join(process.env.SNOWID_LEASE_DIR, name)
+new s.Snowflake({ sequenceBits: 10, leaseDir: own('bits10') }).nextIds(4)
 s.config()
-new Worker("const s = require(process.argv[2]); s.nextId(); new s.Snowflake({ sequenceBits: 11 }).nextId()", { eval: true, argv: [process.cwd()] })
+new Worker("const s = require(process.argv[2]); s.nextId(); new s.Snowflake({ sequenceBits: 11, leaseDir: require('node:path').join(process.env.SNOWID_LEASE_DIR, 'bits11') }).nextId()", { eval: true, argv: [process.cwd()] })
   .on('exit', () => setTimeout(() => console.log(JSON.stringify({ warnings, environment: s.config().environment })), 50))
 `
 // (The worker requires the package by the child's working directory, which runNode sets to the package root.)
+
+// The warning of an identity no one chose in a plain container, whatever said it is one.
+const UNCHOSEN =
+  /^no identity chosen in a container \((\/\.dockerenv|\/run\/\.containerenv|\$container)\): its replicas would make the same ids\. Ways out: snowid's docs\/guarantees\.md#choosing-an-identity$/
+
+test('the warning points to a section of docs/guarantees.md that gives the ways out', () => {
+  const doc = fs.readFileSync(require.resolve('../docs/guarantees.md'), 'utf8')
+  const section = doc.split('\n### Choosing an identity\n')[1]?.split('\n### ')[0] ?? ''
+  for (const way of ['SNOWID_WORKER_ID', 'snowid/redis', 'SNOWID_DATACENTER_ID', 'SNOWID_SINGLE_INSTANCE=true'])
+    assert.ok(section.includes(way), `${way} not in the section`)
+})
 
 test(
   'in a plain container, an identity no one chose is warned of once per process, with its code, and ids are issued',
@@ -250,12 +281,13 @@ test(
     const [w] = out.warnings
     assert.equal(w.name, 'SnowidWarning')
     assert.equal(w.code, 'SNOWID_IDENTITY_UNCHOSEN')
-    assert.ok(w.message.startsWith('no identity chosen in a container ('), w.message)
-    for (const way of ['SNOWID_WORKER_ID', 'snowid/redis', 'SNOWID_SINGLE_INSTANCE=true'])
-      assert.ok(w.message.includes(way), `${way} not in ${w.message}`)
+    // One line of at most 160 characters: the risk, and the doc section with the ways out.
+    assert.match(w.message, UNCHOSEN)
+    assert.ok(w.message.length <= 160, `${w.message.length} characters: ${w.message}`)
     assert.equal(out.environment, 'container')
-    // Printed once, by Node, and nothing else.
+    // Printed once, by Node, on one line, and nothing else.
     assert.equal(r.stderr.split('SNOWID_IDENTITY_UNCHOSEN').length - 1, 1, r.stderr)
+    assert.ok(r.stderr.includes(`[SNOWID_IDENTITY_UNCHOSEN] SnowidWarning: ${w.message}\n`), r.stderr)
     assert.equal(withoutUnchosenWarning(r.stderr), '')
   },
 )
@@ -280,7 +312,7 @@ test(
       ['SNOWID_IDENTITY_UNCHOSEN'],
     )
     assert.ok(
-      out.warnings[0].message.startsWith(`no identity chosen in a container (${marker} exists): `),
+      out.warnings[0].message.startsWith(`no identity chosen in a container (${marker}): `),
       out.warnings[0].message,
     )
   },

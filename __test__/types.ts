@@ -81,8 +81,26 @@ const ifTaken: 'fail' | 'next' = c.workerIdIfTaken
 const from: 'statefulset' | null = c.workerIdFrom
 const fromSources: ConfigSource[] = [c.sources.workerIdIfTaken, c.sources.workerIdFrom, c.sources.singleInstance]
 const single: boolean = c.singleInstance
-const where: 'kubernetes' | 'ecs' | 'cloudrun' | 'nomad' | 'heroku' | 'fly' | 'lambda' | 'container' | null =
-  c.environment
+const where:
+  | 'kubernetes'
+  | 'ecs'
+  | 'cloudrun'
+  | 'nomad'
+  | 'heroku'
+  | 'fly'
+  | 'lambda'
+  | 'containerapps'
+  | 'appservice'
+  | 'azurefunctions'
+  | 'appengine'
+  | 'cloudfunctions'
+  | 'render'
+  | 'railway'
+  | 'vercel'
+  | 'netlify'
+  | 'cloudfoundry'
+  | 'container'
+  | null = c.environment
 const required: SnowidErrorCode = 'ERR_SNOWID_IDENTITY_REQUIRED'
 const statefulset: ConfigSource = 'statefulset'
 const leaseSource: ConfigSource = c.sources.datacenterId

@@ -10,6 +10,7 @@ const ROOT = path.resolve(__dirname, '..')
 
 /** The files whose tests start a database server (PostgreSQL, Redis, MariaDB or etcd, through __test__/servers.js). */
 const SERVER_FILES = [
+  'call-order-stores.test.js',
   'etcd-lease.test.js',
   'mariadb.test.js',
   'mysql-lease.test.js',

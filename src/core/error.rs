@@ -21,6 +21,7 @@ pub enum Code {
     #[cfg_attr(unix, allow(dead_code))]
     LeaseUnsupported,
     IdentityRequired,
+    IdSpaceChanged,
 }
 
 impl Code {
@@ -39,6 +40,7 @@ impl Code {
             Code::LeaseLost => "ERR_SNOWID_LEASE_LOST",
             Code::LeaseUnsupported => "ERR_SNOWID_LEASE_UNSUPPORTED",
             Code::IdentityRequired => "ERR_SNOWID_IDENTITY_REQUIRED",
+            Code::IdSpaceChanged => "ERR_SNOWID_ID_SPACE_CHANGED",
         }
     }
 }

@@ -5,9 +5,9 @@
 //! their own: each one's lease is empty, and each takes workerId 0. So with no identity chosen, a generator that
 //! finds itself where replicas are the norm does not issue ids:
 //!
-//! - in an orchestrated environment (Kubernetes, ECS, Cloud Run or Knative, Nomad, Heroku, Fly.io, AWS Lambda), its
-//!   first id (and `config()`) is refused with `ERR_SNOWID_IDENTITY_REQUIRED`, whose message names the environment
-//!   and every way out;
+//! - in an orchestrated environment (Kubernetes, ECS, Cloud Run or Knative, Nomad, Heroku, Fly.io, AWS Lambda, and
+//!   the platforms as a service below), its first id (and `config()`) is refused with `ERR_SNOWID_IDENTITY_REQUIRED`,
+//!   whose message names the environment and every way out;
 //! - in a plain Docker or Podman container, which may as well be a CI job or a devcontainer, it is warned of once.
 //!
 //! The identity is chosen when the worker id is configured (an option, a variable, or a StatefulSet ordinal) or the
@@ -25,10 +25,22 @@
 //! | Nomad | `NOMAD_ALLOC_ID` |
 //! | Heroku | `DYNO` |
 //! | Fly.io | `FLY_ALLOC_ID` or `FLY_APP_NAME` |
+//! | Vercel | `VERCEL` |
+//! | Netlify | `NETLIFY` of `true` (builds), or `SITE_ID` with `SITE_NAME` (functions) |
+//! | Google Cloud Functions | `FUNCTION_TARGET` |
+//! | Google App Engine | `GAE_SERVICE` |
+//! | Azure Functions | `FUNCTIONS_WORKER_RUNTIME` |
+//! | Azure App Service | `WEBSITE_INSTANCE_ID` or `WEBSITE_SITE_NAME` |
+//! | Azure Container Apps | `CONTAINER_APP_NAME` (apps) or `CONTAINER_APP_JOB_NAME` (jobs) |
+//! | Render | `RENDER` of `true` |
+//! | Railway | `RAILWAY_REPLICA_ID` or `RAILWAY_SERVICE_ID` |
+//! | Cloud Foundry | `VCAP_APPLICATION` or `CF_INSTANCE_GUID` |
 //! | a container | the file `/.dockerenv` (Docker), the file `/run/.containerenv` (Podman), or the variable `container` (Podman, systemd-nspawn, LXC) |
 //!
 //! A variable counts when it is set and not empty. Knative runs on Kubernetes and is named by `K_SERVICE`, which is
-//! checked first; so is ECS, whose EC2 tasks may carry Docker's marker.
+//! checked first; so is ECS, whose EC2 tasks may carry Docker's marker, and so is each platform above that runs on
+//! another (see [`VARIABLES`]). DigitalOcean's App Platform documents no variable of its own in its containers, so it is
+//! not known by one: there, as anywhere, set the identity.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -46,6 +58,16 @@ pub enum Environment {
     Heroku,
     Fly,
     Lambda,
+    AzureContainerApps,
+    AzureAppService,
+    AzureFunctions,
+    AppEngine,
+    CloudFunctions,
+    Render,
+    Railway,
+    Vercel,
+    Netlify,
+    CloudFoundry,
     /// A plain Docker or Podman container, with no orchestrator known.
     Container,
 }
@@ -61,6 +83,16 @@ impl Environment {
             Environment::Heroku => "heroku",
             Environment::Fly => "fly",
             Environment::Lambda => "lambda",
+            Environment::AzureContainerApps => "containerapps",
+            Environment::AzureAppService => "appservice",
+            Environment::AzureFunctions => "azurefunctions",
+            Environment::AppEngine => "appengine",
+            Environment::CloudFunctions => "cloudfunctions",
+            Environment::Render => "render",
+            Environment::Railway => "railway",
+            Environment::Vercel => "vercel",
+            Environment::Netlify => "netlify",
+            Environment::CloudFoundry => "cloudfoundry",
             Environment::Container => "container",
         }
     }
@@ -75,6 +107,16 @@ impl Environment {
             Environment::Heroku => "Heroku",
             Environment::Fly => "Fly.io",
             Environment::Lambda => "AWS Lambda",
+            Environment::AzureContainerApps => "Azure Container Apps",
+            Environment::AzureAppService => "Azure App Service",
+            Environment::AzureFunctions => "Azure Functions",
+            Environment::AppEngine => "Google App Engine",
+            Environment::CloudFunctions => "Google Cloud Functions",
+            Environment::Render => "Render",
+            Environment::Railway => "Railway",
+            Environment::Vercel => "Vercel",
+            Environment::Netlify => "Netlify",
+            Environment::CloudFoundry => "Cloud Foundry",
             Environment::Container => "a container",
         }
     }
@@ -104,6 +146,16 @@ pub enum Signal {
     File(&'static str),
 }
 
+impl Signal {
+    /// What the signal is, without a value: the marker file's path, or `$` and the variable's name.
+    pub fn source(&self) -> String {
+        match self {
+            Signal::Set(name) | Signal::Value(name, _) => format!("${name}"),
+            Signal::File(path) => format!("/{path}"),
+        }
+    }
+}
+
 impl std::fmt::Display for Signal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -114,30 +166,64 @@ impl std::fmt::Display for Signal {
     }
 }
 
-/// The variables that name an orchestrated environment, each with the start its value must have (if any), in the
-/// order they are checked. `AWS_EXECUTION_ENV` names other AWS runtimes too (`AWS_Lambda_nodejs20.x`).
-const VARIABLES: &[(&str, &str, Environment)] = &[
-    ("AWS_LAMBDA_FUNCTION_NAME", "", Environment::Lambda),
-    ("ECS_CONTAINER_METADATA_URI_V4", "", Environment::Ecs),
-    ("ECS_CONTAINER_METADATA_URI", "", Environment::Ecs),
-    ("AWS_EXECUTION_ENV", "AWS_ECS", Environment::Ecs),
-    ("K_SERVICE", "", Environment::CloudRun),
-    ("CLOUD_RUN_JOB", "", Environment::CloudRun),
-    ("KUBERNETES_SERVICE_HOST", "", Environment::Kubernetes),
-    ("NOMAD_ALLOC_ID", "", Environment::Nomad),
-    ("DYNO", "", Environment::Heroku),
-    ("FLY_ALLOC_ID", "", Environment::Fly),
-    ("FLY_APP_NAME", "", Environment::Fly),
+/// The variables that name an orchestrated environment, each with the start its value must have (if any) and another
+/// variable that must be set with it (if any), in the order they are checked. `AWS_EXECUTION_ENV` names other AWS
+/// runtimes too (`AWS_Lambda_nodejs20.x`). Vercel's and Netlify's functions run on AWS Lambda, Cloud Functions on Cloud
+/// Run, Azure Functions on App Service, and several platforms on Kubernetes: each is named by its own variable, checked
+/// before theirs. Netlify's functions are told only `SITE_ID`, `SITE_NAME` and `URL`: the first two together name it.
+const VARIABLES: &[(&str, &str, &str, Environment)] = &[
+    ("VERCEL", "", "", Environment::Vercel),
+    ("NETLIFY", "true", "", Environment::Netlify),
+    ("SITE_ID", "", "SITE_NAME", Environment::Netlify),
+    ("AWS_LAMBDA_FUNCTION_NAME", "", "", Environment::Lambda),
+    ("ECS_CONTAINER_METADATA_URI_V4", "", "", Environment::Ecs),
+    ("ECS_CONTAINER_METADATA_URI", "", "", Environment::Ecs),
+    ("AWS_EXECUTION_ENV", "AWS_ECS", "", Environment::Ecs),
+    ("FUNCTION_TARGET", "", "", Environment::CloudFunctions),
+    ("K_SERVICE", "", "", Environment::CloudRun),
+    ("CLOUD_RUN_JOB", "", "", Environment::CloudRun),
+    ("GAE_SERVICE", "", "", Environment::AppEngine),
+    ("FUNCTIONS_WORKER_RUNTIME", "", "", Environment::AzureFunctions),
+    ("WEBSITE_INSTANCE_ID", "", "", Environment::AzureAppService),
+    ("WEBSITE_SITE_NAME", "", "", Environment::AzureAppService),
+    ("CONTAINER_APP_NAME", "", "", Environment::AzureContainerApps),
+    ("CONTAINER_APP_JOB_NAME", "", "", Environment::AzureContainerApps),
+    ("RENDER", "true", "", Environment::Render),
+    ("RAILWAY_REPLICA_ID", "", "", Environment::Railway),
+    ("RAILWAY_SERVICE_ID", "", "", Environment::Railway),
+    ("VCAP_APPLICATION", "", "", Environment::CloudFoundry),
+    ("CF_INSTANCE_GUID", "", "", Environment::CloudFoundry),
+    ("KUBERNETES_SERVICE_HOST", "", "", Environment::Kubernetes),
+    ("NOMAD_ALLOC_ID", "", "", Environment::Nomad),
+    ("DYNO", "", "", Environment::Heroku),
+    ("FLY_ALLOC_ID", "", "", Environment::Fly),
+    ("FLY_APP_NAME", "", "", Environment::Fly),
 ];
 
 /// Every variable [`detect`] reads (a process snapshot takes them in its one pass over the environment).
 pub const NAMES: &[&str] = &[
+    "VERCEL",
+    "NETLIFY",
+    "SITE_ID",
+    "SITE_NAME",
     "AWS_LAMBDA_FUNCTION_NAME",
     "ECS_CONTAINER_METADATA_URI_V4",
     "ECS_CONTAINER_METADATA_URI",
     "AWS_EXECUTION_ENV",
+    "FUNCTION_TARGET",
     "K_SERVICE",
     "CLOUD_RUN_JOB",
+    "GAE_SERVICE",
+    "FUNCTIONS_WORKER_RUNTIME",
+    "WEBSITE_INSTANCE_ID",
+    "WEBSITE_SITE_NAME",
+    "CONTAINER_APP_NAME",
+    "CONTAINER_APP_JOB_NAME",
+    "RENDER",
+    "RAILWAY_REPLICA_ID",
+    "RAILWAY_SERVICE_ID",
+    "VCAP_APPLICATION",
+    "CF_INSTANCE_GUID",
     "KUBERNETES_SERVICE_HOST",
     "NOMAD_ALLOC_ID",
     "DYNO",
@@ -160,7 +246,10 @@ fn set(env: &dyn EnvSource, name: &str) -> Option<String> {
 
 /// The environment `env` and the files under `root` say this process runs in, or `None` for none known.
 pub fn detect(env: &dyn EnvSource, root: &Path) -> Option<Detected> {
-    for &(name, start, environment) in VARIABLES {
+    for &(name, start, also, environment) in VARIABLES {
+        if !also.is_empty() && set(env, also).is_none() {
+            continue;
+        }
         match set(env, name) {
             Some(_) if start.is_empty() => return Some(Detected { environment, signal: Signal::Set(name) }),
             Some(v) if v.starts_with(start) => return Some(Detected { environment, signal: Signal::Value(name, v) }),
@@ -215,6 +304,20 @@ mod tests {
             ("FLY_ALLOC_ID", "148e21ea7e0d89", Environment::Fly),
             ("FLY_APP_NAME", "my-app", Environment::Fly),
             ("AWS_LAMBDA_FUNCTION_NAME", "handler", Environment::Lambda),
+            ("VERCEL", "1", Environment::Vercel),
+            ("NETLIFY", "true", Environment::Netlify),
+            ("FUNCTION_TARGET", "helloHttp", Environment::CloudFunctions),
+            ("GAE_SERVICE", "default", Environment::AppEngine),
+            ("FUNCTIONS_WORKER_RUNTIME", "node", Environment::AzureFunctions),
+            ("WEBSITE_INSTANCE_ID", "4f1a8c0e", Environment::AzureAppService),
+            ("WEBSITE_SITE_NAME", "my-app", Environment::AzureAppService),
+            ("CONTAINER_APP_NAME", "my-containerapp", Environment::AzureContainerApps),
+            ("CONTAINER_APP_JOB_NAME", "my-job", Environment::AzureContainerApps),
+            ("RENDER", "true", Environment::Render),
+            ("RAILWAY_REPLICA_ID", "92b9e1c2", Environment::Railway),
+            ("RAILWAY_SERVICE_ID", "1d4c", Environment::Railway),
+            ("VCAP_APPLICATION", "{\"application_name\":\"app\"}", Environment::CloudFoundry),
+            ("CF_INSTANCE_GUID", "41653aa4", Environment::CloudFoundry),
             ("container", "podman", Environment::Container),
         ];
         for &(name, value, environment) in cases {
@@ -231,6 +334,12 @@ mod tests {
                 .0,
             Environment::Lambda
         );
+        // Netlify's functions: SITE_ID with SITE_NAME; either alone, or a NETLIFY or RENDER that is not `true`, is none.
+        let netlify = detected(&[("SITE_ID", "1d01c0c0"), ("SITE_NAME", "petsof")], &root).unwrap();
+        assert_eq!(netlify, (Environment::Netlify, "SITE_ID is set".to_string()));
+        for vars in [[("SITE_ID", "1d01c0c0")], [("SITE_NAME", "petsof")], [("NETLIFY", "1")], [("RENDER", "yes")]] {
+            assert_eq!(detected(&vars, &root), None, "{vars:?}");
+        }
         // An empty variable is no signal.
         assert_eq!(detected(&[("KUBERNETES_SERVICE_HOST", ""), ("container", "")], &root), None);
         assert_eq!(detected(&[("HOSTNAME", "web-0"), ("PATH", "/usr/bin")], &root), None);
@@ -238,7 +347,12 @@ mod tests {
 
     #[test]
     fn a_process_snapshot_holds_every_variable_detection_reads() {
-        let read: Vec<&str> = VARIABLES.iter().map(|v| v.0).chain(["container"]).collect();
+        let mut read: Vec<&str> = Vec::new();
+        for name in VARIABLES.iter().flat_map(|v| [v.0, v.2]).chain(["container"]) {
+            if !name.is_empty() && !read.contains(&name) {
+                read.push(name);
+            }
+        }
         assert_eq!(read, NAMES);
     }
 
@@ -251,6 +365,21 @@ mod tests {
         assert_eq!(detected(&knative, &root).unwrap().0, Environment::CloudRun);
         let ecs = [("KUBERNETES_SERVICE_HOST", "10.96.0.1"), ("AWS_EXECUTION_ENV", "AWS_ECS_EC2")];
         assert_eq!(detected(&ecs, &root).unwrap().0, Environment::Ecs);
+        // A platform is named by its own variable before the one it runs on.
+        let on = |vars: &[(&'static str, &'static str)]| detected(vars, &root).unwrap().0;
+        assert_eq!(on(&[("AWS_LAMBDA_FUNCTION_NAME", "f"), ("VERCEL", "1")]), Environment::Vercel);
+        assert_eq!(
+            on(&[("AWS_LAMBDA_FUNCTION_NAME", "f"), ("SITE_ID", "1"), ("SITE_NAME", "s")]),
+            Environment::Netlify
+        );
+        assert_eq!(on(&[("K_SERVICE", "f"), ("FUNCTION_TARGET", "f")]), Environment::CloudFunctions);
+        let functions =
+            [("WEBSITE_SITE_NAME", "f"), ("WEBSITE_INSTANCE_ID", "i"), ("FUNCTIONS_WORKER_RUNTIME", "node")];
+        assert_eq!(on(&functions), Environment::AzureFunctions);
+        assert_eq!(
+            on(&[("KUBERNETES_SERVICE_HOST", "10.0.0.1"), ("CONTAINER_APP_NAME", "a")]),
+            Environment::AzureContainerApps
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 use crate::core::config::{Config, Options};
 use crate::core::error::{Class, Code, Error as CoreError, Result as CoreResult};
 use crate::core::generator::{Generator, Snapshot};
-use crate::core::identity::{self, bind_worker};
+use crate::core::identity::{self, bind_worker, IdSpace};
 use crate::core::layout::Layout;
 use crate::core::time::{Clock, SystemClock};
 
@@ -43,7 +43,7 @@ pub(crate) fn warn_once(env: sys::napi_env, warning: Option<String>) {
 pub(crate) static DEFAULT: OnceLock<(Generator<SystemClock>, Config)> = OnceLock::new();
 /// The default generator's configuration before it starts.
 pub(crate) static PENDING: Mutex<Pending> =
-    Mutex::new(Pending { options: None, seen: BTreeMap::new(), layout: None, config: None });
+    Mutex::new(Pending { options: None, seen: BTreeMap::new(), layout: None, config: None, leased: None });
 
 /// What `configure()` gave, and what was resolved from it and the environment on first need.
 ///
@@ -55,6 +55,8 @@ pub(crate) struct Pending {
     seen: BTreeMap<String, Option<OsString>>,
     layout: Option<Layout>,
     config: Option<Config>,
+    /// The configuration `config()` leased the default generator's slot with (the process keeps that slot).
+    leased: Option<Config>,
 }
 
 impl Pending {
@@ -120,10 +122,34 @@ pub(crate) fn default_config(env: sys::napi_env, bind: bool) -> CoreResult<Confi
     let warning = identity::check(&config)?;
     if bind && config.worker_id_needs_lease() {
         bind_worker(&mut config)?;
+        pending.leased.get_or_insert_with(|| config.clone());
     }
     drop(pending);
     warn_once(env, warning);
     Ok(config)
+}
+
+/// Refuses options that would make the default generator's ids in another id space than the one `config()` leased
+/// its slot in, over the same lease directory: the slot stays leased in that one, and would be given back to them (see
+/// `identity::bind_worker`, which refuses it then in any case).
+fn space_kept(leased: Option<&Config>, next: &Config) -> CoreResult<()> {
+    let Some(leased) = leased else { return Ok(()) };
+    let (before, after) = (IdSpace::of(leased), IdSpace::of(next));
+    if !next.lease.value || next.lease_dir.value != leased.lease_dir.value || before.space == after.space {
+        return Ok(());
+    }
+    Err(CoreError::new(
+        Code::IdSpaceChanged,
+        Class::Error,
+        format!(
+            "configure: expected a call before config() leased the default generator's slot, or options of its id space \
+             ({}), found config() leased datacenterId {} workerId {} first and these options make ids in another one \
+             ({}) over the same lease directory, where that slot is not claimed. Call configure() before config(), keep \
+             the layout's widths and the lease namespace, or give these options a lease directory of their own \
+             (leaseDir)",
+            before.text, leased.datacenter_id.value, leased.worker_id.value, after.text
+        ),
+    ))
 }
 
 /// How many times `configure()` has replaced the pending configuration: a layout read before the generator starts is
@@ -208,9 +234,12 @@ pub(crate) fn configure_default(env: sys::napi_env, opts: Options) -> CoreResult
              use new Snowflake(options) for a generator of your own",
         ));
     }
-    // A new Pending: options from before are replaced, and the environment is read again for them.
-    let mut next = Pending { options: Some(opts), seen: BTreeMap::new(), layout: None, config: None };
-    next.config(env)?;
+    // A new Pending: options from before are replaced, and the environment is read again for them. The slot config()
+    // leased stays this process's.
+    let leased = pending.leased.clone();
+    let mut next = Pending { options: Some(opts), seen: BTreeMap::new(), layout: None, config: None, leased: None };
+    space_kept(leased.as_ref(), next.config(env)?)?;
+    next.leased = leased;
     *pending = next;
     CONFIGURED.fetch_add(1, Ordering::Release);
     Ok(())

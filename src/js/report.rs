@@ -163,7 +163,9 @@ macro_rules! report {
             /// identity no one chose is refused (`ERR_SNOWID_IDENTITY_REQUIRED`), `'container'` for a plain Docker or
             /// Podman container (where it is warned of), or `null` for none known. See docs/guarantees.md for how
             /// each is known.
-            #[napi(ts_type = "'kubernetes' | 'ecs' | 'cloudrun' | 'nomad' | 'heroku' | 'fly' | 'lambda' | 'container'")]
+            #[napi(ts_type = "'kubernetes' | 'ecs' | 'cloudrun' | 'nomad' | 'heroku' | 'fly' | 'lambda' | 'containerapps' | \
+                           'appservice' | 'azurefunctions' | 'appengine' | 'cloudfunctions' | 'render' | 'railway' | \
+                           'vercel' | 'netlify' | 'cloudfoundry' | 'container'")]
             pub environment: Option<String>,
             /// The most ids one generator issues in one ms: 2^sequenceBits.
             pub max_ids_per_ms: u32,

@@ -3,6 +3,7 @@
 //! state is resumed past the marks the slot's earlier holders left ([`state`]).
 
 mod replicas;
+mod spaces;
 
 use std::sync::{Arc, Weak};
 
@@ -17,6 +18,7 @@ use super::registry::shared_state;
 use super::time::{Clock, SystemClock};
 
 pub use replicas::{check, environment};
+pub use spaces::IdSpace;
 
 /// The lease directory `config` names: the default one is shared by every user of the host, one set by
 /// `SNOWID_LEASE_DIR` or `leaseDir` is the user's own. Its slots are claimed in the id space of `config`'s layout
@@ -32,12 +34,15 @@ pub fn lease_dir(config: &Config) -> Result<LeaseDir> {
 /// of the layout (filling that in too: datacenterId 0's worker ids first, then 1's, and so on); else the configured
 /// slot, which fails with `ERR_SNOWID_WORKER_ID_IN_USE` when another live process holds it.
 ///
-/// An automatic lease skips a slot whose marks the generator could not start past ([`State::usable`]).
+/// An automatic lease skips a slot whose marks the generator could not start past ([`State::usable`]). A slot this
+/// process leased first in another id space is refused with `ERR_SNOWID_ID_SPACE_CHANGED` (see [`spaces`]).
 pub fn bind_worker(config: &mut Config) -> Result<Option<Arc<Lease>>> {
     if !config.lease.value {
         return Ok(None);
     }
     let dir = lease_dir(config)?;
+    let space = IdSpace::of(config);
+    let mut leased = spaces::lock();
     let dc = config.datacenter_id.value;
     let settings = config.settings();
     let clock_back = config.clock_back.value;
@@ -70,6 +75,7 @@ pub fn bind_worker(config: &mut Config) -> Result<Option<Arc<Lease>>> {
             Err(e) => return Err(e),
         }
     };
+    spaces::bind(&mut leased, &lease, &space)?;
     Ok(Some(lease))
 }
 
@@ -117,6 +123,9 @@ pub fn state(config: &Config, lease: Option<Arc<Lease>>, clock: &dyn Clock) -> R
 pub fn generator(config: &mut Config) -> Result<(Generator<SystemClock>, Option<String>)> {
     let warning = check(config)?;
     let lease = bind_worker(config)?;
+    if let Some(lease) = &lease {
+        spaces::issue(lease, config.layout.epoch())?;
+    }
     let state = state(config, lease, &SystemClock)?;
     Ok((Generator::new(config.settings(), state, SystemClock)?, warning))
 }

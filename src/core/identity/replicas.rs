@@ -27,20 +27,19 @@ pub fn check(config: &Config) -> Result<Option<String>> {
     if config.single_instance.value || config.identity_chosen() {
         return Ok(None);
     }
-    let unchosen = unchosen(config);
     if detected.environment.orchestrated() {
-        return Err(refusal(detected, &unchosen));
+        return Err(refusal(detected, &unchosen(config)));
     }
+    // One line of at most 160 characters: the risk, and where the ways out are.
     Ok(Some(format!(
-        "no identity chosen in {} ({}): {unchosen}. Replicas of this container (docker compose --scale, several \
-         docker run) cannot see each other's host lease, so they would all take workerId 0 and issue the same ids. For \
-         replicas, set a SNOWID_WORKER_ID (or SNOWID_DATACENTER_ID) that differs in every one, or take worker ids from \
-         a store (snowid/redis, snowid/postgres or snowid/mysql); for the only instance, set \
-         SNOWID_SINGLE_INSTANCE=true, which also ends this warning",
+        "no identity chosen in {} ({}): its replicas would make the same ids. Ways out: snowid's {WAYS_OUT}",
         detected.environment.name(),
-        detected.signal,
+        detected.signal.source(),
     )))
 }
+
+/// The doc section that gives every way to choose an identity, named by the warning.
+const WAYS_OUT: &str = "docs/guarantees.md#choosing-an-identity";
 
 /// Where the identity came from, for messages: no one's choice.
 fn unchosen(config: &Config) -> String {
@@ -83,6 +82,8 @@ mod tests {
     use std::ffi::OsString;
 
     const NOW: u64 = 1_763_779_200_000;
+    /// The most characters the warning of a plain container may have.
+    const WARNING_MAX: usize = 160;
 
     fn env<'a>(vars: &'a [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
         move |name: &str| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| OsString::from(v))
@@ -110,13 +111,23 @@ mod tests {
             ("DYNO", "web.1", "Heroku"),
             ("FLY_APP_NAME", "app", "Fly.io"),
             ("AWS_LAMBDA_FUNCTION_NAME", "f", "AWS Lambda"),
+            ("CONTAINER_APP_NAME", "app", "Azure Container Apps"),
+            ("WEBSITE_INSTANCE_ID", "4f1a", "Azure App Service"),
+            ("FUNCTIONS_WORKER_RUNTIME", "node", "Azure Functions"),
+            ("GAE_SERVICE", "default", "Google App Engine"),
+            ("FUNCTION_TARGET", "helloHttp", "Google Cloud Functions"),
+            ("RENDER", "true", "Render"),
+            ("RAILWAY_REPLICA_ID", "92b9", "Railway"),
+            ("VERCEL", "1", "Vercel"),
+            ("NETLIFY", "true", "Netlify"),
+            ("VCAP_APPLICATION", "{}", "Cloud Foundry"),
         ] {
             for lease in ["on", "off"] {
                 let c = config(&Options::default(), &[(name, value), ("SNOWID_LEASE", lease)], &root);
                 let e = check(&c).unwrap_err();
                 assert_eq!((e.code(), e.class()), (Code::IdentityRequired, Class::Error));
                 let m = e.message();
-                assert!(m.starts_with(&format!("identity: expected a worker id or datacenter id chosen for each replica in {label} ({name} is set)")), "{m}");
+                assert!(m.starts_with(&format!("identity: expected a worker id or datacenter id chosen for each replica in {label} ({name} is ")), "{m}");
                 for way in [
                     "snowid/redis",
                     "snowid/postgres",
@@ -172,21 +183,44 @@ mod tests {
     }
 
     #[test]
-    fn a_plain_container_is_warned_of_and_nowhere_else_is_anything_said() {
+    fn a_plain_container_is_warned_of_in_one_short_line_and_nowhere_else_is_anything_said() {
+        for (markers, vars, source) in [
+            (&[".dockerenv"][..], &[][..], "/.dockerenv"),
+            (&["run/.containerenv"][..], &[][..], "/run/.containerenv"),
+            (
+                &[][..],
+                &[("container", "a-container-runtime-with-a-very-long-name-that-says-nothing-more-at-all")][..],
+                "$container",
+            ),
+        ] {
+            let root = marker_root(markers);
+            for lease in ["on", "off"] {
+                let mut all = vars.to_vec();
+                all.push(("SNOWID_LEASE", lease));
+                let w = check(&config(&Options::default(), &all, &root)).unwrap().unwrap();
+                assert_eq!(
+                    w,
+                    format!(
+                        "no identity chosen in a container ({source}): its replicas would make the same ids. Ways out: \
+                         snowid's docs/guarantees.md#choosing-an-identity"
+                    )
+                );
+                assert!(w.chars().count() <= WARNING_MAX && !w.contains('\n'), "{} characters: {w}", w.len());
+            }
+        }
         let root = marker_root(&[".dockerenv"]);
-        let c = config(&Options::default(), &[], &root);
-        let w = check(&c).unwrap().unwrap();
-        assert!(w.starts_with("no identity chosen in a container ("), "{w}");
-        assert!(
-            w.contains(".dockerenv exists")
-                && w.contains("SNOWID_SINGLE_INSTANCE=true")
-                && w.contains("SNOWID_WORKER_ID"),
-            "{w}"
-        );
         assert_eq!(check(&config(&Options::default(), &[("SNOWID_SINGLE_INSTANCE", "true")], &root)), Ok(None));
         assert_eq!(check(&config(&Options::default(), &[("SNOWID_WORKER_ID", "1")], &root)), Ok(None));
         // Outside any container or orchestrator, the host lease is the whole story: nothing to say.
         assert_eq!(check(&config(&Options::default(), &[], &marker_root(&[]))), Ok(None));
+    }
+
+    #[test]
+    fn the_warning_points_to_a_section_of_the_docs_that_exists() {
+        let (file, anchor) = WAYS_OUT.split_once('#').unwrap();
+        let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap();
+        let heading = format!("### {}", anchor.replace('-', " "));
+        assert!(text.lines().any(|l| l.eq_ignore_ascii_case(&heading)), "no heading {heading:?} in {file}");
     }
 
     #[test]

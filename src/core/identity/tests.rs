@@ -7,6 +7,7 @@ use std::path::Path;
 
 use super::*;
 use crate::core::config::{OptionValue, Options};
+use crate::core::error::Class;
 use crate::core::lease::Sharing;
 use crate::core::testing::TempDir;
 
@@ -27,7 +28,8 @@ fn config_with(opts: &Options, dir: &Path, pairs: &[(&str, &str)]) -> Config {
     let namespace = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     vars.push(("SNOWID_LEASE_NAMESPACE".into(), namespace));
     vars.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    let env = move |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| OsString::from(v));
+    // A pair overrides the defaults above.
+    let env = move |name: &str| vars.iter().rev().find(|(k, _)| k == name).map(|(_, v)| OsString::from(v));
     Config::resolve(opts, &env, SystemClock.now_ms()).unwrap()
 }
 
@@ -216,4 +218,61 @@ fn an_identity_no_one_chose_is_refused_before_any_lease_is_taken() {
     assert_eq!((c.layout.unpack(g.next_id().unwrap()).worker_id, warning), (2, None));
     assert!(t.join("dc0-worker2.lease").exists());
     marks_passed(&t.0);
+}
+
+#[test]
+fn a_slot_is_used_only_in_the_id_space_it_was_leased_in() {
+    let t = TempDir::new("identity-space");
+    let mut first = config(&t.0, &[]);
+    let lease = bind_worker(&mut first).unwrap().unwrap();
+    assert_eq!((lease.datacenter_id(), lease.worker_id()), (0, 0));
+    // The same id space is given its lease back, however it is asked for.
+    assert!(Arc::ptr_eq(&bind_worker(&mut config(&t.0, &[])).unwrap().unwrap(), &lease));
+    let again = bind_worker(&mut config(&t.0, &[("SNOWID_WORKER_ID", "0"), ("SNOWID_EPOCH", "2021-01-01")]));
+    assert!(Arc::ptr_eq(&again.unwrap().unwrap(), &lease), "the epoch is not part of the id space");
+    // Another id space over the same directory would be given that same lease, claimed in the first one only.
+    for pairs in [
+        &[("SNOWID_SEQUENCE_BITS", "13")][..],
+        &[("SNOWID_SEQUENCE_BITS", "13"), ("SNOWID_WORKER_ID", "0")][..],
+        &[("SNOWID_LEASE_NAMESPACE", "another")][..],
+    ] {
+        let e = bind_worker(&mut config(&t.0, pairs)).map(|_| ()).unwrap_err();
+        assert_eq!((e.code(), e.class()), (Code::IdSpaceChanged, Class::Error), "{pairs:?}");
+        let m = e.message();
+        assert!(m.starts_with("workerId: expected a slot leased in the id space of this generator ("), "{m}");
+        assert!(m.contains("datacenterId 0 workerId 0") && m.contains("before a configure()"), "{m}");
+        assert!(m.contains("datacenterBits 2, workerBits 2, clockBackBits 2, sequenceBits 12"), "{m}");
+    }
+    // A slot of its own, or a lease directory of its own, is leased in the new id space.
+    let mut other = config(&t.0, &[("SNOWID_SEQUENCE_BITS", "13"), ("SNOWID_WORKER_ID", "1")]);
+    assert_eq!(bind_worker(&mut other).unwrap().unwrap().worker_id(), 1);
+    let u = TempDir::new("identity-space-own");
+    assert!(bind_worker(&mut config(&u.0, &[("SNOWID_SEQUENCE_BITS", "13")])).unwrap().is_some());
+    marks_passed(&t.0);
+    marks_passed(&u.0);
+}
+
+#[test]
+fn the_generators_of_a_slot_make_ids_with_one_epoch() {
+    let t = TempDir::new("identity-epoch");
+    let (g, _) = generator(&mut config(&t.0, &[])).unwrap();
+    let first = g.next_id().unwrap();
+    // Another generator of the identity, or of another identity of the epoch, starts on the slot.
+    assert!(generator(&mut config(&t.0, &[])).is_ok());
+    // Epochs 2 ms apart on one slot would make the same numbers: the later one's ids are the earlier one's of 2 ms ago.
+    let later = format!("{}", config(&t.0, &[]).layout.epoch() + 2);
+    let e = generator(&mut config(&t.0, &[("SNOWID_EPOCH", later.as_str())])).map(|_| ()).unwrap_err();
+    assert_eq!((e.code(), e.class()), (Code::IdSpaceChanged, Class::Error));
+    assert!(
+        e.message().starts_with("epoch: expected the epoch this process makes ids with on datacenterId 0 workerId 0"),
+        "{e}"
+    );
+    // Leasing the slot without making ids (config()) does not fix an epoch; a slot of its own takes any.
+    let u = TempDir::new("identity-epoch-own");
+    assert!(bind_worker(&mut config(&u.0, &[("SNOWID_EPOCH", later.as_str())])).is_ok());
+    assert!(generator(&mut config(&u.0, &[])).is_ok());
+    assert!(generator(&mut config(&t.0, &[("SNOWID_EPOCH", later.as_str()), ("SNOWID_WORKER_ID", "1")])).is_ok());
+    assert!(g.next_id().unwrap() > first);
+    marks_passed(&t.0);
+    marks_passed(&u.0);
 }
