@@ -562,6 +562,7 @@ async function startEtcd(members = 1) {
   for (let i = 0; i < members; i++) list.push({ name: `m${i}`, port: await freePort(), peer: await freePort() })
   const cluster = list.map(m => `${m.name}=http://127.0.0.1:${m.peer}`).join(',')
   for (const m of list) {
+    m.dataDir = path.join(root, m.name)
     let child = null
     let exited = null
     m.start = async () => {
@@ -571,7 +572,7 @@ async function startEtcd(members = 1) {
           '--name',
           m.name,
           '--data-dir',
-          path.join(root, m.name),
+          m.dataDir,
           '--listen-client-urls',
           `http://127.0.0.1:${m.port}`,
           '--advertise-client-urls',
