@@ -10,29 +10,22 @@ const { setTimeout: sleep } = require('node:timers/promises')
 
 require('./helpers.js').isolateLeases()
 
-const { reportMissing, startMariadb } = require('./servers.js')
+const { reportMissing, startMariadbDatabase } = require('./servers.js')
 const { dataLostUnderAHolder, tableDroppedUnderAHolder } = require('./holders.js')
 const { acquireWorkerId } = require('../lib/mysql.js')
 
 const DATABASE = 'snowid'
 
 async function main() {
-  const server = await startMariadb()
-  if (!server) {
+  const started = await startMariadbDatabase(DATABASE)
+  if (!started) {
     reportMissing(test, 'MariaDB', "apt-get install mariadb-server (Debian's package)")
     return
   }
+  const { server, settings, admin } = started
+  test.after(() => server.stop())
   const mysql = require('mysql2')
   const mysqlPromise = require('mysql2/promise')
-  const settings = { host: server.host, port: server.port, user: server.user, database: DATABASE }
-  const setup = await mysqlPromise.createConnection({ host: server.host, port: server.port, user: server.user })
-  await setup.query(`CREATE DATABASE ${DATABASE}`)
-  await setup.end()
-  const admin = await mysqlPromise.createConnection(settings)
-  test.after(async () => {
-    await admin.end()
-    await server.stop()
-  })
   const base = table => ({ store: 'mysql', client: 'mysql2', ...settings, table })
 
   test('DROP TABLE under a live holder: a newcomer makes the table and waits one TTL, 0 duplicates', tt =>

@@ -9,7 +9,7 @@ const assert = require('node:assert/strict')
 
 require('./helpers.js').isolateLeases()
 
-const { reportMissing, startMariadb, freePort } = require('./servers.js')
+const { reportMissing, startMariadbDatabase, freePort } = require('./servers.js')
 const { releaseAfterAStepBack, endedClientExits, moreContendersThanSlots, stalledHolder } = require('./holders.js')
 const { acquireWorkerId, MysqlLease, tableSql } = require('../lib/mysql.js')
 const { runNode } = require('./helpers.js')
@@ -17,22 +17,17 @@ const { runNode } = require('./helpers.js')
 const DATABASE = 'snowid'
 
 async function main() {
-  const server = await startMariadb()
-  if (!server) {
+  const started = await startMariadbDatabase(DATABASE)
+  if (!started) {
     reportMissing(test, 'MariaDB', "apt-get install mariadb-server (Debian's package)")
     return
   }
+  const { server, settings, admin } = started
   const mysql = require('mysql2')
   const mysqlPromise = require('mysql2/promise')
-  const settings = { host: server.host, port: server.port, user: server.user, database: DATABASE }
-  const setup = await mysqlPromise.createConnection({ host: server.host, port: server.port, user: server.user })
-  await setup.query(`CREATE DATABASE ${DATABASE}`)
-  await setup.end()
-  const admin = await mysqlPromise.createConnection(settings)
   const pool = mysql.createPool({ ...settings, connectionLimit: 4 })
   test.after(async () => {
     await new Promise(resolve => pool.end(() => resolve()))
-    await admin.end()
     await server.stop()
   })
   const sql = async (text, params) => (await admin.query(text, params))[0]

@@ -462,6 +462,28 @@ async function startMariadb({ args = [] } = {}) {
 }
 
 /**
+ * A throwaway MariaDB (startMariadb) with the database `database` made in it: `{ server, settings, admin }`, where
+ * `settings` are mysql2's connection options for that database and `admin` a promise-API connection with them (ended
+ * by `server.stop()`); `undefined` when MariaDB is not installed.
+ */
+async function startMariadbDatabase(database, options) {
+  const server = await startMariadb(options)
+  if (!server) return undefined
+  const mysql = require('mysql2/promise')
+  const settings = { host: server.host, port: server.port, user: server.user, database }
+  const setup = await mysql.createConnection({ host: server.host, port: server.port, user: server.user })
+  await setup.query(`CREATE DATABASE ${database}`)
+  await setup.end()
+  const admin = await mysql.createConnection(settings)
+  const stop = server.stop
+  server.stop = async () => {
+    await admin.end().catch(() => {})
+    await stop()
+  }
+  return { server, settings, admin }
+}
+
+/**
  * Starts a Redis Sentinel on a free loopback port, watching the master at 127.0.0.1:`masterPort` as `name`, with a
  * quorum of `quorum`, declaring the master down after `downAfterMs`. Returns `{ port, stop() }` (which also removes its
  * directory), or `undefined` when redis-server is not installed.
@@ -757,6 +779,7 @@ module.exports = {
   reportMissing,
   runAs,
   startMariadb,
+  startMariadbDatabase,
   startPostgres,
   startRedis,
   waitForPort,

@@ -28,18 +28,21 @@
 //                               it cannot read.
 //   renew(workerId, token, until, clockBack, incarnation)
 //                               if `token` still holds the slot: raises its mark to `until` (when not null), with
-//                               `clockBack` and `incarnation`, then extends the TTL, in one atomic step. Resolves true, or false when
-//                               the slot is no longer `token`'s. Throws ERR_SNOWID_LEASE_CORRUPT for a mark it cannot
-//                               read, leaving it as found, and ERR_SNOWID_STORE_NOT_REPLICATED when the store wrote
-//                               it but did not get it confirmed by the replicas a failover could promote (such a
-//                               renewal never moves the deadline).
+//                               `clockBack` and `incarnation`, then extends the TTL, in one atomic step. Resolves
+//                               true, or false when the slot is no longer `token`'s. Throws ERR_SNOWID_LEASE_CORRUPT
+//                               for a mark it cannot read, leaving it as found, and ERR_SNOWID_STORE_NOT_REPLICATED
+//                               when the store wrote it but did not get it confirmed by the replicas a failover could
+//                               promote (such a renewal never moves the deadline).
 //   release(workerId, token, last)
 //                               if `token` still holds the slot: lowers its mark to `last` (when not null), then
 //                               frees the slot.
 //   abandon(token)              frees any slot `token` holds: sent after a take whose answer did not come in time,
 //                               so that the take, if it still runs, leaves nothing held.
 //   classify(err)               an error from the store as a coded error: a permission error as
-//                               ERR_SNOWID_STORE_PERMISSION_DENIED, naming what is missing; null for anything else.
+//                               ERR_SNOWID_STORE_PERMISSION_DENIED, naming what is missing; the lease table gone as
+//                               ERR_SNOWID_STORE_TABLE_MISSING (`tableMissing`), which runs prepare() again before the
+//                               next take; a statement the server cancelled by its own lock or statement timeout as
+//                               ERR_SNOWID_STORE_TIMEOUT (`timedOut`); null for anything else.
 //   prepare()                   (optional) the store's one-time setup, such as making its table; resolves once done.
 //                               It is called before the first take, and again before the next one if it failed.
 //   closed(err)                 whether the client was ended or closed by its owner (judged from the client, and
@@ -240,10 +243,8 @@ function described(err) {
   const inner = Array.isArray(err.errors) && err.errors[0] ? err.errors[0] : null
   const message = err.message || (inner && (inner.message || inner.code)) || err.name || 'an error with no message'
   const code = err.code ?? (inner && inner.code)
-  return `${code !== undefined && code !== null && !String(message).includes(String(code)) ? `${code}: ` : ''}${message}`.slice(
-    0,
-    200,
-  )
+  const named = code !== undefined && code !== null && !String(message).includes(String(code))
+  return `${named ? `${code}: ` : ''}${message}`.slice(0, 200)
 }
 
 /** ERR_SNOWID_STORE_TABLE_MISSING: the lease table `table` of the store `name` ('postgres', ...) is gone (`err`). */
