@@ -391,8 +391,10 @@ async function dataLostUnderAHolder(tt, base, lose, { ttlMs = 2000, datacenterId
     await sleep(500)
     await Promise.all([old.stop(), newcomer.stop()])
     const { total, dups } = countDuplicates([old.ids(), newcomer.ids()])
+    const layout = new snowid.Snowflake({ workerBits: 0, workerId: 0, lease: false })
+    const span = h => (h.ids().length ? [h.ids()[0], h.ids().at(-1)].map(id => layout.timestampOf(id) - goneAt) : [])
     tt.diagnostic(
-      `${total} ids, ${dups} duplicates; the newcomer's first id came ${got.at - goneAt} ms after the data was lost`,
+      `${total} ids, ${dups} duplicates; the newcomer's first id came ${got.at - goneAt} ms after the data was lost; ids from the old holder ${span(old).join(' to ')} ms, from the newcomer ${span(newcomer).join(' to ')} ms after it`,
     )
     assert.ok(newcomer.ids().length > 0 && old.ids().length > 0, 'both issued ids')
     assert.equal(dups, 0, `${dups} duplicates in ${total} ids`)

@@ -67,7 +67,8 @@ async function main() {
           proxy.drop()
           return Date.now()
         },
-        { datacenterId: 6 },
+        // A TTL of 6 s: the old holder may issue for seconds after the switch, longer than a newcomer takes to start.
+        { datacenterId: 6, ttlMs: 6000 },
       )
     } finally {
       await proxy.close()
