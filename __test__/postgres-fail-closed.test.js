@@ -106,6 +106,8 @@ async function main() {
         assert.equal(lease.workerId, 0)
         await lease.release()
       } finally {
+        // The lock goes first: a pool whose connections still wait for it could not end.
+        await locker.query('ROLLBACK').catch(() => {})
         await Promise.all(clients.map(c => c.end()))
       }
     } finally {
