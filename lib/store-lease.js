@@ -11,6 +11,7 @@
 //                               or cluster's identity and the table's, or a key the store writes once that goes only
 //                               with its data), or null when it cannot be told. A slot records the incarnation it was
 //                               last written in, with its mark; the lease compares the two (see `incarnationChanged`).
+//                               Optional: a store without it holds every slot one TTL before use.
 //   take(token, preferred, only, { now, until, limit, incarnation })
 //                               takes a free slot (`preferred` first when >= 0, and only it when `only`; then one
 //                               whose mark is before `now`; then the lowest) for `token`, with a TTL, in one atomic
@@ -621,7 +622,10 @@ async function takeSlot(store, o, preferred = -1, only = false) {
   try {
     // The store's one-time setup (a table made and checked) has a timeout of its own, apart from the take's.
     if (store.prepare) await withTimeout(store, prepareOnce(store), o.takeTimeoutMs)
-    at.incarnation = (await withTimeout(store, store.incarnation(), o.takeTimeoutMs)) ?? null
+    // A store that cannot name its incarnation holds every slot one TTL (see incarnationChanged).
+    at.incarnation = store.incarnation
+      ? ((await withTimeout(store, store.incarnation(), o.takeTimeoutMs)) ?? null)
+      : null
     taking = store.take(token, preferred, only, at)
     taken = await withTimeout(store, taking, o.takeTimeoutMs)
   } catch (err) {
