@@ -370,7 +370,72 @@ async function releaseAfterAStepBack(tt, base) {
   }
 }
 
+/**
+ * A holder streams ids on the one slot of its datacenter while `lose()` takes the store's lease data away under it (a
+ * table dropped, a fresh server at the same address) and resolves to the time it was gone; then a newcomer takes
+ * that slot. The newcomer finds no record of the data the holder leased in, so it holds the slot one TTL before its
+ * first id, by when the holder has stopped: 0 duplicates, counted by sorting both holders' ids.
+ */
+async function dataLostUnderAHolder(tt, base, lose, { ttlMs = 2000, datacenterId = 4 } = {}) {
+  const settings = { ...base, mode: 'stream', ttlMs, datacenterId, workerBits: 0, waitMs: 30_000 }
+  // The old holder does not take the slot again after its loss, so that the newcomer gets it whenever it asks.
+  const old = holder({ ...settings, options: { ...base.options, reacquire: false } })
+  let newcomer = null
+  try {
+    await old.waitFor(e => e.event === 'acquired', 60_000)
+    await sleep(300)
+    const goneAt = await lose()
+    newcomer = holder(settings)
+    const got = await newcomer.waitFor(e => e.event === 'acquired' || e.event === 'error', 60_000)
+    assert.equal(got.event, 'acquired', JSON.stringify(got))
+    await sleep(500)
+    await Promise.all([old.stop(), newcomer.stop()])
+    const { total, dups } = countDuplicates([old.ids(), newcomer.ids()])
+    const layout = new snowid.Snowflake({ workerBits: 0, workerId: 0, lease: false })
+    const span = h => (h.ids().length ? [h.ids()[0], h.ids().at(-1)].map(id => layout.timestampOf(id) - goneAt) : [])
+    tt.diagnostic(
+      `${total} ids, ${dups} duplicates; the newcomer's first id came ${got.at - goneAt} ms after the data was lost; ids from the old holder ${span(old).join(' to ')} ms, from the newcomer ${span(newcomer).join(' to ')} ms after it`,
+    )
+    assert.ok(newcomer.ids().length > 0 && old.ids().length > 0, 'both issued ids')
+    assert.equal(dups, 0, `${dups} duplicates in ${total} ids`)
+    assert.ok(got.at - goneAt >= ttlMs, `the newcomer used the slot ${got.at - goneAt} ms after the loss`)
+  } finally {
+    await Promise.all([old.stop(), newcomer && newcomer.stop()])
+  }
+}
+
+/**
+ * A holder whose lease table is dropped under it: its renewals fail with ERR_SNOWID_STORE_TABLE_MISSING (never "is it
+ * up"), it stops at its deadline, then makes the table again and holds a slot of it one TTL before issuing again.
+ */
+async function tableDroppedUnderAHolder(tt, base, drop, { ttlMs = 1500 } = {}) {
+  const a = holder({ ...base, mode: 'stream', ttlMs, datacenterId: 5, waitMs: 30_000 })
+  try {
+    await a.waitFor(e => e.event === 'acquired', 60_000)
+    await sleep(200)
+    const droppedAt = await drop()
+    const back = await a.waitFor(e => e.event === 'reacquired', 60_000)
+    await sleep(300)
+    await a.stop()
+    const failed = a.events.filter(e => e.event === 'renewFailed')
+    tt.diagnostic(`renewFailed: ${failed.map(e => e.message).join(' | ')}`)
+    assert.ok(failed.length > 0, 'a renewal failed')
+    for (const e of failed) assert.equal(e.code, 'ERR_SNOWID_STORE_TABLE_MISSING', e.message)
+    assert.ok(!a.events.some(e => /is up/.test(e.message ?? '')), 'no message says to check that the store is up')
+    assert.ok(back.at - droppedAt >= ttlMs, `reacquired ${back.at - droppedAt} ms after the drop`)
+    assert.ok(
+      a.ids().some(id => snowid.timestampOf(id) > back.at),
+      'issued ids again',
+    )
+    assertNoDuplicates(a.ids(), 'across the drop')
+  } finally {
+    await a.stop()
+  }
+}
+
 module.exports = {
+  dataLostUnderAHolder,
+  tableDroppedUnderAHolder,
   holder,
   assertNoDuplicates,
   tally,

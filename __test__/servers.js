@@ -362,7 +362,8 @@ function mariadbBins() {
  * Starts a throwaway MariaDB on a free loopback port, in a new datadir in a temporary directory: no grant tables
  * (any user, no password), no binary log, no flush at commit. When this process is root, the server runs as root
  * (`--user=root`), which mariadbd otherwise refuses; `args` are added to its command line (`--log-bin`,
- * `--server-id=2`, ...). Returns `{ host, port, user, kill(), stop() }`, or `undefined` when MariaDB is not installed.
+ * `--server-id=2`, ...). Returns `{ host, port, user, restart(), kill(), stop() }`, or `undefined` when MariaDB is not
+ * installed.
  */
 async function startMariadb({ args = [] } = {}) {
   const bins = mariadbBins()
@@ -390,26 +391,28 @@ async function startMariadb({ args = [] } = {}) {
     }
     const port = await freePort()
     const log = path.join(root, 'error.log')
-    child = spawn(
-      bins.server,
-      [
-        '--no-defaults',
-        `--datadir=${data}`,
-        `--port=${port}`,
-        '--bind-address=127.0.0.1',
-        `--socket=${path.join(root, 'mariadb.sock')}`,
-        `--pid-file=${path.join(root, 'mariadb.pid')}`,
-        `--log-error=${log}`,
-        '--skip-grant-tables',
-        '--skip-log-bin',
-        '--innodb-buffer-pool-size=64M',
-        '--innodb-flush-log-at-trx-commit=0',
-        ...asUser,
-        ...args,
-      ],
-      { stdio: 'ignore' },
-    )
-    const exited = new Promise(resolve => child.once('exit', resolve))
+    const serve = () =>
+      spawn(
+        bins.server,
+        [
+          '--no-defaults',
+          `--datadir=${data}`,
+          `--port=${port}`,
+          '--bind-address=127.0.0.1',
+          `--socket=${path.join(root, 'mariadb.sock')}`,
+          `--pid-file=${path.join(root, 'mariadb.pid')}`,
+          `--log-error=${log}`,
+          '--skip-grant-tables',
+          '--skip-log-bin',
+          '--innodb-buffer-pool-size=64M',
+          '--innodb-flush-log-at-trx-commit=0',
+          ...asUser,
+          ...args,
+        ],
+        { stdio: 'ignore' },
+      )
+    child = serve()
+    let exited = new Promise(resolve => child.once('exit', resolve))
     const early = exited.then(code => {
       throw new Error(`mariadbd exited ${code} before it listened: ${fs.readFileSync(log, 'utf8').slice(-2000)}`)
     })
@@ -419,6 +422,19 @@ async function startMariadb({ args = [] } = {}) {
       host: '127.0.0.1',
       port,
       user: 'root',
+      /**
+       * Shuts the server down (SIGTERM; its data stays), waits `downMs`, and starts it again on the same port.
+       * Resolves to the `Date.now()` once it listens again.
+       */
+      async restart(downMs = 0) {
+        child.kill('SIGTERM')
+        await exited
+        await new Promise(r => setTimeout(r, downMs))
+        child = serve()
+        exited = new Promise(resolve => child.once('exit', resolve))
+        await waitForPort(port, 60_000)
+        return Date.now()
+      },
       /** Kills the server as a crash would (SIGKILL); its directory stays until stop(). */
       async kill() {
         if (child.exitCode === null && child.signalCode === null) {
@@ -443,6 +459,28 @@ async function startMariadb({ args = [] } = {}) {
     process.off('exit', cleanUp)
     throw err
   }
+}
+
+/**
+ * A throwaway MariaDB (startMariadb) with the database `database` made in it: `{ server, settings, admin }`, where
+ * `settings` are mysql2's connection options for that database and `admin` a promise-API connection with them (ended
+ * by `server.stop()`); `undefined` when MariaDB is not installed.
+ */
+async function startMariadbDatabase(database, options) {
+  const server = await startMariadb(options)
+  if (!server) return undefined
+  const mysql = require('mysql2/promise')
+  const settings = { host: server.host, port: server.port, user: server.user, database }
+  const setup = await mysql.createConnection({ host: server.host, port: server.port, user: server.user })
+  await setup.query(`CREATE DATABASE ${database}`)
+  await setup.end()
+  const admin = await mysql.createConnection(settings)
+  const stop = server.stop
+  server.stop = async () => {
+    await admin.end().catch(() => {})
+    await stop()
+  }
+  return { server, settings, admin }
 }
 
 /**
@@ -562,6 +600,7 @@ async function startEtcd(members = 1) {
   for (let i = 0; i < members; i++) list.push({ name: `m${i}`, port: await freePort(), peer: await freePort() })
   const cluster = list.map(m => `${m.name}=http://127.0.0.1:${m.peer}`).join(',')
   for (const m of list) {
+    m.dataDir = path.join(root, m.name)
     let child = null
     let exited = null
     m.start = async () => {
@@ -571,7 +610,7 @@ async function startEtcd(members = 1) {
           '--name',
           m.name,
           '--data-dir',
-          path.join(root, m.name),
+          m.dataDir,
           '--listen-client-urls',
           `http://127.0.0.1:${m.port}`,
           '--advertise-client-urls',
@@ -740,6 +779,7 @@ module.exports = {
   reportMissing,
   runAs,
   startMariadb,
+  startMariadbDatabase,
   startPostgres,
   startRedis,
   waitForPort,

@@ -1,7 +1,8 @@
 'use strict'
 
 // lib/store-lease.js's state machine against a store of the test's own, in this process: when 'lost' fires, what a slot
-// whose history may have been lost waits, and a renewal the replicas did not confirm. The stores' own tests run the
+// whose history may have been lost waits (its store's incarnation changed, or unknown), a renewal the replicas did not
+// confirm, a take answered after its caller gave up, and what a failed take's error says. The stores' own tests run the
 // same machine against real servers.
 
 const test = require('node:test')
@@ -13,26 +14,31 @@ require('./helpers.js').isolateLeases()
 
 const { StoreLease, startLease, codedError } = require('../lib/store-lease.js')
 
-/** A store of one slot, held in memory; `renew` is the test's to replace. */
+/** A store of one slot, held in memory, in the incarnation `store.current`; `renew` is the test's to replace. */
 function memoryStore(overrides = {}) {
-  const slot = { token: null, mark: undefined }
+  const slot = { token: null, mark: undefined, incarnation: undefined }
   const store = {
+    current: 'first',
+    async incarnation() {
+      return store.current
+    },
     name: 'Memory',
     unavailableCode: 'ERR_SNOWID_REDIS_UNAVAILABLE',
     slotName: w => `slot ${w}`,
     classify: () => null,
     closed: () => false,
     slot,
-    async take(token, _preferred, _only, { until }) {
+    async take(token, _preferred, _only, { until, incarnation }) {
       if (slot.token) return null
       slot.token = token
       const found = slot.mark
-      if (found !== undefined) slot.mark = Math.max(found, until)
-      return { workerId: 0, mark: found, confirmed: found !== undefined, ...overrides.taken }
+      const seen = slot.incarnation
+      if (found !== undefined) Object.assign(slot, { mark: Math.max(found, until), incarnation })
+      return { workerId: 0, mark: found, confirmed: found !== undefined, seen, ...overrides.taken }
     },
-    async renew(_w, token, until) {
+    async renew(_w, token, until, _clockBack, incarnation) {
       if (slot.token !== token) return false
-      if (until !== null) slot.mark = Math.max(slot.mark ?? 0, until)
+      if (until !== null) Object.assign(slot, { mark: Math.max(slot.mark ?? 0, until), incarnation })
       return true
     },
     async release(_w, token, last) {
@@ -53,7 +59,7 @@ const start = (store, options) => startLease({ client: {}, ...options }, [], () 
 
 test("'lost' fires when the generator stops issuing (at the deadline), not one renewal later", async t => {
   const store = memoryStore()
-  store.slot.mark = Date.now() - 1
+  Object.assign(store.slot, { mark: Date.now() - 1, incarnation: 'first' })
   const ttlMs = 3000
   const lease = await start(store, { ttlMs, reacquire: false })
   t.after(() => lease.release())
@@ -73,7 +79,7 @@ test("'lost' fires when the generator stops issuing (at the deadline), not one r
 
 test('a renewal answered after the loss neither moves the deadline nor opens the generator again', async t => {
   const store = memoryStore()
-  store.slot.mark = Date.now() - 1
+  Object.assign(store.slot, { mark: Date.now() - 1, incarnation: 'first' })
   const lease = await start(store, { ttlMs: 600, reacquire: false })
   t.after(() => lease.release())
   let answer
@@ -87,7 +93,7 @@ test('a renewal answered after the loss neither moves the deadline nor opens the
 
 test('a slot whose history may have been lost (forgotten) waits one TTL, even with a mark behind the clock', async () => {
   const store = memoryStore({ taken: { forgotten: true } })
-  store.slot.mark = Date.now() - 1
+  Object.assign(store.slot, { mark: Date.now() - 1, incarnation: 'first' })
   const ttlMs = 800
   const started = Date.now()
   const lease = await start(store, { ttlMs })
@@ -98,7 +104,7 @@ test('a slot whose history may have been lost (forgotten) waits one TTL, even wi
 
 test('renewals the replicas do not confirm never move the deadline: renewFailed, then lost at the deadline', async t => {
   const store = memoryStore()
-  store.slot.mark = Date.now() - 1
+  Object.assign(store.slot, { mark: Date.now() - 1, incarnation: 'first' })
   const lease = await start(store, { ttlMs: 900, reacquire: false })
   t.after(() => lease.release())
   const deadline = lease.deadline
@@ -113,4 +119,93 @@ test('renewals the replicas do not confirm never move the deadline: renewFailed,
   assert.ok(failed.length >= 1 && failed.every(c => c === 'ERR_SNOWID_STORE_NOT_REPLICATED'), failed.join())
   assert.match(err.message, /expected 1 replica/)
   assert.equal(err.cause.code, 'ERR_SNOWID_STORE_NOT_REPLICATED')
+})
+
+test('a slot that records no incarnation, or another, waits one TTL, even with a mark behind the clock', async () => {
+  const ttlMs = 800
+  for (const recorded of [undefined, 'another']) {
+    const store = memoryStore()
+    Object.assign(store.slot, { mark: Date.now() - 1, incarnation: recorded })
+    const started = Date.now()
+    const lease = await start(store, { ttlMs })
+    const waited = Date.now() - started
+    assert.ok(waited >= ttlMs, `recorded ${recorded}: used after ${waited} ms`)
+    assert.equal(store.slot.incarnation, 'first', 'the renewals record the incarnation with the mark')
+    await lease.release()
+    // Recorded now: the next take uses the slot as soon as the clock is past its mark.
+    const again = Date.now()
+    const next = await start(store, { ttlMs })
+    assert.ok(Date.now() - again < ttlMs, `recorded ${recorded}: the next take waited ${Date.now() - again} ms`)
+    await next.release()
+  }
+  // A store that cannot name its incarnation holds every slot one TTL.
+  const unknown = memoryStore()
+  Object.assign(unknown.slot, { mark: Date.now() - 1, incarnation: 'first' })
+  unknown.current = null
+  const started = Date.now()
+  const lease = await start(unknown, { ttlMs })
+  assert.ok(Date.now() - started >= ttlMs, `unknown incarnation: used after ${Date.now() - started} ms`)
+  await lease.release()
+})
+
+test('a lease moved to another incarnation takes its slot again one TTL later, whatever that slot records', async () => {
+  const store = memoryStore()
+  Object.assign(store.slot, { mark: Date.now() - 1, incarnation: 'first' })
+  const ttlMs = 600
+  const lease = await start(store, { ttlMs })
+  // Another server at the same address, with slots of its own: the slot is free there and records that server.
+  store.current = 'second'
+  Object.assign(store.slot, { token: null, mark: Date.now() - 1, incarnation: 'second' })
+  const [lost] = await once(lease, 'lost')
+  assert.equal(lost.code, 'ERR_SNOWID_LEASE_LOST')
+  const lostAt = Date.now()
+  await once(lease, 'reacquired')
+  assert.ok(Date.now() - lostAt >= ttlMs, `reacquired ${Date.now() - lostAt} ms after the loss`)
+  await lease.release()
+})
+
+test('a take answered after its caller gave up is given back, so no slot stays held under a token nobody owns', async () => {
+  const store = memoryStore()
+  Object.assign(store.slot, { mark: Date.now() - 1, incarnation: 'first' })
+  const take = store.take
+  let late
+  // The take runs (the slot is taken) only after the lease's timeout for it (takeTimeoutMs, 5 s at least), and the
+  // abandon sent at the timeout comes first, as on a pool whose other connection is not stuck.
+  store.take = (...args) =>
+    (late = new Promise(resolve => setTimeout(resolve, 6000)).then(() => take.apply(store, args)))
+  store.abandon = async token => {
+    if (store.slot.token === token) store.slot.token = null
+  }
+  await assert.rejects(start(store, { ttlMs: 1000 }), err => {
+    assert.equal(err.code, 'ERR_SNOWID_REDIS_UNAVAILABLE')
+    assert.match(err.message, /no answer from Memory within 5000 ms/)
+    return true
+  })
+  await late
+  await sleep(50)
+  assert.equal(store.slot.token, null, 'the late take was given back')
+})
+
+test("a failed take's error names the store's own error: its code and message, or its inner error's", async () => {
+  const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })
+  for (const [thrown, expected] of [
+    [refused, /found an error: connect ECONNREFUSED 127\.0\.0\.1:5432\. Check that Memory is up/],
+    // pg's error when every address of the host refuses: an AggregateError with no message of its own.
+    [new AggregateError([refused]), /found an error: connect ECONNREFUSED 127\.0\.0\.1:5432\./],
+    [
+      Object.assign(new Error('Connection terminated'), { code: 'XX000' }),
+      /found an error: XX000: Connection terminated/,
+    ],
+  ]) {
+    const store = memoryStore()
+    store.take = async () => {
+      throw thrown
+    }
+    await assert.rejects(start(store, { ttlMs: 1000 }), err => {
+      assert.equal(err.code, 'ERR_SNOWID_REDIS_UNAVAILABLE')
+      assert.match(err.message, expected)
+      assert.equal(err.cause, thrown)
+      return true
+    })
+  }
 })

@@ -29,8 +29,10 @@ export type SnowidEtcdError = SnowidLeaseError
 export declare class EtcdLease extends StoreLease {}
 
 /**
- * Leases a free worker id from etcd and returns the started lease. The first lease of a datacenter writes a mark for
- * each of its slots, so a slot is used at once; one whose marks were deleted is held for one TTL before it is used.
+ * Leases a free worker id from etcd and returns the started lease. A slot whose marks record the store's incarnation
+ * (the cluster id and the key `<prefix>/incarnation`) is used once the clock is past its mark; one whose marks record
+ * none (a slot never held, marks deleted, etcd wiped) or another (another cluster at the address) is held for one TTL
+ * before it is used.
  * @throws `ERR_SNOWID_NO_FREE_WORKER_ID` when every slot is leased for `waitMs`.
  * @throws `ERR_SNOWID_ETCD_UNAVAILABLE` when etcd does not answer; `ERR_SNOWID_LEASE_CORRUPT` for a marks key that
  * holds something else than snowid wrote; `ERR_SNOWID_STORE_PERMISSION_DENIED` when etcd's auth refuses the keys.

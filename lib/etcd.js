@@ -15,10 +15,16 @@
 //   the etcd lease.
 // The lease itself (take, hold, renew, lose, take again, release) is lib/store-lease.js's, shared with every store.
 //
-// A fresh slot needs no wait: the first lease of a datacenter writes, in one transaction, a marker key
-// `<prefix>/<datacenterId>/init` and a mark of 0 for each of its slots (when they fit in one transaction). A slot
-// with no marks key under an existing marker lost it by hand, maybe while held, and waits one TTL before use.
+// The first lease of a datacenter writes, in one transaction, a marker key `<prefix>/<datacenterId>/init` and a mark
+// of 0 for each of its slots (when they fit in one transaction).
+//
+// Incarnation. A cluster's id (in every response's header) names its members, not its data: a member wiped and
+// started again with the same flags has the same. So the store's incarnation is the cluster id and a random id that
+// `<prefix>/incarnation` holds, written once (if absent) and gone only with the data. Every mark is written with it,
+// and a slot whose marks record another (another cluster at the address) or none (a slot never held, marks deleted by
+// hand, etcd wiped and started again) waits one TTL before use.
 
+const { randomUUID } = require('node:crypto')
 const { StoreLease, startLease, codedError } = require('./store-lease.js')
 
 const DEFAULT_PREFIX = 'snowid'
@@ -81,6 +87,7 @@ function etcdStore(options, o) {
   const leaseKey = w => `${dc}${w}/lease`
   const marksKey = w => `${dc}${w}/marks`
   const initKey = `${dc}init`
+  const incarnationKey = `${prefix}/incarnation`
   // ttlMs in whole seconds, rounded up: the key lives at least as long as the lease says.
   const ttlSeconds = Math.ceil(o.ttlMs / 1000)
   // The etcd lease of each token this store took a slot for.
@@ -113,7 +120,8 @@ function etcdStore(options, o) {
     return m
   }
 
-  const marksValue = (until, clockBack) => JSON.stringify({ until, clockBack })
+  const marksValue = (until, clockBack, incarnation) =>
+    JSON.stringify(incarnation ? { until, clockBack, incarnation } : { until, clockBack })
 
   /** Writes the datacenter's marker and, when they fit in one transaction, a mark of 0 for each slot: once. */
   async function prepare() {
@@ -161,7 +169,14 @@ function etcdStore(options, o) {
     classify,
     closed,
     prepare,
-    async take(token, preferred, only, { now, until, limit }) {
+    /** The cluster id and the random id of `<prefix>/incarnation` (written first if absent), as `cluster:id`. */
+    async incarnation() {
+      await client.if(incarnationKey, 'Create', '==', 0).then(client.put(incarnationKey).value(randomUUID())).commit()
+      const res = await client.get(incarnationKey).exec()
+      const kv = res.kvs[0]
+      return kv && res.header ? `${res.header.cluster_id}:${text(kv.value)}` : null
+    },
+    async take(token, preferred, only, { now, until, limit, incarnation }) {
       const lease = client.lease(ttlSeconds, { autoKeepAlive: false })
       leases.set(token, lease)
       try {
@@ -195,7 +210,7 @@ function etcdStore(options, o) {
           }
           const { w, s, marks } = pick
           const ops = [client.put(leaseKey(w)).value(token).lease(id)]
-          if (marks && until > marks.until) ops.push(client.put(marksKey(w)).value(marksValue(until, 0)))
+          if (marks && until > marks.until) ops.push(client.put(marksKey(w)).value(marksValue(until, 0, incarnation)))
           const txn = await client
             .if(leaseKey(w), 'Create', '==', 0)
             .and(marksKey(w), 'Mod', '==', s.rev)
@@ -206,7 +221,12 @@ function etcdStore(options, o) {
             await this.release(w, token, null).catch(() => {})
             throw corrupt(w, s.raw)
           }
-          return { workerId: w, mark: marks ? marks.until : undefined, confirmed: marks !== undefined }
+          return {
+            workerId: w,
+            mark: marks ? marks.until : undefined,
+            confirmed: marks !== undefined,
+            seen: marks && typeof marks.incarnation === 'string' ? marks.incarnation : undefined,
+          }
         }
         // Other processes kept changing the slots read: none is taken this time, and the lease tries again.
         await revoke(token)
@@ -216,7 +236,7 @@ function etcdStore(options, o) {
         throw err
       }
     },
-    async renew(w, token, until, clockBack) {
+    async renew(w, token, until, clockBack, incarnation) {
       const lease = leases.get(token)
       if (!lease) return false
       for (let attempt = 1; ; attempt++) {
@@ -226,7 +246,7 @@ function etcdStore(options, o) {
         const old = kv ? readMarks(w, text(kv.value)) : undefined
         const ops = []
         if (until !== null && (!old || until > old.until))
-          ops.push(client.put(marksKey(w)).value(marksValue(until, clockBack)))
+          ops.push(client.put(marksKey(w)).value(marksValue(until, clockBack, incarnation)))
         const txn = await client
           .if(leaseKey(w), 'Value', '==', token)
           .and(marksKey(w), 'Mod', '==', kv ? String(kv.mod_revision) : '0')
@@ -251,7 +271,10 @@ function etcdStore(options, o) {
           await client
             .if(leaseKey(w), 'Value', '==', token)
             .and(marksKey(w), 'Mod', '==', String(kv.mod_revision))
-            .then(client.put(marksKey(w)).value(marksValue(last, old.clockBack)), client.delete().key(leaseKey(w)))
+            .then(
+              client.put(marksKey(w)).value(marksValue(last, old.clockBack, old.incarnation)),
+              client.delete().key(leaseKey(w)),
+            )
             .commit()
         }
       }

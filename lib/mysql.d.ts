@@ -23,10 +23,12 @@ export type SnowidMysqlError = SnowidLeaseError
 export declare class MysqlLease extends StoreLease {}
 
 /**
- * Leases a free worker id from MySQL 8 or MariaDB 10.6+ and returns the started lease. A slot whose row was made with
- * the table is used at once; one whose row was made later (no mark), or last written by another server (a promoted
- * replica), is held for one TTL before it is used; a slot with a mark is used once the clock is past it.
+ * Leases a free worker id from MySQL 8 or MariaDB 10.6+ and returns the started lease. A slot whose row records the
+ * store's incarnation (the server's identity and the table's) is used once the clock is past its mark; one whose row
+ * records none (every row of a table just made, a row made again) or another (another server at the address, a table
+ * made again, a promoted replica) is held for one TTL before it is used.
  * @throws `ERR_SNOWID_NO_FREE_WORKER_ID` when every slot is leased for `waitMs`.
+ * @throws `ERR_SNOWID_STORE_TIMEOUT` when the server cancelled a statement stuck behind a lock for `waitMs`.
  * @throws `ERR_SNOWID_MYSQL_UNAVAILABLE` when the database does not answer; `ERR_SNOWID_STORE_TABLE_INVALID` for a
  * table that is not the lease's; `ERR_SNOWID_LEASE_CORRUPT` for a row that holds something else than snowid wrote;
  * `ERR_SNOWID_STORE_PERMISSION_DENIED` for a missing privilege.

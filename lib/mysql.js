@@ -13,20 +13,29 @@
 // - release: if the token still holds the row, lowers the mark to the last id issued and frees the row.
 //
 // MySQL cannot make a table and its rows in one transaction (DDL commits), but CREATE TABLE ... SELECT makes both in
-// one statement that no other session sees half done. Rows made so are never held (mark_ms 0), and a slot taken from
-// one is used at once. Rows made later (a hand deletion, a datacenter or slot the table did not have) have no mark
-// (NULL), and are held one TTL before use.
+// one statement that no other session sees half done. Rows made so are never held (mark_ms 0) and in no incarnation;
+// rows made later (a hand deletion, a datacenter or slot the table did not have) have no mark (NULL).
 //
-// Failover. Every write that raises a mark records `written_on`, the server's @@server_id (distinct for every server
-// of a replication topology). A promoted replica may lack the old primary's last commits: a row last written by
-// another server may have lost its history, and is held one TTL before use, whatever its mark says. The row-based
-// binary log (the default, and what MIXED uses for a statement that reads a system variable) carries the value the
-// primary wrote; a statement-based one would have each replica write its own.
+// Incarnation. Every write that raises a mark records in `written_on` the store's incarnation, a 60-bit hash of the
+// server's identity (@@server_id, distinct for every server of a replication topology, and MySQL's @@server_uuid,
+// made with its data directory) and the table's (its CREATE_TIME, and InnoDB's table id where information_schema
+// shows it). A row that records another incarnation (a promoted replica, which may lack the old primary's last
+// commits; another server at the address; a table dropped and made again, or rebuilt) or none (every row of a table
+// just made) may have lost its history, and is held one TTL before use, whatever its mark says (lib/store-lease.js
+// compares them). The row-based binary log (the default, and what MIXED uses for a statement with a value the
+// primary chose) carries the value the primary wrote.
+//
+// Stuck statements. Every statement runs under the server's own timeouts, a little under the time the lease waits for
+// it: lock_wait_timeout and innodb_lock_wait_timeout (a LOCK TABLES, a long ALTER TABLE, a row lock) and MariaDB's
+// max_statement_time, set for that statement alone (SET STATEMENT ... FOR on MariaDB, a SET_VAR hint on MySQL):
+// ERR_SNOWID_STORE_TIMEOUT. A table dropped under the lease is ERR_SNOWID_STORE_TABLE_MISSING, and the next take
+// makes it again.
 //
 // The lease itself (take, hold, renew, lose, take again, release) is lib/store-lease.js's, shared with snowid/redis and
 // snowid/postgres.
 
-const { StoreLease, startLease, codedError } = require('./store-lease.js')
+const { createHash } = require('node:crypto')
+const { StoreLease, startLease, codedError, tableMissing, timedOut } = require('./store-lease.js')
 
 const DEFAULT_TABLE = 'snowid_workers'
 const MAX_MARK = Number.MAX_SAFE_INTEGER
@@ -103,7 +112,7 @@ function createTable(t, dcLo, dcHi, workerBits) {
   written_on bigint NULL,
   PRIMARY KEY (${KEY})
 ) ENGINE=InnoDB
-SELECT ${dcLo} + (n.i >> ${workerBits}) AS datacenter_id, n.i & ${mask} AS worker_id, 0 AS mark_ms, @@server_id AS written_on
+SELECT ${dcLo} + (n.i >> ${workerBits}) AS datacenter_id, n.i & ${mask} AS worker_id, 0 AS mark_ms
 FROM ${series(count)}
 WHERE n.i < ${count}`
 }
@@ -132,9 +141,9 @@ function tableSql(table = DEFAULT_TABLE, layout = {}) {
   return `-- snowid/mysql: one row per (datacenterId, workerId) slot. A row is held while token is set and expires_ms
 -- (Unix ms, the database's clock) is in the future. mark_ms is the slot's high-water mark in Unix ms: no id of the
 -- slot was stamped after it, so the next holder starts past it. clock_back is the clockBack in use at the mark.
--- written_on is the @@server_id of the server that last raised the mark: a row last written by another (before a
--- replica's promotion) is held one TTL before use. The rows are made with the table, never held (mark_ms 0); a row
--- made later (a hand deletion) is held one TTL before use.
+-- written_on is the incarnation (a hash of the server's identity and the table's) the mark was last raised in: a row
+-- written in another (before a replica's promotion, another server, a table made again) or in none (every row made
+-- here, a row made again after a hand deletion) is held one TTL before use.
 ${createTable(t, 0, 2 ** dcBits - 1, workerBits)};
 `
 }
@@ -156,8 +165,16 @@ function queryRunner(client) {
   )
 }
 
-/** A MySQL permission error (ER_TABLEACCESS_DENIED_ERROR and its kin) as ERR_SNOWID_STORE_PERMISSION_DENIED; else null. */
-function classify(err) {
+/**
+ * A MySQL error as the coded error it means, else null: the lease table gone (ER_NO_SUCH_TABLE) as
+ * ERR_SNOWID_STORE_TABLE_MISSING; a lock wait or a statement stopped by the server's timeout as
+ * ERR_SNOWID_STORE_TIMEOUT; a permission error (ER_TABLEACCESS_DENIED_ERROR and its kin) as
+ * ERR_SNOWID_STORE_PERMISSION_DENIED.
+ */
+function classify(err, table) {
+  if (err && err.code === 'ER_NO_SUCH_TABLE') return tableMissing('mysql', table, err)
+  if (err && (TIMED_OUT.includes(err.code) || TIMED_OUT_ERRNO.includes(err.errno)))
+    return timedOut('mysql', table, err, 'SHOW PROCESSLIST')
   if (
     !err ||
     ![
@@ -183,8 +200,30 @@ function closed(client, err) {
   return /Pool is closed|Can't add new command when connection is in closed state/.test(String(err && err.message))
 }
 
-// Lock waits and deadlocks between takes are tried again: each statement is atomic, so a retry is safe.
-const RETRIED = ['ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT']
+// Deadlocks between takes are tried again: each statement is atomic, so a retry is safe. A lock wait that timed out
+// is not: the server's timeout is the lease's (ERR_SNOWID_STORE_TIMEOUT).
+const RETRIED = ['ER_LOCK_DEADLOCK']
+// A lock wait past the timeout; MariaDB's max_statement_time (ER_STATEMENT_TIMEOUT) and MySQL's max_execution_time.
+const TIMED_OUT = ['ER_LOCK_WAIT_TIMEOUT', 'ER_STATEMENT_TIMEOUT', 'ER_QUERY_TIMEOUT']
+// The same by number, for a client that has no name for MariaDB's own (1969).
+const TIMED_OUT_ERRNO = [1205, 1969, 3024]
+
+/**
+ * `text` (one statement, starting with its verb) under the server's lock and statement timeouts of `ms`: MariaDB's
+ * SET STATEMENT ... FOR, or MySQL 8's SET_VAR optimizer hint (lock waits in whole seconds, at least 1).
+ */
+function bounded(text, ms, mariadb) {
+  // A lock wait gives up first, so that the error says it was one.
+  const seconds = Math.max(Math.floor((ms * 0.8) / 1000), 1)
+  if (mariadb) {
+    return `SET STATEMENT lock_wait_timeout = ${seconds}, innodb_lock_wait_timeout = ${seconds}, max_statement_time = ${ms / 1000} FOR ${text}`
+  }
+  const verb = /^\s*(\w+)/.exec(text)
+  return text.replace(
+    verb[0],
+    `${verb[0]} /*+ SET_VAR(lock_wait_timeout = ${seconds}) SET_VAR(innodb_lock_wait_timeout = ${seconds}) */`,
+  )
+}
 
 /** The MySQL store of a lease: its primitives for lib/store-lease.js. */
 function mysqlStore(options, o) {
@@ -201,6 +240,14 @@ function mysqlStore(options, o) {
   const table = options.table ?? DEFAULT_TABLE
   const t = quoteTable(table)
   const [schema, name] = table.includes('.') ? table.split('.') : [null, table]
+  // The database of the table, and whether the server is MariaDB: both as the last prepare() or incarnation() found.
+  let db = schema
+  let mariadb = null
+  // How long the server lets a statement wait and run: a little under the time the lease waits for its answer.
+  const takeMs = Math.floor(o.takeTimeoutMs * 0.8)
+  const renewMs = Math.max(Math.floor(o.renewTimeoutMs * 0.8), 10)
+  const giveBackMs = 4000
+  const timed = (ms, text, params) => query(mariadb === null ? text : bounded(text, ms, mariadb), params)
   const dc = o.datacenterId
   const workerBits = Math.log2(o.slotCount)
   const valid = `(mark_ms IS NULL OR mark_ms BETWEEN 0 AND ${MAX_MARK}) AND (clock_back IS NULL OR (mark_ms IS NOT NULL AND clock_back BETWEEN 0 AND ${MAX_CLOCK_BACK}))`
@@ -209,7 +256,9 @@ function mysqlStore(options, o) {
   /** Makes the table when missing (with its fresh rows), checks it, and adds rows (with no mark) for slots it lacks. */
   async function prepare() {
     // The schema and table as constants, so that the server reads only that table's entries of information_schema.
-    const db = schema ?? (await query('SELECT DATABASE() AS db', []))[0].db
+    const [server] = await query('SELECT DATABASE() AS db, VERSION() AS version', [])
+    db = schema ?? server.db
+    mariadb = /mariadb/i.test(String(server.version))
     const [exists] = await query(
       'SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = ? AND table_name = ?',
       [db, name],
@@ -227,7 +276,8 @@ function mysqlStore(options, o) {
       }
     }
     await verify(db)
-    await query(
+    await timed(
+      takeMs,
       `INSERT IGNORE INTO ${t} (datacenter_id, worker_id) SELECT ?, n.i FROM ${series(o.slotCount)} WHERE n.i < ?`,
       [dc, o.slotCount],
     )
@@ -283,15 +333,33 @@ function mysqlStore(options, o) {
     name: 'MySQL',
     unavailableCode: 'ERR_SNOWID_MYSQL_UNAVAILABLE',
     slotName: rowName,
-    classify,
+    classify: err => classify(err, table),
     closed: err => closed(options.client, err),
     prepare,
+    /**
+     * A hash of the server's identity (@@server_id; MySQL's @@server_uuid) and the table's (its CREATE_TIME), as a
+     * decimal below 2^60, so that written_on holds it; null when the table is not there.
+     */
+    async incarnation() {
+      const [row] = await timed(
+        takeMs,
+        `SELECT @@server_id AS id, VERSION() AS version, CAST(create_time AS CHAR) AS created
+         FROM information_schema.tables WHERE table_schema = ? AND table_name = ?`,
+        [db, name],
+      )
+      if (!row) return null
+      mariadb = /mariadb/i.test(String(row.version))
+      const uuid = mariadb ? '' : (await timed(takeMs, 'SELECT @@server_uuid AS uuid', []))[0].uuid
+      const identity = `${row.id}:${uuid}:${db}.${name}:${row.created}`
+      return BigInt(`0x${createHash('sha256').update(identity).digest('hex').slice(0, 15)}`).toString()
+    },
     async take(token, preferred, only, { now, limit }) {
       // Only rows snowid wrote are taken, and none whose mark is at or past `limit`. The mark is raised by the
       // renewal that follows, so `confirmed` is false.
       const filter = `${free} AND (? < 0 OR NOT ? OR worker_id = ?)`
       const args = [dc, o.slotCount, preferred, only, preferred]
-      const claimed = await query(
+      const claimed = await timed(
+        takeMs,
         `UPDATE ${t} SET token = ?, expires_ms = ${expiry}
          WHERE ${filter} AND ${valid} AND (mark_ms IS NULL OR mark_ms < ?)
          ORDER BY (worker_id = ?) DESC, (mark_ms IS NOT NULL AND mark_ms < ?) DESC, worker_id
@@ -299,43 +367,48 @@ function mysqlStore(options, o) {
         [token, ...args, limit, preferred, now],
       )
       if (claimed.affectedRows === 1) {
-        const [row] = await query(
-          `SELECT worker_id, CAST(mark_ms AS CHAR) AS mark, NOT (written_on <=> @@server_id) AS forgotten FROM ${t} WHERE datacenter_id = ? AND token = ?`,
+        const [row] = await timed(
+          takeMs,
+          `SELECT worker_id, CAST(mark_ms AS CHAR) AS mark, CAST(written_on AS CHAR) AS seen FROM ${t} WHERE datacenter_id = ? AND token = ?`,
           [dc, token],
         )
         return {
           workerId: Number(row.worker_id),
           mark: row.mark === null ? undefined : Number(row.mark),
           confirmed: false,
-          forgotten: Number(row.forgotten) === 1,
+          seen: row.seen ?? undefined,
         }
       }
       // None taken: a free row snowid did not write is reported, untouched; else the earliest mark skipped, if any.
-      const [bad] = await query(
+      const [bad] = await timed(
+        takeMs,
         `SELECT worker_id, CAST(mark_ms AS CHAR) AS mark, CAST(clock_back AS CHAR) AS clock_back FROM ${t} WHERE ${filter} AND NOT (${valid}) LIMIT 1`,
         args,
       )
       if (bad) throw corrupt(Number(bad.worker_id), `mark_ms ${bad.mark} and clock_back ${bad.clock_back}`)
-      const [ahead] = await query(
+      const [ahead] = await timed(
+        takeMs,
         `SELECT CAST(MIN(mark_ms) AS CHAR) AS mark FROM ${t} WHERE ${filter} AND mark_ms >= ?`,
         [...args, limit],
       )
       return ahead && ahead.mark !== null ? { ahead: Number(ahead.mark) } : null
     },
-    async renew(workerId, token, until, clockBack) {
+    async renew(workerId, token, until, clockBack, incarnation) {
       // MySQL assigns left to right, each assignment seeing the ones before: clock_back reads the old mark_ms.
       const held = `datacenter_id = ? AND worker_id = ? AND token = ? AND expires_ms > ${NOW_MS}`
-      const renewed = await query(
+      const renewed = await timed(
+        renewMs,
         `UPDATE ${t} SET
            clock_back = IF(? > COALESCE(mark_ms, -1), ?, clock_back),
-           written_on = IF(? IS NULL, written_on, @@server_id),
+           written_on = IF(? IS NULL, written_on, ?),
            mark_ms = IF(? IS NULL, mark_ms, GREATEST(COALESCE(mark_ms, 0), ?)),
            expires_ms = ${expiry}
          WHERE ${held} AND ${valid}`,
-        [until, clockBack, until, until, until, dc, workerId, token],
+        [until, clockBack, until, incarnation, until, until, dc, workerId, token],
       )
       if (renewed.affectedRows === 1) return true
-      const [row] = await query(
+      const [row] = await timed(
+        renewMs,
         `SELECT CAST(mark_ms AS CHAR) AS mark, CAST(clock_back AS CHAR) AS clock_back FROM ${t} WHERE ${held}`,
         [dc, workerId, token],
       )
@@ -343,7 +416,8 @@ function mysqlStore(options, o) {
       return false
     },
     async release(workerId, token, last) {
-      await query(
+      await timed(
+        giveBackMs,
         `UPDATE ${t} SET
            mark_ms = IF(? IS NOT NULL AND mark_ms BETWEEN 0 AND ${MAX_MARK} AND ? < mark_ms, ?, mark_ms),
            token = NULL, expires_ms = NULL
@@ -352,7 +426,10 @@ function mysqlStore(options, o) {
       )
     },
     async abandon(token) {
-      await query(`UPDATE ${t} SET token = NULL, expires_ms = NULL WHERE datacenter_id = ? AND token = ?`, [dc, token])
+      await timed(giveBackMs, `UPDATE ${t} SET token = NULL, expires_ms = NULL WHERE datacenter_id = ? AND token = ?`, [
+        dc,
+        token,
+      ])
     },
   }
 }

@@ -25,11 +25,14 @@ export type SnowidPostgresError = SnowidLeaseError
 export declare class PostgresLease extends StoreLease {}
 
 /**
- * Leases a free worker id from PostgreSQL and returns the started lease. A slot whose row was made with the table is
- * used at once, in one round trip; one whose row was made later (no mark), or last written on another WAL timeline (a
- * promoted standby), is held for one TTL before it is used; a slot with a mark is used once the clock is past it.
+ * Leases a free worker id from PostgreSQL and returns the started lease. A slot whose row records the store's
+ * incarnation (its system identifier, WAL timeline and table oid) is used once the clock is past its mark, in one round
+ * trip when it already is; one whose row records none (every row of a table just made, a row made again) or another
+ * (a fresh initdb, a table made again, a promoted standby) is held for one TTL before it is used.
  * @throws `ERR_SNOWID_NO_FREE_WORKER_ID` when every slot is leased for `waitMs`.
  * @throws `ERR_SNOWID_STORE_NOT_REPLICATED` when the synchronous standby did not confirm the take's commit.
+ * @throws `ERR_SNOWID_STORE_TIMEOUT` when PostgreSQL cancelled a statement stuck behind a lock (lock_timeout,
+ * statement_timeout) for `waitMs`.
  * @throws `ERR_SNOWID_POSTGRES_UNAVAILABLE` when the database does not answer; `ERR_SNOWID_STORE_TABLE_INVALID` for a
  * table that is not the lease's (temporary, unlogged, other columns or key); `ERR_SNOWID_LEASE_CORRUPT` for a row
  * that holds something else than snowid wrote; `ERR_SNOWID_STORE_PERMISSION_DENIED` for a missing privilege.

@@ -13,20 +13,25 @@
 //
 // The lease itself (take, hold, renew, lose, take again, release) is lib/store-lease.js's, shared with snowid/redis.
 //
-// A fresh slot needs no wait. The table is made in one transaction with a row for every slot, each with mark_ms 0:
-// PostgreSQL is durable, so a row that was there from the start and never held has had no holder. A row that is
-// missing later was deleted by hand, maybe while held; it is made again with no mark (NULL), and is held one TTL
-// before use, so that any holder of the deleted row has passed its deadline.
+// Incarnation. Every take and every renewal that raises a mark records in `written_on` the store's incarnation: the
+// server's system identifier (a fresh initdb has a new one), its WAL timeline (a promoted standby runs on a new one,
+// and an asynchronous one may lack the old primary's last commits) and the table's oid (a table dropped and made
+// again has a new one). A row that records another incarnation, or none, may have lost its history, and is held one
+// TTL before use, whatever its mark says, so that every holder of the data it replaced has passed its deadline
+// (lib/store-lease.js compares them). The table is made with a row for every slot (mark_ms 0, written_on NULL), so a
+// table made again, even while held, holds every slot one TTL; so does a row made again after a hand deletion.
 //
-// Failover. Every write records `written_on`, the server's system identifier and WAL timeline. A promoted standby
-// runs on a new timeline, and an asynchronous one may lack the last commits of the old primary: a take, a renewal,
-// the row itself. So a row last written on another timeline (or another system) may have lost its history, and is
-// held one TTL before use, whatever its mark says, so that every holder of the old primary has passed its deadline.
-// With synchronous replication a commit waits for the standby; a wait cancelled by an operator commits locally
-// only, and PostgreSQL says so in a warning: that renewal or take does not count (ERR_SNOWID_STORE_NOT_REPLICATED),
-// as pg reports warnings (postgres.js gives them only to its own onnotice).
+// Stuck statements. Every statement of a take, a renewal or a release runs under SET LOCAL lock_timeout and
+// statement_timeout, a little under the time the lease waits for it, so that PostgreSQL cancels a statement stuck
+// behind a lock (LOCK TABLE, a long ALTER TABLE) rather than running it after the lease gave up:
+// ERR_SNOWID_STORE_TIMEOUT. A table dropped under the lease is ERR_SNOWID_STORE_TABLE_MISSING, and the next take
+// makes it again.
+//
+// Failover. With synchronous replication a commit waits for the standby; a wait cancelled by an operator commits
+// locally only, and PostgreSQL says so in a warning: that renewal or take does not count
+// (ERR_SNOWID_STORE_NOT_REPLICATED), as pg reports warnings (postgres.js gives them only to its own onnotice).
 
-const { StoreLease, startLease, codedError } = require('./store-lease.js')
+const { StoreLease, startLease, codedError, tableMissing, timedOut } = require('./store-lease.js')
 
 const DEFAULT_TABLE = 'snowid_workers'
 // The mark is Unix ms, exact as a JS number; clockBack has at most 10 bits.
@@ -72,7 +77,8 @@ const COLUMNS = [
   ['written_on', 'text', 'text'],
 ]
 // The server history a write is made on: the system identifier and the WAL timeline being written (a promoted
-// standby's is new). pg_control_system() and pg_walfile_name() need no privilege.
+// standby's is new). pg_control_system() and pg_walfile_name() need no privilege. The table's oid follows it in the
+// incarnation.
 const ORIGIN = `((SELECT system_identifier::text FROM pg_control_system()) || ':' || ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int)`
 // What PostgreSQL warns when a commit's wait for its synchronous standby is cancelled (pg_cancel_backend, a
 // statement timeout, a terminated backend): the transaction committed here, and may not have reached the standby.
@@ -85,9 +91,13 @@ const createTable = (t, pad = '') =>
     .map(line => pad + line)
     .join('\n')
 
-/** `INSERT` of a row with mark_ms 0 (never held) for every slot of datacenters `dcLo..dcHi`, `slots` each. */
+/**
+ * `INSERT` of a row with mark_ms 0 (never held) for every slot of datacenters `dcLo..dcHi`, `slots` each, in no
+ * incarnation (written_on NULL): a table made again under live holders looks like a new one, so every row of a new
+ * table is held one TTL before its first use.
+ */
 const insertFresh = (t, dcLo, dcHi, slots) =>
-  `INSERT INTO ${t} (datacenter_id, worker_id, mark_ms, written_on) SELECT d, w, 0, ${ORIGIN} FROM generate_series(${dcLo}, ${dcHi}) AS d, generate_series(0, ${slots - 1}) AS w;`
+  `INSERT INTO ${t} (datacenter_id, worker_id, mark_ms) SELECT d, w, 0 FROM generate_series(${dcLo}, ${dcHi}) AS d, generate_series(0, ${slots - 1}) AS w;`
 
 const layoutNumber = (layout, key, fallback) => {
   const v = layout && layout[key] !== undefined ? layout[key] : fallback
@@ -104,8 +114,8 @@ const layoutNumber = (layout, key, fallback) => {
 /**
  * The DDL of the lease table, as `snowid sql postgres` prints it: one statement (a DO block, so that no transaction
  * is left open when it fails) that makes the table and a row for every slot of the layout (`datacenterBits` and
- * `workerBits`, by default 3 and 5), never held (mark_ms 0), so that a lease takes a slot at once. It fails on a
- * table that already exists, making nothing.
+ * `workerBits`, by default 3 and 5), never held (mark_ms 0) and in no incarnation, so that each slot is held one TTL
+ * before its first use. It fails on a table that already exists, making nothing.
  */
 function tableSql(table = DEFAULT_TABLE, layout = {}) {
   const t = quoteTable(table)
@@ -114,10 +124,10 @@ function tableSql(table = DEFAULT_TABLE, layout = {}) {
   return `-- snowid/postgres: one row per (datacenterId, workerId) slot. A row is held while token is set and expires_at
 -- (the database's clock) is in the future. mark_ms is the slot's high-water mark in Unix ms: no id of the slot was
 -- stamped after it, so the next holder starts past it. clock_back is the clockBack in use at the mark. written_on is
--- the server's system identifier and WAL timeline at the row's last write: a row written on another (before a
--- standby's promotion) is held one TTL before use. The rows are made with the table, never held (mark_ms 0); a row
--- made later (a hand deletion) is held one TTL before use. One statement: the rows come with the table or not at all,
--- and it fails on a table that already exists.
+-- the incarnation the mark was written in (the server's system identifier, its WAL timeline and the table's oid): a
+-- row written in another (before a standby's promotion, a fresh initdb, a table made again) or in none (every row of
+-- a new table, a row made again after a hand deletion) is held one TTL before use. One statement: the rows come with
+-- the table or not at all, and it fails on a table that already exists.
 DO $snowid$ BEGIN
 ${createTable(t, '  ')}
   ${insertFresh(t, 0, dcs - 1, slots)}
@@ -125,21 +135,28 @@ END $snowid$;
 `
 }
 
+/** The rows of the last statement of what a pg or postgres.js query gave (several statements give one result each). */
+const lastRows = (result, pg) => {
+  const last = Array.isArray(result) && (pg || Array.isArray(result[0])) ? result.at(-1) : result
+  return Array.from(pg ? last.rows : last)
+}
+
 /**
- * Runs one parameterized statement on a `pg` Pool or Client, or a postgres.js `sql`, and resolves to its rows. With
- * `watch`, a pg client's warnings during the statement are read: a cancelled wait for the synchronous standby throws
- * ERR_SNOWID_STORE_NOT_REPLICATED once the statement is done (`watch` names what for).
+ * Runs one parameterized statement on a `pg` Pool or Client, or a postgres.js `sql`, and resolves to its rows (of the
+ * last statement, when `text` has several and no parameters). With `watch`, a pg client's warnings during the
+ * statement are read: a cancelled wait for the synchronous standby throws ERR_SNOWID_STORE_NOT_REPLICATED once the
+ * statement is done (`watch` names what for).
  */
 function queryRunner(client) {
   if (typeof client === 'function' && typeof client.unsafe === 'function') {
     // postgres.js
-    return async (text, params) => Array.from(await client.unsafe(text, params))
+    return async (text, params) => lastRows(await client.unsafe(text, params), false)
   }
   if (client && typeof client === 'object' && typeof client.query === 'function') {
     // pg: a Pool (a connection of its own for the statement, so that its warnings are this statement's) or a Client
     const pool = 'totalCount' in client && typeof client.connect === 'function'
     return async (text, params, watch) => {
-      if (!watch || (!pool && typeof client.on !== 'function')) return (await client.query(text, params)).rows
+      if (!watch || (!pool && typeof client.on !== 'function')) return lastRows(await client.query(text, params), true)
       const c = pool ? await client.connect() : client
       const warnings = []
       const onNotice = n => {
@@ -154,7 +171,7 @@ function queryRunner(client) {
       c.on('notice', onNotice)
       if (pool) c.on('error', onError)
       try {
-        const { rows } = await c.query(text, params)
+        const rows = lastRows(await c.query(text, params), true)
         if (warnings.length) {
           throw codedError(
             Error,
@@ -179,6 +196,30 @@ function queryRunner(client) {
   )
 }
 
+/** `value` as an SQL literal, for the statements `bounded` inlines: only what the lease passes (numbers, tokens, names). */
+function literal(value) {
+  if (value === null || value === undefined) return 'NULL'
+  if (typeof value === 'boolean') return String(value)
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value)
+  if (typeof value === 'string' && /^[A-Za-z0-9_:."-]*$/.test(value)) return `'${value}'`
+  throw codedError(
+    TypeError,
+    'ERR_SNOWID_INVALID_ARGUMENT',
+    `postgres: expected a value the lease makes, found ${typeof value}`,
+  )
+}
+
+/**
+ * One statement (`text`, with `$n` parameters) that PostgreSQL cancels once it has waited most of `ms` for a lock, or
+ * run `ms`:
+ * SET LOCAL bounds the implicit transaction of a multi-statement simple query, so the settings end with it and never
+ * reach the caller's connection, and the whole is one message, so nothing of the caller's runs between its parts.
+ */
+function bounded(text, params, ms) {
+  const sql = text.replace(/\$(\d+)/g, (_, n) => literal(params[Number(n) - 1]))
+  return `SET LOCAL lock_timeout = ${Math.max(Math.floor(ms * 0.8), 1)}; SET LOCAL statement_timeout = ${ms}; ${sql}`
+}
+
 /** What is wrong with the table `verify` found (a row of pg_class, or none), or null when it is the lease's. */
 function tableProblem(found) {
   if (!found) return 'no table by that name after making it'
@@ -201,8 +242,15 @@ function tableProblem(found) {
   return null
 }
 
-/** A PostgreSQL permission error (SQLSTATE 42501) as ERR_SNOWID_STORE_PERMISSION_DENIED; else null. */
-function classify(err) {
+/**
+ * A PostgreSQL error as the coded error it means, else null: a permission error (SQLSTATE 42501) as
+ * ERR_SNOWID_STORE_PERMISSION_DENIED; the lease table gone (42P01) as ERR_SNOWID_STORE_TABLE_MISSING; a statement
+ * cancelled by lock_timeout (55P03) or statement_timeout (57014) as ERR_SNOWID_STORE_TIMEOUT.
+ */
+function classify(err, table) {
+  if (err && err.code === '42P01') return tableMissing('postgres', table, err)
+  if (err && (err.code === '55P03' || (err.code === '57014' && /statement timeout/i.test(String(err.message)))))
+    return timedOut('postgres', table, err, 'pg_locks')
   if (!err || err.code !== '42501') return null
   return codedError(
     Error,
@@ -230,6 +278,11 @@ function postgresStore(options, o) {
   const t = quoteTable(table)
   const dc = o.datacenterId
   const expiry = `clock_timestamp() + $ttl * interval '1 millisecond'`.replace('$ttl', String(o.ttlMs))
+  // How long PostgreSQL lets a statement wait and run: a little under the time the lease waits for its answer.
+  const takeMs = Math.floor(o.takeTimeoutMs * 0.8)
+  const renewMs = Math.max(Math.floor(o.renewTimeoutMs * 0.8), 10)
+  const giveBackMs = 4000
+  const timed = (ms, text, params, watch) => query(bounded(text, params, ms), [], watch)
 
   /**
    * Makes the table when missing, with a fresh row for every slot (of every datacenter, when they are not too many),
@@ -254,7 +307,8 @@ END $snowid$`,
       if (!['23505', '42P07', '42710'].includes(err && err.code)) throw err
     }
     await verify()
-    await query(
+    await timed(
+      takeMs,
       `INSERT INTO ${t} (datacenter_id, worker_id) SELECT $1, g FROM generate_series(0, $2 - 1) AS g ON CONFLICT DO NOTHING`,
       [dc, o.slotCount],
     )
@@ -301,7 +355,7 @@ END $snowid$`,
     name: 'PostgreSQL',
     unavailableCode: 'ERR_SNOWID_POSTGRES_UNAVAILABLE',
     slotName: rowName,
-    classify,
+    classify: err => classify(err, table),
     closed: err => closed(options.client, err),
     /**
      * Why a statement got no answer in time, when PostgreSQL can tell: sessions of this role waiting for the
@@ -322,14 +376,20 @@ END $snowid$`,
       )
     },
     prepare,
-    async take(token, preferred, only, { now, until, limit }) {
+    /** The system identifier, the WAL timeline and the table's oid, as `sysid:timeline:oid`; null when there is no table. */
+    async incarnation() {
+      const [row] = await timed(takeMs, `SELECT ${ORIGIN} || ':' || to_regclass($1)::oid::text AS incarnation`, [t])
+      return row ? row.incarnation : null
+    },
+    async take(token, preferred, only, { now, until, limit, incarnation }) {
       // A free row is taken only when its mark and clockBack are ones snowid wrote; else it is reported, untouched.
       // Rows whose mark is at or past `limit` are skipped: the earliest such mark is returned when none is taken.
       const free = `datacenter_id = $1 AND worker_id < $2
              AND (token IS NULL OR expires_at IS NULL OR expires_at <= clock_timestamp())
              AND ($4::int < 0 OR NOT $5::boolean OR worker_id = $4::int)`
-      const rows = await query(
-        `WITH here AS (SELECT ${ORIGIN} AS origin), pick AS (
+      const rows = await timed(
+        takeMs,
+        `WITH pick AS (
            SELECT worker_id, mark_ms, clock_back, written_on FROM ${t}
            WHERE ${free} AND (mark_ms IS NULL OR mark_ms < $7::bigint OR mark_ms NOT BETWEEN 0 AND ${MAX_MARK})
            ORDER BY (worker_id = $4::int) DESC, (mark_ms IS NOT NULL AND mark_ms BETWEEN 0 AND $6::bigint) DESC, worker_id
@@ -339,7 +399,7 @@ END $snowid$`,
            UPDATE ${t} AS s SET token = $3, expires_at = ${expiry},
              mark_ms = GREATEST(COALESCE(s.mark_ms, 0), $8::bigint),
              clock_back = CASE WHEN $8::bigint > COALESCE(s.mark_ms, -1) THEN 0 ELSE s.clock_back END,
-             written_on = (SELECT origin FROM here)
+             written_on = $9::text
            FROM pick
            WHERE s.datacenter_id = $1 AND s.worker_id = pick.worker_id
              AND (pick.mark_ms IS NULL OR pick.mark_ms BETWEEN 0 AND ${MAX_MARK})
@@ -347,11 +407,10 @@ END $snowid$`,
            RETURNING s.worker_id
          )
          SELECT pick.worker_id, pick.mark_ms::text AS mark, pick.clock_back::text AS clock_back,
-                (SELECT count(*) FROM took)::int AS taken,
-                pick.written_on IS DISTINCT FROM (SELECT origin FROM here) AS forgotten,
+                (SELECT count(*) FROM took)::int AS taken, pick.written_on AS seen,
                 CASE WHEN pick.worker_id IS NULL THEN (SELECT min(mark_ms)::text FROM ${t} WHERE ${free} AND mark_ms >= $7::bigint) END AS ahead
          FROM (SELECT 1) AS one LEFT JOIN pick ON true`,
-        [dc, o.slotCount, token, preferred, only, now, limit, until],
+        [dc, o.slotCount, token, preferred, only, now, limit, until, incarnation],
         'acquire',
       )
       const [row] = rows
@@ -359,10 +418,11 @@ END $snowid$`,
       const workerId = Number(row.worker_id)
       if (Number(row.taken) !== 1) throw corrupt(workerId, `mark_ms ${row.mark} and clock_back ${row.clock_back}`)
       const mark = row.mark === null ? undefined : Number(row.mark)
-      return { workerId, mark, confirmed: true, forgotten: row.forgotten === true }
+      return { workerId, mark, confirmed: true, seen: row.seen ?? undefined }
     },
-    async renew(workerId, token, until, clockBack) {
-      const [row] = await query(
+    async renew(workerId, token, until, clockBack, incarnation) {
+      const [row] = await timed(
+        renewMs,
         `WITH cur AS (
            SELECT mark_ms, clock_back FROM ${t}
            WHERE datacenter_id = $1 AND worker_id = $2 AND token = $3 AND expires_at > clock_timestamp()
@@ -372,7 +432,7 @@ END $snowid$`,
              expires_at = ${expiry},
              mark_ms = CASE WHEN $4::bigint IS NULL THEN s.mark_ms ELSE GREATEST(COALESCE(s.mark_ms, 0), $4::bigint) END,
              clock_back = CASE WHEN $4::bigint > COALESCE(s.mark_ms, -1) THEN $5::int ELSE s.clock_back END,
-             written_on = ${ORIGIN}
+             written_on = CASE WHEN $4::bigint IS NULL THEN s.written_on ELSE $6::text END
            FROM cur
            WHERE s.datacenter_id = $1 AND s.worker_id = $2
              AND (cur.mark_ms IS NULL OR cur.mark_ms BETWEEN 0 AND ${MAX_MARK})
@@ -381,7 +441,7 @@ END $snowid$`,
          )
          SELECT (SELECT count(*) FROM cur)::int AS held, (SELECT count(*) FROM upd)::int AS renewed,
                 (SELECT mark_ms::text FROM cur) AS mark, (SELECT clock_back::text FROM cur) AS clock_back`,
-        [dc, workerId, token, until, clockBack],
+        [dc, workerId, token, until, clockBack, incarnation],
         'renew',
       )
       if (Number(row.held) === 1 && Number(row.renewed) !== 1)
@@ -389,7 +449,8 @@ END $snowid$`,
       return Number(row.renewed) === 1
     },
     async release(workerId, token, last) {
-      await query(
+      await timed(
+        giveBackMs,
         `UPDATE ${t} SET token = NULL, expires_at = NULL,
            mark_ms = CASE WHEN $4::bigint IS NOT NULL AND mark_ms BETWEEN 0 AND ${MAX_MARK} AND $4::bigint < mark_ms
                           THEN $4::bigint ELSE mark_ms END
@@ -398,10 +459,11 @@ END $snowid$`,
       )
     },
     async abandon(token) {
-      await query(`UPDATE ${t} SET token = NULL, expires_at = NULL WHERE datacenter_id = $1 AND token = $2`, [
-        dc,
-        token,
-      ])
+      await timed(
+        giveBackMs,
+        `UPDATE ${t} SET token = NULL, expires_at = NULL WHERE datacenter_id = $1 AND token = $2`,
+        [dc, token],
+      )
     },
   }
 }

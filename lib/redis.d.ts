@@ -35,9 +35,10 @@ export type SnowidRedisError = SnowidLeaseError
 export declare class RedisLease extends StoreLease {}
 
 /**
- * Leases a free worker id from Redis and returns the started lease. A slot with no recorded history, or whose mark
- * was written before a failover (under another replication id), is held for one TTL before it is used; a slot with
- * a mark is used once the clock is past it.
+ * Leases a free worker id from Redis and returns the started lease. A slot with no recorded history, whose mark was
+ * written before a failover (under another replication id), or in another dataset (its marks record an incarnation
+ * other than the key `{prefix}:incarnation` holds), is held for one TTL before it is used; a slot with a mark is used
+ * once the clock is past it.
  * @throws `ERR_SNOWID_NO_FREE_WORKER_ID` when every slot is leased for `waitMs`.
  * @throws `ERR_SNOWID_REDIS_UNAVAILABLE` when Redis does not answer; `ERR_SNOWID_LEASE_CORRUPT` for a key that
  * holds something else than snowid wrote; `ERR_SNOWID_STORE_PERMISSION_DENIED` when an ACL refuses a command or key;

@@ -17,9 +17,15 @@
 // written under another replication id, or at an offset the master has not reached (it restarted from an older
 // snapshot), may have lost its history in a failover, and waits one TTL before use, as a slot with no history does.
 //
+// Incarnation. What identifies a dataset is a key that goes only with it: `{prefix}:incarnation` holds a random id,
+// set once (SET NX) by the first take, and every mark is written with it. A slot whose marks record another (keys
+// copied or restored from another dataset, the incarnation key deleted by hand) waits one TTL before use, as one
+// whose marks record none does (marks an older version wrote); a dataset that lost its data lost the marks too.
+//
 // The lease itself (take, hold, renew, lose, take again, release) is lib/store-lease.js's, shared with snowid/postgres:
 // this module supplies the Redis primitives.
 
+const { randomUUID } = require('node:crypto')
 const { StoreLease, startLease, codedError } = require('./store-lease.js')
 
 const DEFAULT_PREFIX = 'snowid'
@@ -54,7 +60,8 @@ local function replication()
 end
 `
 
-// Takes a free slot of a datacenter: KEYS are each slot's lease and marks keys, in order, then the replicas key. The
+// Takes a free slot of a datacenter: KEYS are each slot's lease and marks keys, in order, then the replicas key.
+// ARGV[9] is the incarnation, written with a mark the take raises; the one the marks record is returned last. The
 // preferred slot first when given (ARGV[3] >= 0), and only that one when ARGV[4] is 'only'; then one whose mark is
 // before ARGV[5] (usable at once); then the lowest. A slot whose mark is at or past ARGV[7] is skipped (the generator
 // could not start past it). The slot taken gets its mark raised to ARGV[6], as a renewal does, when it has a mark
@@ -82,7 +89,7 @@ end
 local ahead = false
 local function try(w, anyMark)
   local leaseKey, marksKey = KEYS[2 * w + 1], KEYS[2 * w + 2]
-  local ok, m = call('HMGET', marksKey, 'until', 'clockBack', 'replid', 'offset')
+  local ok, m = call('HMGET', marksKey, 'until', 'clockBack', 'replid', 'offset', 'incarnation')
   local mark = ok and m[1] and string.match(m[1], '^%d+$') and tonumber(m[1])
   if mark and mark >= limit then
     if not must('GET', leaseKey) and (not ahead or mark < ahead) then ahead = mark end
@@ -95,11 +102,11 @@ local function try(w, anyMark)
   if m[3] and (m[3] ~= replid or (tonumber(m[4]) or 0) > offset) then forgotten = 1 end
   if mark and (not m[2] or string.match(m[2], '^%d%d?%d?$')) then
     if tonumber(raise) > mark then
-      must('HSET', marksKey, 'until', raise, 'clockBack', '0', 'replid', replid, 'offset', offset)
+      must('HSET', marksKey, 'until', raise, 'clockBack', '0', 'replid', replid, 'offset', offset, 'incarnation', ARGV[9])
     end
     raised = 1
   end
-  return {w, m[1] or false, m[2] or false, raised, forgotten, replicas}
+  return {w, m[1] or false, m[2] or false, raised, forgotten, replicas, m[5] or false}
 end
 local preferred = tonumber(ARGV[3])
 if preferred >= 0 then
@@ -117,7 +124,7 @@ return ahead and {'ahead', tostring(ahead)} or false
 `
 
 // Extends the lease if it still holds our token, and first raises the mark to ARGV[3] (when given), with the master's
-// replication id and offset. Returns 1, 0 when the lease is gone or held by another token, or -1 when the stored mark
+// replication id and offset, and the incarnation ARGV[5]. Returns 1, 0 when the lease is gone or held by another token, or -1 when the stored mark
 // is not a number.
 const RENEW =
   PRELUDE +
@@ -130,7 +137,7 @@ if ARGV[3] ~= '' then
   if old and not string.match(old, '^%d+$') then return -1 end
   if not old or tonumber(ARGV[3]) > tonumber(old) then
     local replid, offset = replication()
-    must('HSET', KEYS[2], 'until', ARGV[3], 'clockBack', ARGV[4], 'replid', replid, 'offset', offset)
+    must('HSET', KEYS[2], 'until', ARGV[3], 'clockBack', ARGV[4], 'replid', replid, 'offset', offset, 'incarnation', ARGV[5])
   end
 end
 must('PEXPIRE', KEYS[1], ARGV[2])
@@ -150,6 +157,14 @@ if ARGV[2] and ARGV[2] ~= '' then
   end
 end
 return must('DEL', KEYS[1])
+`
+
+// The dataset's incarnation: the random id ARGV[1] in KEYS[1], unless the key holds one already.
+const INCARNATION =
+  PRELUDE +
+  `
+must('SET', KEYS[1], ARGV[1], 'NX')
+return must('GET', KEYS[1])
 `
 
 // Deletes every lease key (KEYS) of a datacenter that holds the token ARGV[1]: sent after a take whose answer timed
@@ -280,6 +295,7 @@ function redisStore(options, o) {
   }
   const allKeys = Array.from({ length: o.slotCount }, (_, w) => slotKeys(w)).flat()
   const replicasKey = `{${keyPrefix}}:replicas`
+  const incarnationKey = `{${keyPrefix}}:incarnation`
   // How many replicas must acknowledge a write, as the last take found it (0 until then: a take confirms nothing
   // unless its WAIT says so); and how long WAIT may block the connection.
   let replicas = given ?? 0
@@ -299,13 +315,27 @@ function redisStore(options, o) {
     slotName: workerId => slotKeys(workerId)[0],
     classify,
     closed: err => closed(options.client, err),
-    async take(token, preferred, only, { now, until: raise, limit }) {
-      const args = [token, o.ttlMs, preferred, only ? 'only' : 'any', now, raise, limit, given ?? 'auto']
+    async incarnation() {
+      const { reply } = await run(INCARNATION, [incarnationKey], [randomUUID()], 0, 0)
+      return reply === null || reply === undefined ? null : String(reply)
+    },
+    async take(token, preferred, only, { now, until: raise, limit, incarnation }) {
+      const args = [
+        token,
+        o.ttlMs,
+        preferred,
+        only ? 'only' : 'any',
+        now,
+        raise,
+        limit,
+        given ?? 'auto',
+        incarnation ?? '',
+      ]
       // The take's WAIT asks for as many replicas as the last take found; the script says how many it needs now.
       const { reply, acks } = await run(ACQUIRE, [...allKeys, replicasKey], args, replicas, waitMs)
       if (!reply) return null
       if (reply[0] === 'ahead') return { ahead: Number(reply[1]) }
-      const [workerId, until, clockBack, raised, forgotten, needed] = reply
+      const [workerId, until, clockBack, raised, forgotten, needed, seen] = reply
       const w = Number(workerId)
       if (needed !== undefined) replicas = Number(needed)
       const bad = async found => {
@@ -343,11 +373,12 @@ function redisStore(options, o) {
         mark: Number(until),
         confirmed: Number(raised) === 1 && acked,
         forgotten: Number(forgotten) === 1,
+        seen: seen === null || seen === undefined || seen === false ? undefined : String(seen),
       }
     },
-    async renew(workerId, token, until, clockBack) {
+    async renew(workerId, token, until, clockBack, incarnation) {
       const keys = slotKeys(workerId)
-      const args = [token, o.ttlMs, until === null ? '' : until, clockBack]
+      const args = [token, o.ttlMs, until === null ? '' : until, clockBack, incarnation ?? '']
       const { reply, acks } = await run(RENEW, keys, args, replicas, waitMs)
       if (Number(reply) === -1) {
         throw codedError(

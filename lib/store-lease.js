@@ -7,7 +7,12 @@
 //   name                        the store's name for messages ('Redis', 'PostgreSQL', 'MySQL')
 //   unavailableCode             the code of "the store did not answer" (ERR_SNOWID_REDIS_UNAVAILABLE, ...)
 //   slotName(workerId)          how messages name a slot (a key, a row)
-//   take(token, preferred, only, { now, until, limit })
+//   incarnation()               the store's incarnation: a string that names the data the slots live in (the server's
+//                               or cluster's identity and the table's, or a key the store writes once that goes only
+//                               with its data), or null when it cannot be told. A slot records the incarnation it was
+//                               last written in, with its mark; the lease compares the two (see `incarnationChanged`).
+//                               Optional: a store without it holds every slot one TTL before use.
+//   take(token, preferred, only, { now, until, limit, incarnation })
 //                               takes a free slot (`preferred` first when >= 0, and only it when `only`; then one
 //                               whose mark is before `now`; then the lowest) for `token`, with a TTL, in one atomic
 //                               step, skipping slots whose mark is at or past `limit` (the generator could not start
@@ -16,24 +21,29 @@
 //                               that the same step raised the mark to `until`, as a renewal does (and, for a store
 //                               with replicas, that they acknowledged it); `forgotten` says that the slot's history
 //                               may have been lost (it was last written before a failover the store can tell of), so
-//                               it waits one TTL as a slot with no history does. When no slot is taken, resolves to
+//                               it waits one TTL as a slot with no history does; `seen` is the incarnation recorded
+//                               on the slot as found (undefined when none), and the take records `incarnation` with
+//                               any mark it raises. When no slot is taken, resolves to
 //                               null, or to { ahead } (the earliest mark skipped) when free slots were skipped.
 //                               Throws ERR_SNOWID_LEASE_CORRUPT (having given the slot back) for a slot whose record
 //                               it cannot read.
-//   renew(workerId, token, until, clockBack)
+//   renew(workerId, token, until, clockBack, incarnation)
 //                               if `token` still holds the slot: raises its mark to `until` (when not null), with
-//                               `clockBack`, then extends the TTL, in one atomic step. Resolves true, or false when
-//                               the slot is no longer `token`'s. Throws ERR_SNOWID_LEASE_CORRUPT for a mark it cannot
-//                               read, leaving it as found, and ERR_SNOWID_STORE_NOT_REPLICATED when the store wrote
-//                               it but did not get it confirmed by the replicas a failover could promote (such a
-//                               renewal never moves the deadline).
+//                               `clockBack` and `incarnation`, then extends the TTL, in one atomic step. Resolves
+//                               true, or false when the slot is no longer `token`'s. Throws ERR_SNOWID_LEASE_CORRUPT
+//                               for a mark it cannot read, leaving it as found, and ERR_SNOWID_STORE_NOT_REPLICATED
+//                               when the store wrote it but did not get it confirmed by the replicas a failover could
+//                               promote (such a renewal never moves the deadline).
 //   release(workerId, token, last)
 //                               if `token` still holds the slot: lowers its mark to `last` (when not null), then
 //                               frees the slot.
 //   abandon(token)              frees any slot `token` holds: sent after a take whose answer did not come in time,
 //                               so that the take, if it still runs, leaves nothing held.
 //   classify(err)               an error from the store as a coded error: a permission error as
-//                               ERR_SNOWID_STORE_PERMISSION_DENIED, naming what is missing; null for anything else.
+//                               ERR_SNOWID_STORE_PERMISSION_DENIED, naming what is missing; the lease table gone as
+//                               ERR_SNOWID_STORE_TABLE_MISSING (`tableMissing`), which runs prepare() again before the
+//                               next take; a statement the server cancelled by its own lock or statement timeout as
+//                               ERR_SNOWID_STORE_TIMEOUT (`timedOut`); null for anything else.
 //   prepare()                   (optional) the store's one-time setup, such as making its table; resolves once done.
 //                               It is called before the first take, and again before the next one if it failed.
 //   closed(err)                 whether the client was ended or closed by its owner (judged from the client, and
@@ -218,16 +228,55 @@ async function explainedError(store, what, err) {
   return storeError(store, what, err)
 }
 
-/** An error from a store call made for `what`, as a coded error. */
+/**
+ * An error from a store call made for `what`, as a coded error. A lease table found missing makes the next take run
+ * the store's setup again, which makes it anew.
+ */
 function storeError(store, what, err) {
-  if (isCoded(err)) return err
-  const classified = store.classify(err)
-  if (classified) return classified
-  const found = String((err && err.message) || err).slice(0, 200)
+  const coded = isCoded(err) ? err : (store.classify(err) ?? unavailable(store, what, err))
+  if (coded.code === 'ERR_SNOWID_STORE_TABLE_MISSING') prepared.delete(store)
+  return coded
+}
+
+/** The store's own words for `err`: its code, and its message (or its first inner error's, for an AggregateError). */
+function described(err) {
+  if (!err || typeof err !== 'object') return String(err)
+  const inner = Array.isArray(err.errors) && err.errors[0] ? err.errors[0] : null
+  const message = err.message || (inner && (inner.message || inner.code)) || err.name || 'an error with no message'
+  const code = err.code ?? (inner && inner.code)
+  const named = code !== undefined && code !== null && !String(message).includes(String(code))
+  return `${named ? `${code}: ` : ''}${message}`.slice(0, 200)
+}
+
+/** ERR_SNOWID_STORE_TABLE_MISSING: the lease table `table` of the store `name` ('postgres', ...) is gone (`err`). */
+function tableMissing(name, table, err) {
+  return codedError(
+    Error,
+    'ERR_SNOWID_STORE_TABLE_MISSING',
+    `${name}: expected the lease table ${table}, found it missing (${described(err)}): it was dropped or renamed; the next take makes it again, and holds each of its slots one TTL before use`,
+    err,
+  )
+}
+
+/**
+ * ERR_SNOWID_STORE_TIMEOUT: the store `name` cancelled a statement on `table` by its own lock or statement timeout
+ * (`err`); `where` says how to see who holds the lock.
+ */
+function timedOut(name, table, err, where) {
+  return codedError(
+    Error,
+    'ERR_SNOWID_STORE_TIMEOUT',
+    `${name}: expected a statement on ${table} to get its locks and finish in time, found the server cancelled it (${described(err)}): another session holds a lock on the table (LOCK TABLE, ALTER TABLE, a long transaction; see ${where}), or the server is overloaded. The server is up`,
+    err,
+  )
+}
+
+/** ERR_SNOWID_*_UNAVAILABLE for a store call made for `what` that failed with `err` (its cause). */
+function unavailable(store, what, err) {
   return codedError(
     Error,
     store.unavailableCode,
-    `${what}: expected an answer from ${store.name}, found an error: ${found}. Check that ${store.name} is up and the client connected; the error is this one's cause`,
+    `${what}: expected an answer from ${store.name}, found an error: ${described(err)}. Check that ${store.name} is up and the client connected; the error is this one's cause`,
     err,
   )
 }
@@ -255,6 +304,8 @@ class StoreLease extends EventEmitter {
   // The worker id that #token holds. It differs from `workerId` only while a lost lease is taking another slot:
   // `workerId` and `snowflake` move to it together, once it may be used.
   #slot
+  // The store's incarnation at the last take (see `incarnationChanged`), recorded with every mark this lease raises.
+  #incarnation
 
   constructor(store, o, workerId, token, onDefault) {
     super()
@@ -291,7 +342,7 @@ class StoreLease extends EventEmitter {
     const clockBack = this.snowflake && this.workerId === this.#slot ? this.snowflake.stats().clockBack : 0
     const held = await withTimeout(
       this.#store,
-      this.#store.renew(this.#slot, this.#token, until, clockBack),
+      this.#store.renew(this.#slot, this.#token, until, clockBack, this.#incarnation ?? null),
       renewTimeoutMs,
     )
     return held ? deadline : 0
@@ -299,8 +350,10 @@ class StoreLease extends EventEmitter {
 
   /** Takes a slot (see `takeSlot`), holds it until usable, and starts the generator on it. */
   async _open(taken) {
-    const confirmed = this.#confirmedByTake(taken)
-    if (!confirmed) await this.#hold(taken.mark, Boolean(taken.forgotten))
+    const forgotten = Boolean(taken.forgotten) || incarnationChanged(this.#incarnation, taken)
+    this.#incarnation = taken.incarnation
+    const confirmed = forgotten ? 0 : this.#confirmedByTake(taken)
+    if (!confirmed) await this.#hold(taken.mark, forgotten)
     if (this.#onDefault && !this.snowflake) this.#onDefault(this)
     return this.#start(taken.mark, confirmed)
   }
@@ -310,9 +363,9 @@ class StoreLease extends EventEmitter {
    * does, so its deadline is the same; it is used at once when the slot's mark is behind the clock, and the answer
    * came within a renewal's timeout.
    */
-  #confirmedByTake({ confirmed, forgotten, mark, sent }) {
+  #confirmedByTake({ confirmed, mark, sent }) {
     const now = Date.now()
-    if (!confirmed || forgotten || mark === undefined || now <= mark || now - sent >= this.#o.renewTimeoutMs) return 0
+    if (!confirmed || mark === undefined || now <= mark || now - sent >= this.#o.renewTimeoutMs) return 0
     return sent + this.#o.ttlMs - this.#o.marginMs
   }
 
@@ -512,6 +565,19 @@ async function holdUntilUsable(o, mark, forgotten, renew) {
   }
 }
 
+/**
+ * Whether a slot just taken (`taken`: the store's `incarnation` at the take, and the one the slot records, `seen`) may
+ * hold data other than the data every earlier holder's lease was in, so that it waits one TTL before use, as a slot
+ * with no history does: when the store cannot name its incarnation, when the slot records none (its row or key was
+ * made since, and a table made again is all such rows), when it records another (a table dropped and made again, a
+ * fresh server or cluster at the same address, a promoted replica), or when this lease saw another before (`before`:
+ * it was moved to another server or cluster that has slots of its own).
+ */
+function incarnationChanged(before, { incarnation, seen }) {
+  if (incarnation === null || incarnation === undefined || seen === null || seen === undefined) return true
+  return String(seen) !== String(incarnation) || (before !== undefined && before !== incarnation)
+}
+
 /** Codes after which taking a slot again is not tried: the store's data or its grants need a person. */
 const FINAL = ['ERR_SNOWID_LEASE_CORRUPT', 'ERR_SNOWID_STORE_PERMISSION_DENIED', 'ERR_SNOWID_STORE_TABLE_INVALID']
 
@@ -552,19 +618,29 @@ async function takeSlot(store, o, preferred = -1, only = false) {
   // As a renewal sent now would: the mark covers the deadline it gives, plus the lead.
   const at = { now: sent, until: sent + o.ttlMs - o.marginMs + o.maxLeadMs, limit: sent + o.ttlMs }
   let taken
+  let taking = null
   try {
     // The store's one-time setup (a table made and checked) has a timeout of its own, apart from the take's.
     if (store.prepare) await withTimeout(store, prepareOnce(store), o.takeTimeoutMs)
-    taken = await withTimeout(store, store.take(token, preferred, only, at), o.takeTimeoutMs)
+    // A store that cannot name its incarnation holds every slot one TTL (see incarnationChanged).
+    at.incarnation = store.incarnation
+      ? ((await withTimeout(store, store.incarnation(), o.takeTimeoutMs)) ?? null)
+      : null
+    taking = store.take(token, preferred, only, at)
+    taken = await withTimeout(store, taking, o.takeTimeoutMs)
   } catch (err) {
-    // A take that may still run, or that ran without its replicas: whatever it took for its token is given back.
-    if ((err && err.timedOut) || (err && err.code === 'ERR_SNOWID_STORE_NOT_REPLICATED'))
-      store.abandon(token).catch(() => {})
+    // A take that may still run, or that ran without its replicas: whatever it took for its token is given back, now
+    // and once more when its answer comes (on a pool, the first may run before the take does).
+    if ((err && err.timedOut) || (err && err.code === 'ERR_SNOWID_STORE_NOT_REPLICATED')) {
+      const abandon = () => store.abandon(token).catch(() => {})
+      abandon()
+      if (taking) taking.then(abandon, abandon)
+    }
     throw await explainedError(store, 'acquire', err)
   }
   if (!taken) return null
   if (taken.workerId === undefined) return { ahead: taken.ahead }
-  return { ...taken, token, sent }
+  return { ...taken, token, sent, incarnation: at.incarnation }
 }
 
 /**
@@ -590,6 +666,8 @@ async function acquireSlot(store, o, Lease, onDefault) {
   const retried = coded =>
     (coded.code === 'ERR_SNOWID_LEASE_LOST' ||
       coded.code === 'ERR_SNOWID_STORE_NOT_REPLICATED' ||
+      coded.code === 'ERR_SNOWID_STORE_TIMEOUT' ||
+      coded.code === 'ERR_SNOWID_STORE_TABLE_MISSING' ||
       Boolean(coded.cause && coded.cause.timedOut)) &&
     Date.now() - started < o.waitMs
   for (;;) {
@@ -648,4 +726,4 @@ function configureDefault(snowflake) {
   }
 }
 
-module.exports = { StoreLease, startLease, codedError }
+module.exports = { StoreLease, startLease, codedError, tableMissing, timedOut }

@@ -1,0 +1,86 @@
+'use strict'
+
+// snowid/mysql when the lease's data is lost or locked under live holders, against a real MariaDB (started by the
+// test): a table dropped and made again, a table dropped under its only holder, and a table locked (LOCK TABLES ...
+// WRITE). docs/guarantees.md, "Fail closed", lists each case.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { setTimeout: sleep } = require('node:timers/promises')
+
+require('./helpers.js').isolateLeases()
+
+const { reportMissing, startMariadbDatabase } = require('./servers.js')
+const { dataLostUnderAHolder, tableDroppedUnderAHolder } = require('./holders.js')
+const { acquireWorkerId } = require('../lib/mysql.js')
+
+const DATABASE = 'snowid'
+
+async function main() {
+  const started = await startMariadbDatabase(DATABASE)
+  if (!started) {
+    reportMissing(test, 'MariaDB', "apt-get install mariadb-server (Debian's package)")
+    return
+  }
+  const { server, settings, admin } = started
+  test.after(() => server.stop())
+  const mysql = require('mysql2')
+  const mysqlPromise = require('mysql2/promise')
+  const base = table => ({ store: 'mysql', client: 'mysql2', ...settings, table })
+
+  // A TTL of 6 s: the old holder may issue for up to 4.8 s after the drop, longer than a newcomer takes to start and
+  // make the table here (0.5 to 1.3 s), so that a newcomer that did not wait would overlap it.
+  test('DROP TABLE under a live holder: a newcomer makes the table and waits one TTL, 0 duplicates', tt =>
+    dataLostUnderAHolder(
+      tt,
+      base('dropped'),
+      async () => {
+        await admin.query('DROP TABLE dropped')
+        return Date.now()
+      },
+      { ttlMs: 6000 },
+    ))
+
+  test('a table dropped under its only holder: ERR_SNOWID_STORE_TABLE_MISSING, then made again and held one TTL', tt =>
+    tableDroppedUnderAHolder(tt, base('dropped_alone'), async () => {
+      await admin.query('DROP TABLE dropped_alone')
+      return Date.now()
+    }))
+
+  test('LOCK TABLES ... WRITE: ERR_SNOWID_STORE_TIMEOUT from the server, and nothing held by nobody', async tt => {
+    const table = 'locked_slots'
+    const pools = Array.from({ length: 3 }, () => mysql.createPool({ ...settings, connectionLimit: 2 }))
+    try {
+      const first = await acquireWorkerId({ client: pools[0], table, ttlMs: 300, datacenterId: 1 })
+      await first.release()
+      const locker = await mysqlPromise.createConnection(settings)
+      try {
+        await locker.query(`LOCK TABLES ${table} WRITE`)
+        const started = Date.now()
+        const results = await Promise.allSettled(
+          pools.map(client => acquireWorkerId({ client, table, ttlMs: 1000, datacenterId: 1 })),
+        )
+        const elapsed = Date.now() - started
+        for (const r of results) {
+          assert.equal(r.status, 'rejected')
+          assert.equal(r.reason.code, 'ERR_SNOWID_STORE_TIMEOUT', r.reason.message)
+          assert.doesNotMatch(r.reason.message, /is up and/)
+        }
+        tt.diagnostic(`${results[0].reason.message} (after ${elapsed} ms)`)
+        await locker.query('UNLOCK TABLES')
+        await sleep(500)
+        const [[row]] = await admin.query(`SELECT COUNT(*) AS n FROM ${table} WHERE token IS NOT NULL`)
+        assert.equal(Number(row.n), 0, 'no slot is held under a token nobody owns')
+        const lease = await acquireWorkerId({ client: pools[1], table, ttlMs: 1000, datacenterId: 1 })
+        assert.equal(lease.workerId, 0)
+        await lease.release()
+      } finally {
+        await locker.end()
+      }
+    } finally {
+      await Promise.all(pools.map(p => new Promise(resolve => p.end(() => resolve()))))
+    }
+  })
+}
+
+main()
