@@ -84,6 +84,31 @@ async function main() {
     assert.equal(await client.get('bad/7/0/lease').string(), null, 'the slot was given back')
   })
 
+  // Every acquire at once, as a fleet starting together would, each with its own store and waitMs 0: every one gets a
+  // slot while one is free, and ERR_SNOWID_NO_FREE_WORKER_ID comes only once every slot is held.
+  for (const [workerBits, count] of [
+    [8, 256],
+    [5, 32],
+  ]) {
+    test(`${count} acquires at once on ${2 ** workerBits} slots all get distinct slots, with waitMs 0`, async t => {
+      const opts = { client, ttlMs: 3000, waitMs: 0, keyPrefix: `crowd${workerBits}` }
+      // 8 worker bits leave a timestamp of 10 years only without the datacenter bits.
+      if (workerBits !== 5) opts.snowflake = { datacenterBits: 0, workerBits }
+      const settled = await Promise.allSettled(Array.from({ length: count }, () => acquireWorkerId(opts)))
+      const leases = settled.filter(s => s.status === 'fulfilled').map(s => s.value)
+      t.after(() => Promise.all(leases.map(l => l.release())))
+      const failed = settled.filter(s => s.status === 'rejected').map(s => s.reason)
+      assert.deepEqual(
+        failed.map(e => `${e.code}: ${e.message}`).slice(0, 3),
+        [],
+        `${failed.length} of ${count} acquires failed`,
+      )
+      assert.equal(new Set(leases.map(l => l.workerId)).size, count, 'every slot distinct')
+      await assert.rejects(acquireWorkerId(opts), { code: 'ERR_SNOWID_NO_FREE_WORKER_ID' })
+      t.diagnostic(`${leases.length} of ${count} acquires at once got distinct slots; the next one: no free worker id`)
+    })
+  }
+
   test('more contenders than slots: the extras get ERR_SNOWID_NO_FREE_WORKER_ID after waitMs', tt =>
     moreContendersThanSlots(tt, base))
 
