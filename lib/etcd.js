@@ -62,7 +62,10 @@ function closed(err) {
 
 const text = v => (v === null || v === undefined ? null : Buffer.isBuffer(v) ? v.toString('utf8') : String(v))
 
-/** The etcd store of a lease: its primitives for lib/store-lease.js. */
+/**
+ * The etcd store of a lease: its primitives for lib/store-lease.js.
+ * @returns {import('./store-lease').Store}
+ */
 function etcdStore(options, o) {
   const client = options.client
   if (!isEtcd3(client)) {

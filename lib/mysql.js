@@ -66,6 +66,7 @@ function quoteTable(name) {
 }
 
 // The lease table's columns, as information_schema's COLUMN_TYPE names them, and whether each may be NULL.
+/** @type {Array<[string, string, boolean]>} */
 const COLUMNS = [
   ['datacenter_id', 'int', false],
   ['worker_id', 'int', false],
@@ -186,7 +187,10 @@ function closed(client, err) {
 // Lock waits and deadlocks between takes are tried again: each statement is atomic, so a retry is safe.
 const RETRIED = ['ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT']
 
-/** The MySQL store of a lease: its primitives for lib/store-lease.js. */
+/**
+ * The MySQL store of a lease: its primitives for lib/store-lease.js.
+ * @returns {import('./store-lease').Store}
+ */
 function mysqlStore(options, o) {
   const run = queryRunner(options.client)
   const query = async (text, params) => {
