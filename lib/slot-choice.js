@@ -35,8 +35,8 @@ function tryOrder(candidates) {
  * (`{ workerId, rank, ... }`) and whatever the caller wants back when there are none. `claim(candidate)` resolves to
  * the take's result, or to null when the slot changed since it was read (the race was lost). Tries the candidates of
  * each read in `tryOrder`, reading again once all were lost, until a claim succeeds (its result) or a read finds no
- * candidate (`{ none: read }`). Past `deadline` (Unix ms) it throws an error with `timedOut`, as a take that got no
- * answer in time: its caller gives back whatever the take may hold and tries again.
+ * candidate (`{ none: read }`). A race lost past `deadline` (Unix ms) throws an error with `timedOut`, as a take that
+ * got no answer in time: its caller gives back whatever the take may hold and tries again.
  */
 async function claimFreeSlot({ read, claim, deadline, what = 'take' }) {
   let lost = 0
@@ -44,17 +44,17 @@ async function claimFreeSlot({ read, claim, deadline, what = 'take' }) {
     const found = await read()
     if (found.candidates.length === 0) return { none: found }
     for (const candidate of tryOrder(found.candidates)) {
+      const result = await claim(candidate)
+      if (result !== null) return { taken: result }
+      lost++
       if (Date.now() >= deadline) {
         throw Object.assign(
           new Error(
-            `${what}: every free slot changed before it could be taken, ${lost} times, until the take timed out`,
+            `${what}: every free slot tried changed before it could be taken (${lost} lost), until the take timed out`,
           ),
           { timedOut: true },
         )
       }
-      const result = await claim(candidate)
-      if (result !== null) return { taken: result }
-      lost++
     }
   }
 }
