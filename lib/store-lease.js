@@ -218,12 +218,26 @@ async function explainedError(store, what, err) {
   return storeError(store, what, err)
 }
 
+/**
+ * A client's error as a message names it: its message (or, when it has none, the messages of the errors it gathers),
+ * then its class and code, so that an error a client made with no message (node-redis's TimeoutError) still says what
+ * it is. A timeout of the lease's own is its message alone.
+ */
+function clientError(err) {
+  if (err === null || typeof err !== 'object') return String(err)
+  if (err.timedOut) return String(err.message)
+  const gathered = Array.isArray(err.errors) ? err.errors.map(e => e && e.message).filter(Boolean) : []
+  const message = err.message || gathered.join('; ') || 'no message'
+  const kind = (err.constructor && err.constructor.name) || err.name || 'Error'
+  return `${message} (${kind}${err.code === undefined ? '' : `, code ${err.code}`})`
+}
+
 /** An error from a store call made for `what`, as a coded error. */
 function storeError(store, what, err) {
   if (isCoded(err)) return err
   const classified = store.classify(err)
   if (classified) return classified
-  const found = String((err && err.message) || err).slice(0, 200)
+  const found = clientError(err).slice(0, 240)
   return codedError(
     Error,
     store.unavailableCode,
