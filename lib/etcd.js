@@ -172,6 +172,7 @@ function etcdStore(options, o) {
       leases.set(token, lease)
       try {
         const id = await lease.grant()
+        let kept = Date.now()
         // The free slots as read: the preferred one first, then one whose mark is before `now`, then the rest.
         const read = async () => {
           const { slot } = await readSlots()
@@ -198,6 +199,11 @@ function etcdStore(options, o) {
         }
         // Takes the slot if it is still as read: its lease key absent, its marks key unchanged. Null when it changed.
         const claim = async ({ workerId: w, s, marks }) => {
+          // A take that goes on past a third of the TTL (many processes taking at once) keeps its etcd lease alive.
+          if (Date.now() - kept > o.ttlMs / 3) {
+            await lease.keepaliveOnce()
+            kept = Date.now()
+          }
           const ops = [client.put(leaseKey(w)).value(token).lease(id)]
           if (marks && until > marks.until) ops.push(client.put(marksKey(w)).value(marksValue(until, 0)))
           const txn = await client
@@ -207,8 +213,9 @@ function etcdStore(options, o) {
             .commit()
           return txn.succeeded ? { w, s, marks } : null
         }
-        // Within the etcd lease's TTL, which the take does not keep alive.
-        const { taken, none } = await claimFreeSlot({ read, claim, deadline: limit, what: 'etcd take' })
+        // Until the lease stops waiting for the take's answer (and abandons it).
+        const deadline = now + o.takeTimeoutMs
+        const { taken, none } = await claimFreeSlot({ read, claim, deadline, what: 'etcd take' })
         if (none) {
           await revoke(token)
           return none.ahead === null ? null : { ahead: none.ahead }
