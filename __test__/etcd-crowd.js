@@ -1,11 +1,32 @@
 'use strict'
 
-// `count` acquires at once with one etcd3 client (etcd-lease.test.js, slow/etcd-contention.test.js): every one gets a
-// distinct slot with `opts` (waitMs 0 among them), and one more is ERR_SNOWID_NO_FREE_WORKER_ID. The leases are
-// released after test `t`.
+// What etcd-lease.test.js and slow/etcd-contention.test.js share: an etcd member with a client, and `count` acquires
+// at once with one etcd3 client.
 
 const assert = require('node:assert/strict')
+const { reportMissing, startEtcd } = require('./servers.js')
 
+/**
+ * A 1-member etcd and an etcd3 client of it, both stopped after the file's tests (`test`, node:test); or undefined,
+ * with the missing packages reported, where etcd is not installed.
+ */
+async function etcdWithClient(test) {
+  const etcd = await startEtcd(1)
+  if (!etcd) {
+    reportMissing(test, 'etcd', "apt-get install etcd-server etcd-client (Debian's packages)")
+    return undefined
+  }
+  test.after(() => etcd.stop())
+  const { Etcd3 } = require('etcd3')
+  const client = new Etcd3({ hosts: etcd.endpoints() })
+  test.after(() => client.close())
+  return { etcd, client }
+}
+
+/**
+ * Every one of `count` acquires at once gets a distinct slot with `opts` (waitMs 0 among them), and one more is
+ * ERR_SNOWID_NO_FREE_WORKER_ID. The leases are released after test `t`.
+ */
 async function acquireAtOnce(t, acquireWorkerId, opts, count) {
   const settled = await Promise.allSettled(Array.from({ length: count }, () => acquireWorkerId(opts)))
   const leases = settled.filter(s => s.status === 'fulfilled').map(s => s.value)
@@ -21,4 +42,4 @@ async function acquireAtOnce(t, acquireWorkerId, opts, count) {
   t.diagnostic(`${leases.length} of ${count} acquires at once got distinct slots; the next one: no free worker id`)
 }
 
-module.exports = { acquireAtOnce }
+module.exports = { acquireAtOnce, etcdWithClient }

@@ -10,7 +10,6 @@ const { once } = require('node:events')
 
 require('./helpers.js').isolateLeases()
 
-const { reportMissing, startEtcd } = require('./servers.js')
 const {
   releaseAfterAStepBack,
   endedClientExits,
@@ -19,19 +18,14 @@ const {
   holdersThroughAnOutage,
 } = require('./holders.js')
 const { acquireWorkerId, configureWorkerId, EtcdLease } = require('../lib/etcd.js')
-const { acquireAtOnce } = require('./etcd-crowd.js')
+const { acquireAtOnce, etcdWithClient } = require('./etcd-crowd.js')
 const { runNode } = require('./helpers.js')
 
 async function main() {
-  const etcd = await startEtcd(1)
-  if (!etcd) {
-    reportMissing(test, 'etcd', "apt-get install etcd-server etcd-client (Debian's packages)")
-    return
-  }
-  test.after(() => etcd.stop())
+  const started = await etcdWithClient(test)
+  if (!started) return
+  const { etcd, client } = started
   const { Etcd3 } = require('etcd3')
-  const client = new Etcd3({ hosts: etcd.endpoints() })
-  test.after(() => client.close())
   const [member] = etcd.members
   const base = { store: 'etcd', client: 'etcd3', ports: [member.port] }
 

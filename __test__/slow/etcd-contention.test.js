@@ -10,20 +10,13 @@ const test = require('node:test')
 
 process.env.SNOWID_LEASE_DIR = require('../helpers.js').freshLeaseDir()
 
-const { reportMissing, startEtcd } = require('../servers.js')
-const { acquireAtOnce } = require('../etcd-crowd.js')
+const { acquireAtOnce, etcdWithClient } = require('../etcd-crowd.js')
 const { acquireWorkerId } = require('../../lib/etcd.js')
 
 async function main() {
-  const etcd = await startEtcd(1)
-  if (!etcd) {
-    reportMissing(test, 'etcd', "apt-get install etcd-server etcd-client (Debian's packages)")
-    return
-  }
-  test.after(() => etcd.stop())
-  const { Etcd3 } = require('etcd3')
-  const client = new Etcd3({ hosts: etcd.endpoints() })
-  test.after(() => client.close())
+  const started = await etcdWithClient(test)
+  if (!started) return
+  const { client } = started
 
   test('256 acquires at once on 256 slots all get distinct slots, with waitMs 0', async t => {
     // 8 worker bits leave a timestamp of 10 years only without the datacenter bits.
