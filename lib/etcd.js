@@ -9,7 +9,7 @@
 // `<prefix>/<datacenterId>/<workerId>/marks` keeps the slot's high-water mark and clockBack as JSON, with no lease.
 // - take: reads the datacenter's keys, picks a free slot (as every store does), and takes it in one transaction that
 //   puts the lease key (if it still does not exist) and raises the mark (if it is still as read); a take that loses
-//   that race goes on over the other free slots it read, in random order, then reads again (lib/slot-choice.js), so
+//   that race tries a few other free slots it read, in random order, then reads again (lib/slot-choice.js), so
 //   processes that start together all get slots while any is free;
 // - renew: raises the mark in a transaction that holds only while the lease key still holds the token, then keeps
 //   the etcd lease alive: the deadline comes from the time the renewal was sent, before either;
