@@ -15,8 +15,9 @@ const {
   moreContendersThanSlots,
   stalledHolder,
   holdersThroughAnOutage,
+  RECOVERY_MARGIN_MS,
 } = require('./holders.js')
-const { startRedis } = require('./servers.js')
+const { startRedis, tcpProxy } = require('./servers.js')
 const { acquireWorkerId } = require('../lib/redis.js')
 
 async function connect(kind, port, auth = {}) {
@@ -128,6 +129,32 @@ async function withClient(t, kind) {
   await t.test('Redis restarted with its data lost mid-run: holders stop, recover, and make 0 duplicates', tt =>
     // Measured before the new server is spawned, not after it answers: a holder may reach it first.
     holdersThroughAnOutage(tt, base, () => redis.restart(1200), { noHistory: true }),
+  )
+
+  await t.test(
+    'Redis down for 2 TTLs, then back with its data: holders issue again soon (1 s is the goal)',
+    async tt => {
+      // The holders reach Redis through a proxy, which is closed for 2 TTLs of 800 ms (connections are refused, open ones
+      // reset), then listens again on its port: the server keeps its data and its replication id, so the marks stay
+      // good and no slot waits a TTL.
+      let proxy = await tcpProxy(redis.port)
+      const { port } = proxy
+      try {
+        await holdersThroughAnOutage(
+          tt,
+          { ...base, port },
+          async () => {
+            await proxy.close()
+            await sleep(1600)
+            proxy = await tcpProxy(redis.port, { port })
+            return Date.now()
+          },
+          { withinMs: RECOVERY_MARGIN_MS },
+        )
+      } finally {
+        await proxy.close()
+      }
+    },
   )
 
   await t.test(

@@ -55,6 +55,35 @@ async function main() {
     }
   })
 
+  test("a failed take's error names the client's own: its message, class and code, even when it has no message", async () => {
+    // node-redis 6 rejects a command queued while it reconnects with a TimeoutError that has no message.
+    class TimeoutError extends Error {}
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' })
+    const gathered = new AggregateError([refused, new Error('connect ECONNREFUSED ::1:9')])
+    const cases = [
+      [
+        { isOpen: true, sendCommand: () => Promise.reject(new TimeoutError()) },
+        /found an error: no message \(TimeoutError\)/,
+      ],
+      [
+        { call: () => Promise.reject(refused) },
+        /found an error: connect ECONNREFUSED 127\.0\.0\.1:9 \(Error, code ECONNREFUSED\)/,
+      ],
+      [
+        { call: () => Promise.reject(gathered) },
+        /found an error: connect ECONNREFUSED 127\.0\.0\.1:9; connect ECONNREFUSED ::1:9 \(AggregateError\)/,
+      ],
+    ]
+    for (const [client, message] of cases) {
+      await assert.rejects(acquireWorkerId({ client, ttlMs: 500 }), err => {
+        assert.equal(err.code, 'ERR_SNOWID_REDIS_UNAVAILABLE')
+        assert.match(err.message, message)
+        assert.ok(err.cause instanceof Error, "the client's error is the cause")
+        return true
+      })
+    }
+  })
+
   test('bad options are coded errors', async () => {
     const boom = () => {
       throw new Error('unreadable')

@@ -700,9 +700,10 @@ async function startEtcd(members = 1) {
  * A TCP proxy on a free loopback port to 127.0.0.1:`target`, for faults the tests make: `cut()` stops forwarding
  * both ways on every connection, open or new (a partition: the peers see no answer, not a reset); `heal()` forwards
  * again, what was held included; `retarget(port)` sends new connections elsewhere (a switched virtual address);
- * `drop()` resets every open connection. Returns `{ port, cut(), heal(), retarget(), drop(), close() }`.
+ * `drop()` resets every open connection. Returns `{ port, cut(), heal(), retarget(), drop(), close() }`. `port`: the
+ * port to listen on (a free one by default), such as a closed proxy's, to bring it back.
  */
-async function tcpProxy(target) {
+async function tcpProxy(target, { port = 0 } = {}) {
   const pairs = new Set()
   let cutOff = false
   let to = target
@@ -729,7 +730,7 @@ async function tcpProxy(target) {
   }
   await new Promise((resolve, reject) => {
     server.once('error', reject)
-    server.listen(0, '127.0.0.1', resolve)
+    server.listen(port, '127.0.0.1', resolve)
   })
   return {
     port: server.address().port,

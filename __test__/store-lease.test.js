@@ -189,12 +189,15 @@ test('a take answered after its caller gave up is given back, so no slot stays h
 test("a failed take's error names the store's own error: its code and message, or its inner error's", async () => {
   const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })
   for (const [thrown, expected] of [
-    [refused, /found an error: connect ECONNREFUSED 127\.0\.0\.1:5432\. Check that Memory is up/],
+    [
+      refused,
+      /found an error: connect ECONNREFUSED 127\.0\.0\.1:5432 \(Error, code ECONNREFUSED\)\. Check that Memory is up/,
+    ],
     // pg's error when every address of the host refuses: an AggregateError with no message of its own.
-    [new AggregateError([refused]), /found an error: connect ECONNREFUSED 127\.0\.0\.1:5432\./],
+    [new AggregateError([refused]), /found an error: connect ECONNREFUSED 127\.0\.0\.1:5432 \(AggregateError\)\./],
     [
       Object.assign(new Error('Connection terminated'), { code: 'XX000' }),
-      /found an error: XX000: Connection terminated/,
+      /found an error: Connection terminated \(Error, code XX000\)/,
     ],
   ]) {
     const store = memoryStore()

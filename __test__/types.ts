@@ -293,6 +293,26 @@ async function pgLease(): Promise<void> {
 }
 const ddl: string = tableSql('ids.slots')
 
+// The contract of a store under the one lease state machine (lib/store-lease.js): each store module's adapter is
+// checked against it in its JS (tsconfig.stores.json); here, that the contract itself holds what the machine calls.
+import type { Store, StoreTaken } from '../lib/store-lease'
+const taken: StoreTaken = { workerId: 3, mark: undefined }
+const memoryStore: Store = {
+  name: 'memory',
+  unavailableCode: 'ERR_SNOWID_REDIS_UNAVAILABLE',
+  slotName: w => `slot ${w}`,
+  take: async (_token, preferred) => (preferred === 3 ? taken : preferred > 3 ? { ahead: 0 } : null),
+  renew: async (_w, _token, until) => until !== null,
+  release: async () => {},
+  abandon: async () => {},
+  classify: () => null,
+  closed: () => false,
+}
+// @ts-expect-error a store must say how to give back an abandoned take
+const noAbandon: Store = { ...memoryStore, abandon: undefined }
+const prepared: Store = { ...memoryStore, prepare: async () => {}, explain: async () => null }
+void noAbandon, prepared
+
 // ConfigSource and OnClockBack are values as well as types, as at runtime.
 import { ConfigSource as Sources, OnClockBack as Policies, isSnowidError } from 'snowid'
 import type { SnowidError, SnowidErrorCode } from 'snowid'

@@ -8,7 +8,9 @@
 // (TTL: ttlMs rounded up to whole seconds), so that it goes when its holder stops renewing. Beside it,
 // `<prefix>/<datacenterId>/<workerId>/marks` keeps the slot's high-water mark and clockBack as JSON, with no lease.
 // - take: reads the datacenter's keys, picks a free slot (as every store does), and takes it in one transaction that
-//   puts the lease key (if it still does not exist) and raises the mark (if it is still as read);
+//   puts the lease key (if it still does not exist) and raises the mark (if it is still as read); a take that loses
+//   that race tries a few other free slots it read, in random order, then reads again (lib/slot-choice.js), so
+//   processes that start together all get slots while any is free;
 // - renew: raises the mark in a transaction that holds only while the lease key still holds the token, then keeps
 //   the etcd lease alive: the deadline comes from the time the renewal was sent, before either;
 // - release: lowers the mark to the last id issued and deletes the key in a transaction on the token, then revokes
@@ -26,11 +28,12 @@
 
 const { randomUUID } = require('node:crypto')
 const { StoreLease, startLease, codedError } = require('./store-lease.js')
+const { claimFreeSlot } = require('./slot-choice.js')
 
 const DEFAULT_PREFIX = 'snowid'
 // etcd's default limit of operations in one transaction (--max-txn-ops).
 const MAX_TXN_OPS = 128
-// How often a take or a renewal tries again when another process changed the keys it read in between.
+// How often a renewal tries again when another process changed the marks it read in between.
 const ATTEMPTS = 5
 
 /** Whether `client` looks like an etcd3 client (an `Etcd3`, or one of its namespaces). */
@@ -65,7 +68,10 @@ function closed(err) {
 
 const text = v => (v === null || v === undefined ? null : Buffer.isBuffer(v) ? v.toString('utf8') : String(v))
 
-/** The etcd store of a lease: its primitives for lib/store-lease.js. */
+/**
+ * The etcd store of a lease: its primitives for lib/store-lease.js.
+ * @returns {import('./store-lease').Store}
+ */
 function etcdStore(options, o) {
   const client = options.client
   if (!isEtcd3(client)) {
@@ -181,7 +187,9 @@ function etcdStore(options, o) {
       leases.set(token, lease)
       try {
         const id = await lease.grant()
-        for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+        let kept = Date.now()
+        // The free slots as read: the preferred one first, then one whose mark is before `now`, then the rest.
+        const read = async () => {
           const { slot } = await readSlots()
           let ahead = null
           const candidates = []
@@ -199,16 +207,18 @@ function etcdStore(options, o) {
               if (ahead === null || marks.until < ahead) ahead = marks.until
               continue
             }
-            candidates.push({ w, s, marks })
+            const rank = w === preferred ? 0 : marks && marks.until < now ? 1 : 2
+            candidates.push({ workerId: w, rank, s, marks })
           }
-          const rank = c => (c.w === preferred ? 0 : c.marks && c.marks.until < now ? 1 : 2)
-          candidates.sort((a, b) => rank(a) - rank(b) || a.w - b.w)
-          const pick = candidates[0]
-          if (!pick) {
-            await revoke(token)
-            return ahead === null ? null : { ahead }
+          return { candidates, ahead }
+        }
+        // Takes the slot if it is still as read: its lease key absent, its marks key unchanged. Null when it changed.
+        const claim = async ({ workerId: w, s, marks }) => {
+          // A take that goes on past a third of the TTL (many processes taking at once) keeps its etcd lease alive.
+          if (Date.now() - kept > o.ttlMs / 3) {
+            await lease.keepaliveOnce()
+            kept = Date.now()
           }
-          const { w, s, marks } = pick
           const ops = [client.put(leaseKey(w)).value(token).lease(id)]
           if (marks && until > marks.until) ops.push(client.put(marksKey(w)).value(marksValue(until, 0, incarnation)))
           const txn = await client
@@ -216,21 +226,26 @@ function etcdStore(options, o) {
             .and(marksKey(w), 'Mod', '==', s.rev)
             .then(...ops)
             .commit()
-          if (!txn.succeeded) continue
-          if (marks === null) {
-            await this.release(w, token, null).catch(() => {})
-            throw corrupt(w, s.raw)
-          }
-          return {
-            workerId: w,
-            mark: marks ? marks.until : undefined,
-            confirmed: marks !== undefined,
-            seen: marks && typeof marks.incarnation === 'string' ? marks.incarnation : undefined,
-          }
+          return txn.succeeded ? { w, s, marks } : null
         }
-        // Other processes kept changing the slots read: none is taken this time, and the lease tries again.
-        await revoke(token)
-        return null
+        // Until the lease stops waiting for the take's answer (and abandons it).
+        const deadline = now + o.takeTimeoutMs
+        const { taken, none } = await claimFreeSlot({ read, claim, deadline, what: 'etcd take' })
+        if (none) {
+          await revoke(token)
+          return none.ahead === null ? null : { ahead: none.ahead }
+        }
+        const { w, s, marks } = taken
+        if (marks === null) {
+          await this.release(w, token, null).catch(() => {})
+          throw corrupt(w, s.raw)
+        }
+        return {
+          workerId: w,
+          mark: marks ? marks.until : undefined,
+          confirmed: marks !== undefined,
+          seen: marks && typeof marks.incarnation === 'string' ? marks.incarnation : undefined,
+        }
       } catch (err) {
         await revoke(token).catch(() => {})
         throw err

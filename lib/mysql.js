@@ -75,6 +75,7 @@ function quoteTable(name) {
 }
 
 // The lease table's columns, as information_schema's COLUMN_TYPE names them, and whether each may be NULL.
+/** @type {Array<[string, string, boolean]>} */
 const COLUMNS = [
   ['datacenter_id', 'int', false],
   ['worker_id', 'int', false],
@@ -225,7 +226,10 @@ function bounded(text, ms, mariadb) {
   )
 }
 
-/** The MySQL store of a lease: its primitives for lib/store-lease.js. */
+/**
+ * The MySQL store of a lease: its primitives for lib/store-lease.js.
+ * @returns {import('./store-lease').Store}
+ */
 function mysqlStore(options, o) {
   const run = queryRunner(options.client)
   const query = async (text, params) => {

@@ -271,7 +271,10 @@ function closed(client, err) {
 // More slots than this are made with the table only for the datacenter of the lease that makes it.
 const MAX_FRESH_ROWS = 65536
 
-/** The PostgreSQL store of a lease: its primitives for lib/store-lease.js. */
+/**
+ * The PostgreSQL store of a lease: its primitives for lib/store-lease.js.
+ * @returns {import('./store-lease').Store}
+ */
 function postgresStore(options, o) {
   const query = queryRunner(options.client)
   const table = options.table ?? DEFAULT_TABLE

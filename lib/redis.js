@@ -179,6 +179,13 @@ end
 return n
 `
 
+// A Redis Cluster node's refusal of a command it did not run: the slot is served elsewhere (MOVED, ASK), is being
+// moved (TRYAGAIN), or the cluster is down (CLUSTERDOWN).
+const REDIRECTED = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN) /
+
+// No timer of a lease keeps the process alive.
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms).unref())
+
 /**
  * Runs a Lua script on an ioredis or node-redis client (a single server, Sentinel-managed, or a Cluster), as
  * `run(script, keys, args, replicas, waitMs)`: with `replicas` > 0, WAIT follows the script on the same connection, and
@@ -215,21 +222,36 @@ function scriptRunner(client) {
     }
   }
   if (client && typeof client === 'object' && typeof client.call === 'function') {
+    // ioredis finds a command's keys by its name, and ioredis 5.0.0 only by the lower-case name: with 'EVAL', a Cluster
+    // would send the script to a random node, and a client's keyPrefix would not apply.
+    const ioArgs = (script, keys, args) => ['eval', ...evalArgs(script, keys, args).slice(1)]
     if (client.isCluster === true && typeof client.pipeline === 'function') {
       // An ioredis Cluster: a pipeline goes to the node of its keys, so WAIT (which has none) goes where EVAL went.
       return async (script, keys, args, replicas, waitMs) => {
-        const p = client.pipeline().call(...evalArgs(script, keys, args))
-        if (replicas > 0) p.call('WAIT', replicas, waitMs)
-        const results = await p.exec()
-        for (const [err] of results) if (err) throw err
-        return replicas > 0 ? { reply: results[0][1], acks: Number(results[1][1]) } : { reply: results[0][1] }
+        for (let redirections = 0; ; redirections++) {
+          const p = client.pipeline().call(...ioArgs(script, keys, args))
+          if (replicas > 0) p.call('wait', replicas, waitMs)
+          const results = await p.exec()
+          const [err] = results[0]
+          // The node refused the script without running it: its slot moved (a failover, a resharding), or the cluster
+          // is not ready. ioredis follows a pipeline's redirection only when every command in it failed alike, and
+          // WAIT, which has no key, succeeds wherever it goes: so the slot map is refreshed here, and the script sent
+          // again. (The ioredis default of 16 redirections.)
+          if (err && REDIRECTED.test(String(err.message)) && redirections < 16) {
+            await new Promise(resolve => client.refreshSlotsCache(() => resolve()))
+            if (!/^MOVED /.test(String(err.message))) await sleep(100)
+            continue
+          }
+          for (const [e] of results) if (e) throw e
+          return replicas > 0 ? { reply: results[0][1], acks: Number(results[1][1]) } : { reply: results[0][1] }
+        }
       }
     }
     // ioredis
     return (script, keys, args, replicas, waitMs) =>
       both(
-        () => client.call(...evalArgs(script, keys, args)),
-        replicas > 0 && (() => client.call('WAIT', replicas, waitMs)),
+        () => client.call(...ioArgs(script, keys, args)),
+        replicas > 0 && (() => client.call('wait', replicas, waitMs)),
       )
   }
   throw codedError(
@@ -263,13 +285,21 @@ function classify(err) {
   )
 }
 
-/** Whether an ioredis or node-redis client was closed by its owner; `err` is the error of its last call. */
+/**
+ * Whether an ioredis or node-redis client was closed by its owner; `err` is the error of its last call. An ioredis
+ * client says so by its status alone: its "Connection is closed." also comes from one node of a Cluster that went
+ * away (a failover), after which the Cluster goes on.
+ */
 function closed(client, err) {
   if (client.status === 'end' || client.isOpen === false) return true
+  if (typeof client.status === 'string') return false
   return (err && err.name === 'ClientClosedError') || /^Connection is closed\.?$/.test(String(err && err.message))
 }
 
-/** The Redis store of a lease: its primitives for lib/store-lease.js. */
+/**
+ * The Redis store of a lease: its primitives for lib/store-lease.js.
+ * @returns {import('./store-lease').Store}
+ */
 function redisStore(options, o) {
   const run = scriptRunner(options.client)
   const keyPrefix = options.keyPrefix ?? DEFAULT_PREFIX

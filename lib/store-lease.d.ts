@@ -85,3 +85,111 @@ export declare class StoreLease {
 
 /** The events a `StoreLease` emits. */
 export type StoreLeaseEvent = 'renewed' | 'renewFailed' | 'lost' | 'reacquired'
+
+/** The times a take works with, all Unix ms (see `Store.take`). */
+export interface StoreTakeTimes {
+  /** When the take was sent: a slot whose mark is before it may be used at once. */
+  now: number
+  /** The mark the take raises a slot's to, as a renewal sent at `now` would. */
+  until: number
+  /** A slot whose mark is at or past it is skipped: the generator could not start past it. */
+  limit: number
+}
+
+/** A slot a take got (see `Store.take`). */
+export interface StoreTaken {
+  workerId: number
+  /** The slot's high-water mark (Unix ms) as found; `undefined` when the slot has no history. */
+  mark: number | undefined
+  /** The same step raised the mark to `until`, as a renewal does (and, for a store with replicas, they acknowledged it). */
+  confirmed?: boolean
+  /** The slot's history may have been lost (written before a failover the store can tell of): it waits one TTL. */
+  forgotten?: boolean
+}
+
+/**
+ * What a store gives lib/store-lease.js, the one lease state machine (take, hold, renew, lose, take again, release)
+ * that every store module runs: snowid/redis, snowid/postgres, snowid/mysql and snowid/etcd each make one of these
+ * over their client. Every call that reaches the store may reject with the client's own error; the lease turns it
+ * into a coded error (`classify`, else the store's `unavailableCode`, with the client's error as its cause).
+ */
+export interface Store {
+  /** The store's name for messages ('Redis', 'PostgreSQL', 'MySQL', 'etcd'). */
+  readonly name: string
+  /** The code of "the store did not answer" (`ERR_SNOWID_REDIS_UNAVAILABLE`, ...). */
+  readonly unavailableCode: string
+  /** How messages name a slot (a key, a row). */
+  slotName(workerId: number): string
+  /**
+   * Takes a free slot for `token`, with a TTL, in one atomic step: `preferred` first when >= 0 (and only it when
+   * `only`); then one whose mark is before `at.now`; then any other, skipping slots whose mark is at or past
+   * `at.limit`. Resolves to the slot taken; else to null when none is free, or to `{ ahead }` (the earliest mark
+   * skipped) when free slots were skipped. Rejects with `ERR_SNOWID_LEASE_CORRUPT` (having given the slot back) for a
+   * slot whose record it cannot read.
+   */
+  take(
+    token: string,
+    preferred: number,
+    only: boolean,
+    at: StoreTakeTimes,
+  ): Promise<StoreTaken | { ahead: number } | null>
+  /**
+   * If `token` still holds the slot: raises its mark to `until` (when not null) with `clockBack`, then extends the
+   * TTL, in one atomic step. Resolves true, or false when the slot is no longer `token`'s. Rejects with
+   * `ERR_SNOWID_LEASE_CORRUPT` for a mark it cannot read (left as found), and `ERR_SNOWID_STORE_NOT_REPLICATED` when the
+   * replicas a failover could promote did not confirm the write (such a renewal never moves the deadline).
+   */
+  renew(workerId: number, token: string, until: number | null, clockBack: number): Promise<boolean>
+  /** If `token` still holds the slot: lowers its mark to `last` (when not null), then frees the slot. */
+  release(workerId: number, token: string, last: number | null): Promise<unknown>
+  /** Frees any slot `token` holds: sent after a take whose answer did not come in time. */
+  abandon(token: string): Promise<unknown>
+  /** The store's permission error (`err`, the client's error, of any shape) as a coded
+   * `ERR_SNOWID_STORE_PERMISSION_DENIED` error, naming what is missing; else null. */
+  classify(err: any): Error | null
+  /** Whether the client was ended or closed by its owner (from the client, and `err`, its last call's error). */
+  closed(err: any): boolean
+  /** The store's one-time setup (such as making its table), called before the first take, and again if it failed. */
+  prepare?(): Promise<unknown>
+  /** Why a call made for `what` got no answer in time (`err`), as a coded error, when the store can tell; else null. */
+  explain?(what: string, err: any): Promise<Error | null>
+}
+
+/** A lease's settings, read from its options by lib/store-lease.js, as a store module's `makeStore` gets them. */
+export interface LeaseSettings {
+  ttlMs: number
+  waitMs: number
+  marginMs: number
+  maxLeadMs: number
+  snowflake: Record<string, unknown>
+  datacenterId: number
+  datacenterBits: number
+  /** How many worker ids (slots) a datacenter has. */
+  slotCount: number
+  reacquire: boolean
+  renewTimeoutMs: number
+  takeTimeoutMs: number
+}
+
+// What the store modules take from lib/store-lease.js. It is reached from no entry of the package: a store module is
+// typed against it (`npm run test:types` checks lib/redis.js, etcd.js, postgres.js and mysql.js with it).
+
+/**
+ * Reads a lease's options (the store's own named in `storeOptions`), makes its store with `makeStore`, and acquires
+ * a slot; with `configure`, the default generator is configured with it.
+ */
+export declare function startLease<O extends LeaseOptions, L extends StoreLease>(
+  options: O,
+  storeOptions: string[],
+  makeStore: (options: O, o: LeaseSettings) => Store,
+  Lease: new (...args: any[]) => L,
+  configure: boolean,
+): Promise<L>
+
+/** An error of class `Class` with a `code` (and a `cause`, when given). */
+export declare function codedError<E extends Error>(
+  Class: new (message?: string) => E,
+  code: string,
+  message: string,
+  cause?: unknown,
+): E & { code: string }

@@ -238,14 +238,18 @@ function storeError(store, what, err) {
   return coded
 }
 
-/** The store's own words for `err`: its code, and its message (or its first inner error's, for an AggregateError). */
-function described(err) {
-  if (!err || typeof err !== 'object') return String(err)
-  const inner = Array.isArray(err.errors) && err.errors[0] ? err.errors[0] : null
-  const message = err.message || (inner && (inner.message || inner.code)) || err.name || 'an error with no message'
-  const code = err.code ?? (inner && inner.code)
-  const named = code !== undefined && code !== null && !String(message).includes(String(code))
-  return `${named ? `${code}: ` : ''}${message}`.slice(0, 200)
+/**
+ * A client's error as a message names it: its message (or, when it has none, the messages of the errors it gathers),
+ * then its class and code, so that an error a client made with no message (node-redis's TimeoutError) still says what
+ * it is. A timeout of the lease's own is its message alone.
+ */
+function clientError(err) {
+  if (err === null || typeof err !== 'object') return String(err)
+  if (err.timedOut) return String(err.message)
+  const gathered = Array.isArray(err.errors) ? err.errors.map(e => e && e.message).filter(Boolean) : []
+  const message = err.message || gathered.join('; ') || 'no message'
+  const kind = (err.constructor && err.constructor.name) || err.name || 'Error'
+  return `${message} (${kind}${err.code === undefined ? '' : `, code ${err.code}`})`.slice(0, 240)
 }
 
 /** ERR_SNOWID_STORE_TABLE_MISSING: the lease table `table` of the store `name` ('postgres', ...) is gone (`err`). */
@@ -253,7 +257,7 @@ function tableMissing(name, table, err) {
   return codedError(
     Error,
     'ERR_SNOWID_STORE_TABLE_MISSING',
-    `${name}: expected the lease table ${table}, found it missing (${described(err)}): it was dropped or renamed; the next take makes it again, and holds each of its slots one TTL before use`,
+    `${name}: expected the lease table ${table}, found it missing (${clientError(err)}): it was dropped or renamed; the next take makes it again, and holds each of its slots one TTL before use`,
     err,
   )
 }
@@ -266,7 +270,7 @@ function timedOut(name, table, err, where) {
   return codedError(
     Error,
     'ERR_SNOWID_STORE_TIMEOUT',
-    `${name}: expected a statement on ${table} to get its locks and finish in time, found the server cancelled it (${described(err)}): another session holds a lock on the table (LOCK TABLE, ALTER TABLE, a long transaction; see ${where}), or the server is overloaded. The server is up`,
+    `${name}: expected a statement on ${table} to get its locks and finish in time, found the server cancelled it (${clientError(err)}): another session holds a lock on the table (LOCK TABLE, ALTER TABLE, a long transaction; see ${where}), or the server is overloaded. The server is up`,
     err,
   )
 }
@@ -276,7 +280,7 @@ function unavailable(store, what, err) {
   return codedError(
     Error,
     store.unavailableCode,
-    `${what}: expected an answer from ${store.name}, found an error: ${described(err)}. Check that ${store.name} is up and the client connected; the error is this one's cause`,
+    `${what}: expected an answer from ${store.name}, found an error: ${clientError(err)}. Check that ${store.name} is up and the client connected; the error is this one's cause`,
     err,
   )
 }
