@@ -341,7 +341,7 @@ function mysqlStore(options, o) {
     closed: err => closed(options.client, err),
     prepare,
     /**
-     * A hash of the server's identity (@@server_id; MySQL's @@server_uuid) and the table's (its CREATE_TIME), as a
+     * A hash of the server's identity (`@@server_id`; MySQL's `@@server_uuid`) and the table's (its CREATE_TIME), as a
      * decimal below 2^60, so that written_on holds it; null when the table is not there.
      */
     async incarnation() {

@@ -94,6 +94,8 @@ export interface StoreTakeTimes {
   until: number
   /** A slot whose mark is at or past it is skipped: the generator could not start past it. */
   limit: number
+  /** The store's incarnation (`Store.incarnation`), recorded with the mark the take raises; null when unknown. */
+  incarnation: string | null
 }
 
 /** A slot a take got (see `Store.take`). */
@@ -105,6 +107,8 @@ export interface StoreTaken {
   confirmed?: boolean
   /** The slot's history may have been lost (written before a failover the store can tell of): it waits one TTL. */
   forgotten?: boolean
+  /** The incarnation the slot records as found; undefined when it records none (it then waits one TTL). */
+  seen?: string
 }
 
 /**
@@ -139,16 +143,32 @@ export interface Store {
    * `ERR_SNOWID_LEASE_CORRUPT` for a mark it cannot read (left as found), and `ERR_SNOWID_STORE_NOT_REPLICATED` when the
    * replicas a failover could promote did not confirm the write (such a renewal never moves the deadline).
    */
-  renew(workerId: number, token: string, until: number | null, clockBack: number): Promise<boolean>
+  renew(
+    workerId: number,
+    token: string,
+    until: number | null,
+    clockBack: number,
+    incarnation: string | null,
+  ): Promise<boolean>
   /** If `token` still holds the slot: lowers its mark to `last` (when not null), then frees the slot. */
   release(workerId: number, token: string, last: number | null): Promise<unknown>
   /** Frees any slot `token` holds: sent after a take whose answer did not come in time. */
   abandon(token: string): Promise<unknown>
-  /** The store's permission error (`err`, the client's error, of any shape) as a coded
-   * `ERR_SNOWID_STORE_PERMISSION_DENIED` error, naming what is missing; else null. */
+  /**
+   * An error from the store (`err`, the client's error, of any shape) as a coded error: a permission error as
+   * `ERR_SNOWID_STORE_PERMISSION_DENIED`, naming what is missing; the lease table gone as
+   * `ERR_SNOWID_STORE_TABLE_MISSING` (`tableMissing`), which runs `prepare()` again before the next take; a statement
+   * the server cancelled by its own lock or statement timeout as `ERR_SNOWID_STORE_TIMEOUT` (`timedOut`); else null.
+   */
   classify(err: any): Error | null
   /** Whether the client was ended or closed by its owner (from the client, and `err`, its last call's error). */
   closed(err: any): boolean
+  /**
+   * The store's incarnation: a string that names the data the slots live in (a server's system identifier and the
+   * table's, a key written once that goes only with the data), or null when it cannot be told. A store without it
+   * holds every slot one TTL before use.
+   */
+  incarnation?(): Promise<string | null>
   /** The store's one-time setup (such as making its table), called before the first take, and again if it failed. */
   prepare?(): Promise<unknown>
   /** Why a call made for `what` got no answer in time (`err`), as a coded error, when the store can tell; else null. */
@@ -193,3 +213,12 @@ export declare function codedError<E extends Error>(
   message: string,
   cause?: unknown,
 ): E & { code: string }
+
+/** `ERR_SNOWID_STORE_TABLE_MISSING`: the lease table `table` of the store `name` is gone (`err`, the client's error). */
+export declare function tableMissing(name: string, table: string, err: unknown): Error & { code: string }
+
+/**
+ * `ERR_SNOWID_STORE_TIMEOUT`: the store `name` cancelled a statement on `table` by its own lock or statement timeout
+ * (`err`); `where` says how to see who holds the lock.
+ */
+export declare function timedOut(name: string, table: string, err: unknown, where: string): Error & { code: string }

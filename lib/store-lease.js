@@ -2,54 +2,9 @@
 
 // The lease of a (datacenterId, workerId) slot from a shared store, for services on more than one host: one state
 // machine (take, hold, renew, lose, take again, release) and its events, used by every store (snowid/redis,
-// snowid/postgres, snowid/mysql, snowid/etcd). A store supplies only its primitives, as an object:
-//
-//   name                        the store's name for messages ('Redis', 'PostgreSQL', 'MySQL')
-//   unavailableCode             the code of "the store did not answer" (ERR_SNOWID_REDIS_UNAVAILABLE, ...)
-//   slotName(workerId)          how messages name a slot (a key, a row)
-//   incarnation()               the store's incarnation: a string that names the data the slots live in (the server's
-//                               or cluster's identity and the table's, or a key the store writes once that goes only
-//                               with its data), or null when it cannot be told. A slot records the incarnation it was
-//                               last written in, with its mark; the lease compares the two (see `incarnationChanged`).
-//                               Optional: a store without it holds every slot one TTL before use.
-//   take(token, preferred, only, { now, until, limit, incarnation })
-//                               takes a free slot (`preferred` first when >= 0, and only it when `only`; then one
-//                               whose mark is before `now`; then the lowest) for `token`, with a TTL, in one atomic
-//                               step, skipping slots whose mark is at or past `limit` (the generator could not start
-//                               past it). Resolves to { workerId, mark, confirmed }: `mark` is the slot's high-water
-//                               mark (Unix ms) as found, or undefined when the slot has no history; `confirmed` says
-//                               that the same step raised the mark to `until`, as a renewal does (and, for a store
-//                               with replicas, that they acknowledged it); `forgotten` says that the slot's history
-//                               may have been lost (it was last written before a failover the store can tell of), so
-//                               it waits one TTL as a slot with no history does; `seen` is the incarnation recorded
-//                               on the slot as found (undefined when none), and the take records `incarnation` with
-//                               any mark it raises. When no slot is taken, resolves to
-//                               null, or to { ahead } (the earliest mark skipped) when free slots were skipped.
-//                               Throws ERR_SNOWID_LEASE_CORRUPT (having given the slot back) for a slot whose record
-//                               it cannot read.
-//   renew(workerId, token, until, clockBack, incarnation)
-//                               if `token` still holds the slot: raises its mark to `until` (when not null), with
-//                               `clockBack` and `incarnation`, then extends the TTL, in one atomic step. Resolves
-//                               true, or false when the slot is no longer `token`'s. Throws ERR_SNOWID_LEASE_CORRUPT
-//                               for a mark it cannot read, leaving it as found, and ERR_SNOWID_STORE_NOT_REPLICATED
-//                               when the store wrote it but did not get it confirmed by the replicas a failover could
-//                               promote (such a renewal never moves the deadline).
-//   release(workerId, token, last)
-//                               if `token` still holds the slot: lowers its mark to `last` (when not null), then
-//                               frees the slot.
-//   abandon(token)              frees any slot `token` holds: sent after a take whose answer did not come in time,
-//                               so that the take, if it still runs, leaves nothing held.
-//   classify(err)               an error from the store as a coded error: a permission error as
-//                               ERR_SNOWID_STORE_PERMISSION_DENIED, naming what is missing; the lease table gone as
-//                               ERR_SNOWID_STORE_TABLE_MISSING (`tableMissing`), which runs prepare() again before the
-//                               next take; a statement the server cancelled by its own lock or statement timeout as
-//                               ERR_SNOWID_STORE_TIMEOUT (`timedOut`); null for anything else.
-//   prepare()                   (optional) the store's one-time setup, such as making its table; resolves once done.
-//                               It is called before the first take, and again before the next one if it failed.
-//   closed(err)                 whether the client was ended or closed by its owner (judged from the client, and
-//                               from `err`, the error of its last call), so that a lost lease stops taking slots.
-//   explain(what, err)          (optional) why a call made for `what` got no answer in time (`err`), as a coded error,
-//                               when the store can tell (a commit waiting for a synchronous standby); else null.
+// snowid/postgres, snowid/mysql, snowid/etcd). A store supplies only its primitives, as an object: the `Store`
+// interface in lib/store-lease.d.ts says what each member does, and `npm run test:types` checks every store's adapter
+// against it.
 //
 // The generator may issue ids until its deadline: the send time of the last confirmed renewal plus ttlMs, less
 // marginMs, checked in Rust on every call. Every renewal first raises the slot's mark past that deadline, so a later
