@@ -131,3 +131,79 @@ pub trait CopyClaim: Sized + Send + Sync + 'static {
     /// holds it. An error (the OS refused the means) leaves the identity unchecked.
     fn take(identity: u64) -> std::io::Result<Option<Self>>;
 }
+
+/// How a slot file was opened to take it.
+pub enum Opened {
+    /// Read and write: this user's to take, once locked.
+    Writable(std::fs::File),
+    /// Read only (another user's file): its lock and marks are honoured, but it is not this user's to take.
+    ReadOnly(std::fs::File),
+    /// Another program has it open and shares it with no one (Windows).
+    #[cfg_attr(not(windows), allow(dead_code))]
+    Busy,
+}
+
+/// What a platform supplies to the host lease where one is (`unix`, `windows`): only the mechanisms, over which the
+/// portable layer (`host`) writes the slot logic once: a slot's claims, then its file and lock ([`Backend::attempt`]),
+/// and a held slot's file found again before each write ([`SlotFile::locate`]).
+pub trait Os: Sized + Send + Sync + 'static {
+    /// A slot's claim, held for as long as the value lives (see the backend's guarantees above).
+    type Claim: std::any::Any + Send + Sync;
+    /// A file's or directory's identity: what a path must still lead to for a holder to go on.
+    type Id: Copy + PartialEq + Send + Sync + 'static;
+    /// A slot file's name, as the platform opens it (relative to the open directory on Unix).
+    type Name: Send + Sync + 'static;
+
+    /// Where a slot's claims reach, as words that follow "another process" ("in this network namespace"), or none.
+    const CLAIMS_REACH: &'static str;
+
+    /// The lease directory at `path` (absolute), made when missing and checked safe, opened and held: the open
+    /// directory and its identity. Anything else is `ERR_SNOWID_LEASE_DIR`.
+    fn open_dir(path: &Path, sharing: Sharing) -> Result<(std::sync::Arc<std::fs::File>, Self::Id)>;
+
+    /// The name of the slot file `file` in the directory at `dir`.
+    fn name(dir: &Path, file: &str) -> Result<Self::Name>;
+
+    /// Takes the claim `name`: `Ok(None)` when another holds it.
+    fn claim(name: &str) -> std::io::Result<Option<Self::Claim>>;
+
+    /// The name of a slot's claim by its directory's identity (so that two spellings of one directory are one slot).
+    fn dir_claim_name(dir: Self::Id, datacenter_id: u32, worker_id: u32) -> String;
+
+    /// The identity of an open file.
+    fn id_of(file: &std::fs::File) -> std::io::Result<Self::Id>;
+
+    /// The identity of what `name` in `dir` is now, not following a link: `None` when there is nothing.
+    fn id_at(dir: &std::fs::File, name: &Self::Name) -> std::io::Result<Option<Self::Id>>;
+
+    /// The identity of what the path `path` leads to now, not following a last link: `None` when it cannot be read.
+    fn id_at_path(path: &Path) -> Option<Self::Id>;
+
+    /// Opens the slot file `name` (at `path`) in `dir` (at `dir_path`) to take it, made when missing: read and write
+    /// when this user may, else read only to see its lock. Only a regular file of at most two records is accepted;
+    /// anything else is `ERR_SNOWID_LEASE_CORRUPT`.
+    fn open_slot(dir: &std::fs::File, dir_path: &Path, name: &Self::Name, path: &Path) -> Result<Opened>;
+
+    /// Opens the slot file `name` in `dir` read and write, made when missing, never through a link.
+    fn open_rw(dir: &std::fs::File, name: &Self::Name) -> std::io::Result<std::fs::File>;
+
+    /// Refuses anything but a regular file of at most two records (`ERR_SNOWID_LEASE_CORRUPT`).
+    fn check_slot_file(m: &std::fs::Metadata, path: &Path) -> Result<()>;
+
+    /// Who the file is of (as "the user with uid 1001"), when it is not this user's to take: another user's, or
+    /// opened read only (`writable` false).
+    fn foreign(m: &std::fs::Metadata, writable: bool) -> Option<String>;
+
+    /// Takes the file's lock without waiting: `false` when another open file holds it.
+    fn try_lock(file: &std::fs::File) -> std::io::Result<bool>;
+
+    /// Whether the open file is still in some directory.
+    fn is_linked(file: &std::fs::File) -> bool;
+
+    /// The pid the record of the slot file `name` (at `path`) in `dir` names, when it is a regular file with one.
+    fn holder(dir: &std::fs::File, name: &Self::Name, path: &Path) -> Option<u32>;
+
+    /// The (datacenterId, workerId, pid) of every slot of `datacenters` held by a live process in the directory,
+    /// sorted (see [`Backend::recorded`]).
+    fn recorded(dir: &super::host::Dir<Self>, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>>;
+}

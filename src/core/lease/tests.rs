@@ -7,8 +7,9 @@ use std::sync::Arc;
 use super::backend::{Attempt, Holder, Sharing};
 use super::record::{read_file, Record, MAX_MARKS};
 use super::slots::MAX_HELD;
-use super::space::Space;
+use super::space::{space_name, Space};
 use super::LeaseDir;
+use crate::core::config::options::MAX_NAMESPACE_CHARS;
 use crate::core::error::{quote_path, Code};
 use crate::core::fence::Fence;
 use crate::core::layout::{Layout, Widths, DEFAULT_EPOCH};
@@ -27,6 +28,12 @@ pub(super) fn default_layout() -> Layout {
 
 pub(super) fn private(t: &TempDir) -> LeaseDir {
     LeaseDir::open(&t.0, Sharing::Private, space(t)).unwrap()
+}
+
+/// The longest name of an id-space claim: the longest lease namespace, and the largest ids.
+pub(super) fn longest_space_name() -> String {
+    let space = Space::new(&default_layout(), Some(&"n".repeat(MAX_NAMESPACE_CHARS)));
+    space_name(space, u32::MAX, u32::MAX)
 }
 
 pub(super) const ANY: &dyn Fn(&Record) -> bool = &|_| true;
@@ -182,6 +189,24 @@ fn writer_and_reader_agree_for_every_clock_back_width() {
             assert_eq!(read_file(&bytes, lease.path()).unwrap().unwrap().marks.len(), MAX_MARKS);
         }
     }
+}
+
+#[test]
+fn only_a_slot_a_live_process_holds_is_listed() {
+    let t = TempDir::new("recorded");
+    let dir = private(&t);
+    let me = std::process::id();
+    dir.acquire(2, 0, "workerId", "").unwrap();
+    // A record naming this process on a slot it does not hold (a stale file, or a forged one).
+    let forged = Record { seq: 1, pid: me, marks: vec![] }.encode().unwrap();
+    std::fs::write(dir.slot_path(2, 1), &forged).unwrap();
+    assert_eq!(dir.recorded(2..=2).unwrap(), vec![(2, 0, me)]);
+    // Over several datacenter ids at once, in order; a file whose name spells the numbers otherwise is no slot's.
+    dir.acquire(0, 3, "workerId", "").unwrap();
+    dir.acquire(3, 1, "workerId", "").unwrap();
+    std::fs::write(t.join("dc3-worker01.lease"), &forged).unwrap();
+    assert_eq!(dir.recorded(0..=3).unwrap(), vec![(0, 3, me), (2, 0, me), (3, 1, me)]);
+    assert_eq!(dir.recorded(1..=2).unwrap(), vec![(2, 0, me)]);
 }
 
 /// The child half of [`one_id_space_is_one_set_of_slots_whatever_the_directory`]: with `LEASE_TEST_HOLDER` set
