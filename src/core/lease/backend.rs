@@ -26,9 +26,53 @@
 use std::ops::RangeInclusive;
 use std::path::Path;
 
-use super::super::error::{Error, Result};
+use super::super::error::{Class, Code, Error, Result};
 use super::record::Record;
 use super::space::Space;
+
+/// The limit of the OS that `e` says was reached, in words that say how to raise it: `None` for any other error.
+pub fn limit_of(e: &std::io::Error) -> Option<&'static str> {
+    const OPEN_FILES: &str = "the process's limit of open files (RLIMIT_NOFILE: raise it with `ulimit -n` or \
+                              systemd's LimitNOFILE=, or open fewer files)";
+    #[cfg_attr(windows, allow(dead_code))]
+    const SYSTEM_FILES: &str = "the system's limit of open files (fs.file-max: close files, or raise it)";
+    const MEMORY: &str = "the memory the kernel gives sockets, handles and files (free some, or raise the limit)";
+    #[cfg(unix)]
+    return match e.raw_os_error()? {
+        libc::EMFILE => Some(OPEN_FILES),
+        libc::ENFILE => Some(SYSTEM_FILES),
+        libc::ENOMEM | libc::ENOBUFS => Some(MEMORY),
+        _ => None,
+    };
+    // ERROR_TOO_MANY_OPEN_FILES, ERROR_NOT_ENOUGH_MEMORY, ERROR_OUTOFMEMORY, ERROR_NO_SYSTEM_RESOURCES,
+    // ERROR_NONPAGED_SYSTEM_RESOURCES, ERROR_PAGED_SYSTEM_RESOURCES, ERROR_COMMITMENT_LIMIT.
+    #[cfg(windows)]
+    return match e.raw_os_error()? {
+        4 => Some(OPEN_FILES),
+        8 | 14 | 1450..=1453 | 1455 => Some(MEMORY),
+        _ => None,
+    };
+    #[cfg(not(any(unix, windows)))]
+    {
+        let _ = (e, OPEN_FILES, SYSTEM_FILES, MEMORY);
+        None
+    }
+}
+
+/// `ERR_SNOWID_CLAIM_REFUSED`: the OS refused `what` ("the claim of datacenterId 0 workerId 3 by this copy of
+/// snowid") with `e`, so the identity cannot be proved this process's (or this copy's) alone, and is refused. Names
+/// the limit reached, when it is one.
+pub fn refused(what: &str, e: &std::io::Error) -> Error {
+    let why = limit_of(e).map_or_else(|| format!("an error ({e})"), |limit| format!("{limit} ({e})"));
+    Error::new(
+        Code::ClaimRefused,
+        Class::Error,
+        format!(
+            "{what}: expected the OS to grant it, so that the identity is proved this process's alone, found it \
+             refused by {why}; no id is issued under an identity not proved"
+        ),
+    )
+}
 
 /// How a lease directory is shared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

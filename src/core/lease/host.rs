@@ -8,8 +8,8 @@ use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::super::error::{quote_path, Result};
-use super::backend::{Attempt, Backend, Holder, Opened, Os, Sharing, SlotFile, Taken, Trouble};
+use super::super::error::{quote_path, Code, Result};
+use super::backend::{limit_of, Attempt, Backend, Holder, Opened, Os, Sharing, SlotFile, Taken, Trouble};
 use super::files::{dir_error, failed, read_records, record_pid, write_record};
 use super::record::{read_file, Record};
 use super::space::{path_name, slot_name, space_claim, Space};
@@ -138,8 +138,11 @@ pub struct HostFile<O: Os> {
 impl<O: Os> SlotFile for HostFile<O> {
     fn locate(&mut self, now: u64) -> std::result::Result<(), Trouble> {
         let lost = |holder: Option<u32>, why: &str| Trouble::Lost { holder, why: why.to_string() };
-        let dir = Dir::<O>::open(&self.dir_path, self.sharing, self.space)
-            .map_err(|e| lost(None, &format!("its directory cannot be used: {}", e.message())))?;
+        let dir = Dir::<O>::open(&self.dir_path, self.sharing, self.space).map_err(|e| match e.code() {
+            // A limit of the OS reached decides nothing about the directory.
+            Code::ClaimRefused => Trouble::Failed(e),
+            _ => lost(None, &format!("its directory cannot be used: {}", e.message())),
+        })?;
         let there = O::id_at(&dir.dir, &self.name).map_err(|e| failed(&self.path, "checking", &e))?;
         let mine = O::id_of(&self.file).map_err(|e| failed(&self.path, "checking", &e))?;
         if there == Some(mine) {
@@ -167,8 +170,11 @@ impl<O: Os> SlotFile for HostFile<O> {
                 Err(e) => return Err(failed(&self.path, "claiming", &e)),
             }
         }
-        let file = O::open_rw(&dir.dir, &self.name)
-            .map_err(|e| lost(holder(), &format!("another file is there that it cannot open ({e})")))?;
+        let file = O::open_rw(&dir.dir, &self.name).map_err(|e| match limit_of(&e) {
+            // A limit of the OS reached decides nothing about the file there.
+            Some(_) => failed(&self.path, "opening", &e),
+            None => lost(holder(), &format!("another file is there that it cannot open ({e})")),
+        })?;
         let m = file.metadata().map_err(|e| failed(&self.path, "checking", &e))?;
         O::check_slot_file(&m, &self.path).map_err(|_| lost(None, "another file is there that is not a lease file"))?;
         if O::foreign(&m, true).is_some() {

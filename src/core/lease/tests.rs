@@ -281,3 +281,22 @@ fn a_process_holds_a_bounded_number_of_slots() {
 pub(super) fn marks_at(path: &Path) -> Vec<(u32, u64)> {
     read_file(&std::fs::read(path).unwrap(), path).unwrap().unwrap().marks
 }
+
+#[test]
+fn a_limit_of_the_os_refuses_the_identity_and_names_the_limit() {
+    use super::backend::{limit_of, refused};
+    #[cfg(unix)]
+    let (files, memory, other) = (libc::EMFILE, libc::ENOMEM, libc::EACCES);
+    #[cfg(windows)]
+    let (files, memory, other) = (4, 8, 5);
+    let e = refused("the claim", &std::io::Error::from_raw_os_error(files));
+    assert_eq!(e.code(), Code::ClaimRefused);
+    assert!(e.message().starts_with("the claim: expected the OS to grant it"), "{e}");
+    assert!(e.message().contains("the process's limit of open files (RLIMIT_NOFILE: raise it with `ulimit -n`"), "{e}");
+    assert!(e.message().ends_with("no id is issued under an identity not proved"), "{e}");
+    assert!(limit_of(&std::io::Error::from_raw_os_error(memory)).is_some_and(|l| l.contains("memory")));
+    // Any other error is no limit: the lease reports it as what it is (and the copies' claim refuses it too).
+    assert_eq!(limit_of(&std::io::Error::from_raw_os_error(other)), None);
+    let e = refused("the claim", &std::io::Error::from_raw_os_error(other));
+    assert!(e.message().contains("found it refused by an error ("), "{e}");
+}
