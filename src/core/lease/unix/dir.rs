@@ -61,6 +61,21 @@ pub(super) fn open(path: &Path, sharing: Sharing) -> Result<(Arc<File>, (u64, u6
             ),
         ));
     }
+    // The default directory, shared by every user, is made by the first snowid process after boot: one made first by
+    // another user (any user may make it in /dev/shm or /tmp) is that user's to empty or replace.
+    if sharing == Sharing::Shared && m.uid() != 0 && m.uid() != me {
+        return Err(dir_problem(
+            path,
+            &format!(
+                "that it belongs to {}, neither root nor this process's user (uid {me}), while it is the default \
+                 directory that every user shares: another user made it first, and could remove or replace this \
+                 process's slot files. Have root remove it, or make it before any user does (systemd-tmpfiles: \
+                 `d {} 1777 root root -`), or use a directory of this user's",
+                user_name(m.uid()),
+                path.display()
+            ),
+        ));
+    }
     if m.uid() != me && !sticky {
         return Err(dir_problem(
             path,
@@ -79,4 +94,19 @@ pub(super) fn open(path: &Path, sharing: Sharing) -> Result<(Arc<File>, (u64, u6
     // SAFETY: `dir` is an open directory; flock has no other preconditions.
     unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
     Ok((Arc::new(dir), identity(&m)))
+}
+
+/// The user `uid`, as "uid 1001 (alice)", or "uid 1001" where the user database has no name for it.
+fn user_name(uid: u32) -> String {
+    let mut pwd = std::mem::MaybeUninit::<libc::passwd>::uninit();
+    let mut buf = vec![0 as libc::c_char; 4096];
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call, and `buf` is as long as its length says.
+    let rc = unsafe { libc::getpwuid_r(uid, pwd.as_mut_ptr(), buf.as_mut_ptr(), buf.len(), &mut found) };
+    if rc != 0 || found.is_null() {
+        return format!("uid {uid}");
+    }
+    // SAFETY: getpwuid_r found an entry: `pwd` is filled, and its name points into `buf`, NUL-terminated.
+    let name = unsafe { std::ffi::CStr::from_ptr(pwd.assume_init_ref().pw_name) };
+    format!("uid {uid} ({})", name.to_string_lossy())
 }

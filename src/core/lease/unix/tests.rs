@@ -258,3 +258,27 @@ fn a_held_slot_is_listed_while_other_locks_come_and_go() {
     }
     assert_eq!(missed, 0, "a held slot was left out of {missed} of 2000 listings");
 }
+
+#[test]
+fn the_default_directory_is_used_only_when_root_or_this_user_owns_it() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return; // Making a directory another user owns needs root.
+    }
+    let t = TempDir::new("owner");
+    std::fs::create_dir_all(&t.0).unwrap();
+    let path = t.join("snowid");
+    std::fs::create_dir(&path).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+    // Made first by another user: refused as the default directory, naming the owner and the way out.
+    let e = LeaseDir::open(&path, Sharing::Shared, space(&t)).map(|_| ()).unwrap_err();
+    assert_eq!(e.code(), Code::LeaseDir);
+    assert!(e.message().contains("found that it belongs to uid 65534"), "{e}");
+    assert!(e.message().contains("neither root nor this process's user (uid 0)"), "{e}");
+    assert!(e.message().contains(&format!("Have root remove it, or make it before any user does (systemd-tmpfiles: `d {} 1777 root root -`), or use a directory of this user's. Set SNOWID_LEASE_DIR to another", path.display())), "{e}");
+    assert_eq!(std::fs::read_dir(&path).unwrap().count(), 0, "nothing made in it");
+    // Root's: used.
+    std::os::unix::fs::chown(&path, Some(0), Some(0)).unwrap();
+    assert!(LeaseDir::open(&path, Sharing::Shared, space(&t)).is_ok());
+}
