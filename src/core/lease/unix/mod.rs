@@ -35,19 +35,30 @@ pub struct Unix;
 /// An open lease directory on Unix.
 pub type UnixDir = HostDir<Unix>;
 
-fn open_error(dir: &Path, path: &Path, e: &std::io::Error) -> Error {
-    match e.raw_os_error() {
-        Some(libc::ELOOP) => Error::new(
-            Code::LeaseCorrupt,
-            Class::Error,
-            format!(
-                "lease file {}: expected a regular file, found a symbolic link (snowid does not follow links); it \
-                 is left as found",
-                quote_path(path)
-            ),
-        ),
-        _ => dir_error(dir, &format!("opening {}", quote_path(path)), e),
-    }
+/// What an entry that could not be opened as a slot file is, when it is an entry of its own in the directory that
+/// the automatic lease can skip (`ERR_SNOWID_LEASE_CORRUPT`, left as found); else `ERR_SNOWID_LEASE_DIR` (or
+/// `ERR_SNOWID_CLAIM_REFUSED` for a limit of the OS), which stops the lease.
+fn open_error(dir: &File, dir_path: &Path, name: &CString, path: &Path, e: &std::io::Error) -> Error {
+    let found = match e.raw_os_error() {
+        Some(libc::ELOOP) => "a symbolic link (snowid does not follow links)".to_string(),
+        Some(libc::EISDIR) => "a directory".to_string(),
+        // open(2) of a Unix socket.
+        Some(libc::ENXIO | libc::EOPNOTSUPP) => "a socket".to_string(),
+        // A file this user may not read: planted by another user with mode 000, say. Only when the entry is there
+        // to be seen (so the directory itself is searchable): else it is the directory's error.
+        Some(libc::EACCES) => match std::fs::symlink_metadata(path) {
+            Ok(m) if identity_at(dir, name).is_ok() => {
+                format!("a file this user may not read (mode {:o}, uid {})", m.mode() & 0o7777, m.uid())
+            }
+            _ => return dir_error(dir_path, &format!("opening {}", quote_path(path)), e),
+        },
+        _ => return dir_error(dir_path, &format!("opening {}", quote_path(path)), e),
+    };
+    Error::new(
+        Code::LeaseCorrupt,
+        Class::Error,
+        format!("lease file {}: expected a regular file, found {found}; it is left as found", quote_path(path)),
+    )
 }
 
 impl Os for Unix {
@@ -94,10 +105,10 @@ impl Os for Unix {
         let opened = match open_at(dir, name, libc::O_RDWR | libc::O_CREAT) {
             Ok(f) => Opened::Writable(f),
             // Another user's file: it is read to honour its lock and marks.
-            Err(e) if e.kind() == ErrorKind::PermissionDenied => {
-                Opened::ReadOnly(open_at(dir, name, libc::O_RDONLY).map_err(|e| open_error(dir_path, path, &e))?)
-            }
-            Err(e) => return Err(open_error(dir_path, path, &e)),
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => Opened::ReadOnly(
+                open_at(dir, name, libc::O_RDONLY).map_err(|e| open_error(dir, dir_path, name, path, &e))?,
+            ),
+            Err(e) => return Err(open_error(dir, dir_path, name, path, &e)),
         };
         let (Opened::Writable(file) | Opened::ReadOnly(file)) = &opened else { return Ok(opened) };
         let m = file.metadata().map_err(|e| dir_error(dir_path, &format!("reading {}", quote_path(path)), &e))?;

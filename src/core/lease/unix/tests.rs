@@ -3,7 +3,7 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::sync::{Arc, Weak};
 
@@ -281,4 +281,30 @@ fn the_default_directory_is_used_only_when_root_or_this_user_owns_it() {
     // Root's: used.
     std::os::unix::fs::chown(&path, Some(0), Some(0)).unwrap();
     assert!(LeaseDir::open(&path, Sharing::Shared, space(&t)).is_ok());
+}
+
+#[test]
+fn entries_planted_in_slots_places_are_skipped_by_the_automatic_lease_and_refused_when_configured() {
+    let t = TempDir::new("planted");
+    let dir = private(&t);
+    std::fs::create_dir(dir.slot_path(0, 0)).unwrap();
+    let _socket = std::os::unix::net::UnixListener::bind(dir.slot_path(0, 1)).unwrap();
+    let fifo = CString::new(dir.slot_path(0, 2).as_os_str().as_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    std::os::unix::fs::symlink(t.join("elsewhere"), dir.slot_path(0, 3)).unwrap();
+    let planted = [(0, "a directory"), (1, "a socket"), (2, "a FIFO"), (3, "a symbolic link")];
+    for (worker, found) in planted {
+        let e = dir.acquire(0, worker, "workerId", "").map(|_| ()).unwrap_err();
+        assert_eq!(e.code(), Code::LeaseCorrupt, "{e}");
+        assert!(e.message().contains(&format!("expected a regular file, found {found}")), "{e}");
+        assert!(e.message().ends_with("it is left as found"), "{e}");
+    }
+    // The automatic lease takes the next slot, and leaves each entry as found.
+    assert_eq!(dir.acquire_auto(0..=0, 8, super::super::tests::ANY).unwrap().worker_id(), 4);
+    assert!(std::fs::symlink_metadata(dir.slot_path(0, 0)).unwrap().is_dir());
+    assert!(std::fs::symlink_metadata(dir.slot_path(0, 1)).unwrap().file_type().is_socket());
+    assert!(std::fs::symlink_metadata(dir.slot_path(0, 2)).unwrap().file_type().is_fifo());
+    assert!(std::fs::symlink_metadata(dir.slot_path(0, 3)).unwrap().file_type().is_symlink());
+    assert!(!t.join("elsewhere").exists(), "nothing made through the link");
 }
