@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::super::super::error::{quote_path, Result};
-use super::super::backend::Opened;
+use super::super::backend::{Opened, Sharing};
 use super::super::files::{check_size, dir_error, dir_problem, not_regular, record_pid};
 use super::super::record::RECORD_SIZE;
 use super::claim::check_global;
@@ -20,8 +20,9 @@ pub(super) const LOCK_BYTE: u64 = 2 * RECORD_SIZE as u64;
 
 /// The lease directory at `path` (absolute), made when missing: the directory held open, and its identity. Its access
 /// rights are what the folder it is made in passes on (the default one, in ProgramData, lets every user make files in
-/// it that only their owner may change); they are not checked.
-pub(super) fn open(path: &Path) -> Result<(Arc<File>, FileId)> {
+/// it that only their owner may change); they are not checked. The default directory (`sharing` is
+/// [`Sharing::Shared`]) must belong to this process's user, SYSTEM or the administrators.
+pub(super) fn open(path: &Path, sharing: Sharing) -> Result<(Arc<File>, FileId)> {
     check_global(path)?;
     if let Err(e) = std::fs::create_dir_all(path) {
         return Err(dir_error(path, "making it", &e));
@@ -33,6 +34,9 @@ pub(super) fn open(path: &Path) -> Result<(Arc<File>, FileId)> {
     }
     if m.file_attributes() & FILE_ATTRIBUTE_DIRECTORY == 0 {
         return Err(dir_problem(path, "something that is not a directory"));
+    }
+    if sharing == Sharing::Shared {
+        check_owner(&dir, path)?;
     }
     let id = sys::file_id(&dir).map_err(|e| dir_error(path, "reading its identity", &e))?;
     Ok((Arc::new(dir), id))
@@ -78,4 +82,61 @@ pub(super) fn open_slot(dir: &Path, path: &Path) -> Result<Opened> {
     let m = file.metadata().map_err(|e| dir_error(dir, &format!("reading {}", quote_path(path)), &e))?;
     check_slot_file(&m, path)?;
     Ok(opened)
+}
+
+/// Refuses the default directory, shared by every user, unless this process's user, SYSTEM or the administrators own
+/// it: a folder another user made first in ProgramData is that user's, who may delete the files in it.
+fn check_owner(dir: &File, path: &Path) -> Result<()> {
+    let owner = sys::owner(dir).map_err(|e| dir_error(path, "reading its owner", &e))?;
+    if owner.trusted {
+        return Ok(());
+    }
+    Err(not_trusted(path, &owner.sid))
+}
+
+fn not_trusted(path: &Path, sid: &str) -> super::super::super::error::Error {
+    dir_problem(
+        path,
+        &format!(
+            "that it belongs to {sid}, neither this process's user, SYSTEM nor the administrators, while it is the \
+             default directory that every user shares: another user made it first, and could delete this process's \
+             slot files once it exits. Have an administrator remove it, or make it before any user does, or use a \
+             directory of this user's"
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_directory_is_trusted_when_this_user_owns_it_and_refused_otherwise() {
+        let t = crate::core::testing::TempDir::new("owner");
+        let path = t.join("snowid");
+        let (dir, _) = open(&path, Sharing::Shared).unwrap();
+        let owner = sys::owner(&dir).unwrap();
+        assert!(owner.trusted && owner.sid.starts_with("S-1-"), "{}", owner.sid);
+        drop(dir);
+        // Given to another owner (where this process may give it away): refused as the default directory.
+        let given = sys::give_to_everyone(&path).and_then(|()| sys::owner(&sys::open_reader(&path)?));
+        match given {
+            // Wine reports success and keeps the owner it had.
+            Ok(owner) if owner.sid != "S-1-1-0" => println!("the owner stayed {}: that part did not run", owner.sid),
+            Ok(_) => {
+                let e = open(&path, Sharing::Shared).map(|_| ()).unwrap_err();
+                assert_eq!(e.code(), crate::core::error::Code::LeaseDir);
+                assert!(e.message().contains("found that it belongs to S-1-1-0, neither this process's user"), "{e}");
+                assert!(open(&path, Sharing::Private).is_ok(), "as a directory of its own, its rights are its owner's");
+            }
+            Err(e) => println!("the owner could not be changed here ({e}): that part did not run"),
+        }
+        let e = not_trusted(&path, "S-1-5-21-1-2-3-1001");
+        assert_eq!(e.code(), crate::core::error::Code::LeaseDir);
+        assert!(
+            e.message().contains("found that it belongs to S-1-5-21-1-2-3-1001, neither this process's user"),
+            "{e}"
+        );
+        assert!(e.message().contains("Set SNOWID_LEASE_DIR to another"), "{e}");
+    }
 }

@@ -48,10 +48,10 @@ impl Os for Windows {
 
     const CLAIMS_REACH: &'static str = "";
 
-    /// Every user's files in the default directory, as in any other, have the access rights the folder passes on
-    /// (`Sharing` changes nothing on Windows).
-    fn open_dir(path: &Path, _sharing: Sharing) -> Result<(Arc<File>, FileId)> {
-        dir::open(path)
+    /// Every user's files in the default directory, as in any other, have the access rights the folder passes on;
+    /// the default directory must also belong to this user, SYSTEM or the administrators.
+    fn open_dir(path: &Path, sharing: Sharing) -> Result<(Arc<File>, FileId)> {
+        dir::open(path, sharing)
     }
 
     fn name(dir: &Path, file: &str) -> Result<PathBuf> {
