@@ -114,16 +114,17 @@ const LOCKFILE_EXCLUSIVE_LOCK: u32 = 2;
 const SYNCHRONIZE: u32 = 0x0010_0000;
 const FILE_STANDARD_INFO_CLASS: i32 = 1;
 const FILE_ID_INFO_CLASS: i32 = 18;
-/// FOLDERID_ProgramData, {62AB5D82-FDC1-4DC3-A9DD-070D1D495D97}.
-const FOLDERID_PROGRAM_DATA: GUID =
-    GUID { data1: 0x62AB_5D82, data2: 0xFDC1, data3: 0x4DC3, data4: [0xA9, 0xDD, 0x07, 0x0D, 0x1D, 0x49, 0x5D, 0x97] };
-
+/// GetSecurityInfo's object type and information class, and the token's.
 const SE_FILE_OBJECT: i32 = 1;
 const OWNER_SECURITY_INFORMATION: u32 = 1;
 const TOKEN_QUERY: u32 = 8;
 const TOKEN_USER_CLASS: i32 = 1;
-const WIN_LOCAL_SYSTEM_SID: i32 = 22;
-const WIN_BUILTIN_ADMINISTRATORS_SID: i32 = 26;
+/// The owners trusted as Unix's root is, as well-known SID kinds: SYSTEM (WinLocalSystemSid) and the Administrators
+/// group (WinBuiltinAdministratorsSid).
+const MACHINE_SIDS: [i32; 2] = [22, 26];
+/// FOLDERID_ProgramData, {62AB5D82-FDC1-4DC3-A9DD-070D1D495D97}.
+const FOLDERID_PROGRAM_DATA: GUID =
+    GUID { data1: 0x62AB_5D82, data2: 0xFDC1, data3: 0x4DC3, data4: [0xA9, 0xDD, 0x07, 0x0D, 0x1D, 0x49, 0x5D, 0x97] };
 
 /// `text` as a NUL-terminated UTF-16 string.
 fn wide(text: &str) -> Vec<u16> {
@@ -350,9 +351,7 @@ pub fn owner(file: &File) -> std::io::Result<Owner> {
         return Err(std::io::Error::other("the directory's security descriptor names no owner"));
     }
     // SAFETY: `owner` is a valid SID for as long as the descriptor lives.
-    let machine = unsafe {
-        IsWellKnownSid(owner, WIN_LOCAL_SYSTEM_SID) != 0 || IsWellKnownSid(owner, WIN_BUILTIN_ADMINISTRATORS_SID) != 0
-    };
+    let machine = MACHINE_SIDS.iter().any(|&kind| unsafe { IsWellKnownSid(owner, kind) } != 0);
     let trusted = machine || is_this_user(owner)?;
     Ok(Owner { trusted, sid: sid_text(owner) })
 }
