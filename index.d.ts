@@ -211,6 +211,7 @@ export declare const OnClockBack: {
 /** Every `code` that an error thrown or emitted by snowid (the entry, its subpaths and the CLI) can carry. */
 export type SnowidErrorCode =
   | 'ERR_SNOWID_ALREADY_CONFIGURED'
+  | 'ERR_SNOWID_CLAIM_REFUSED'
   | 'ERR_SNOWID_CLOCK_BACKWARDS'
   | 'ERR_SNOWID_ETCD_UNAVAILABLE'
   | 'ERR_SNOWID_IDENTITY_REQUIRED'

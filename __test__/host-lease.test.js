@@ -190,6 +190,60 @@ test('special files and links never hang, never get followed, and are left as fo
   assert.equal(fs.statSync(path.join(dir, 'dc0-worker0.lease')).isFIFO(), true)
 })
 
+test("a directory, a socket or a file another user made unreadable in a slot's place: skipped by the automatic lease, refused for a configured worker id", {
+  skip: UNIX_FILES.skip || (!isRoot && 'needs root to run as another user'),
+}, () => {
+  const user = 'snowidtest'
+  if (spawnSync('id', [user]).status !== 0) {
+    const r = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', user])
+    assert.equal(r.status, 0, String(r.stderr))
+  }
+  const id = flag => Number(spawnSync('id', [flag, user], { encoding: 'utf8' }).stdout)
+  // A directory every user shares (sticky), where root planted an entry in each of the first three slots' places.
+  const dir = freshLeaseDir()
+  fs.chmodSync(dir, 0o1777)
+  fs.mkdirSync(path.join(dir, 'dc0-worker0.lease'))
+  const socket = spawnSync('python3', [
+    '-c',
+    'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])',
+    path.join(dir, 'dc0-worker1.lease'),
+  ])
+  assert.equal(socket.status, 0, String(socket.stderr))
+  fs.writeFileSync(path.join(dir, 'dc0-worker2.lease'), '', { mode: 0o000 })
+  fs.chmodSync(path.join(dir, 'dc0-worker2.lease'), 0o000)
+  const asUser = env => {
+    const code = `const snowid = require('.')
+      try { console.log(JSON.stringify({ decoded: snowid.decode(snowid.nextId()) })) }
+      catch (e) { console.log(JSON.stringify({ error: { code: e.code, message: e.message } })) }`
+    const r = spawnSync(process.execPath, ['-e', code], {
+      cwd: ROOT,
+      env: cleanEnv({ SNOWID_LEASE_DIR: dir, ...env }),
+      uid: id('-u'),
+      gid: id('-g'),
+      encoding: 'utf8',
+      timeout: 60_000,
+    })
+    assert.equal(r.status, 0, r.stderr)
+    return JSON.parse(r.stdout)
+  }
+  const refused = [
+    ['0', /expected a regular file, found a directory; it is left as found/],
+    ['1', /expected a regular file, found a socket; it is left as found/],
+    ['2', /expected a regular file, found a file this user may not read \(mode 0, uid 0\); it is left as found/],
+  ]
+  for (const [worker, message] of refused) {
+    const out = asUser({ SNOWID_WORKER_ID: worker })
+    assert.equal(out.error?.code, 'ERR_SNOWID_LEASE_CORRUPT', `worker ${worker}: ${JSON.stringify(out)}`)
+    assert.match(out.error.message, message)
+  }
+  // The automatic lease takes the next slot: one entry is no denial of service of the host.
+  const auto = asUser({})
+  assert.equal(auto.decoded?.workerId, 3, JSON.stringify(auto))
+  assert.ok(fs.statSync(path.join(dir, 'dc0-worker0.lease')).isDirectory())
+  assert.ok(fs.statSync(path.join(dir, 'dc0-worker1.lease')).isSocket())
+  assert.equal(fs.statSync(path.join(dir, 'dc0-worker2.lease')).mode & 0o777, 0)
+})
+
 test(
   'a lease directory that is a link, or that others may write to without the sticky bit, is refused',
   UNIX_FILES,

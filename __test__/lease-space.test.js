@@ -127,6 +127,10 @@ test(
       for (const user of USERS) spawnSync('userdel', [user])
     })
     const shm = fakeShm()
+    // Root makes the default directory, as a tmpfiles.d line does at boot: one another user made first is that user's
+    // alone (lease-takeover.test.js), so users share it only when root made it.
+    fs.mkdirSync(path.join(shm, 'snowid'))
+    fs.chmodSync(path.join(shm, 'snowid'), 0o1777)
     const tmps = freshLeaseDir()
     fs.chmodSync(tmps, 0o755)
     const sides = USERS.map(user => {

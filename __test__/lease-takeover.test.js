@@ -47,8 +47,22 @@ function writer(env, { user, shm } = {}) {
   const as = user && !shm ? { uid: uidOf(user), gid: uidOf(user, '-g') } : {}
   if (user) fs.chmodSync(outputs, 0o777)
   const [cmd, args] = shm ? withShm(shm, [process.execPath, WRITER, file], user) : [process.execPath, [WRITER, file]]
-  return leaseWriter(cmd, args, { ...as, env: cleanEnv({ ...LAYOUT, ...env }) }, file)
+  const run = leaseWriter(cmd, args, { ...as, env: cleanEnv({ ...LAYOUT, ...env }) }, file)
+  running.add(run)
+  const stop = run.stop
+  run.stop = () => {
+    running.delete(run)
+    return stop()
+  }
+  return run
 }
+
+// The writers a test started and did not stop (it failed first): stopped after it, whatever happened, so that none
+// goes on holding its slot.
+const running = new Set()
+test.afterEach(async () => {
+  for (const run of running) await run.stop().catch(() => {})
+})
 
 function uidOf(user, flag = '-u') {
   return Number(spawnSync('id', [flag, user], { encoding: 'utf8' }).stdout)
@@ -172,29 +186,38 @@ test('a deploy switches a parent link of the lease directory: the same SNOWID_LE
   )
 })
 
-test('another user renames the shared default directory and makes a fresh one: 0 duplicates', {
-  skip: WASI || (!isRoot && 'needs root to add a user'),
+test('another user makes the shared default directory first: only its own processes use it, others refuse it', {
+  skip: WASI || (!isRoot && 'needs root to add a user and mount'),
 }, async () => {
   const user = 'snowidtest'
   if (spawnSync('id', [user]).status !== 0) {
     sh('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', user])
   }
-  // `tmp` stands for /dev/shm (sticky, writable by all): the default lease directory is snowid/ in it, and the other
-  // user made it. The processes share a namespace of their own, so that the host's other processes do not count.
+  // `tmp` stands for /dev/shm (sticky, writable by all), bind-mounted over it in each process's own mount namespace:
+  // the default lease directory is snowid/ in it, and the other user made it, as any user can after a boot. The
+  // processes share a lease namespace of their own, so that the host's other processes do not count.
   const tmp = freshLeaseDir()
   fs.chmodSync(tmp, 0o1777)
   const shared = path.join(tmp, 'snowid')
-  const asUser = (...args) => sh('runuser', ['-u', user, '--', ...args])
-  asUser('mkdir', '-m', '1777', shared)
-  asUser('chmod', '1777', shared)
-  await directoryChanged({
-    env: { SNOWID_LEASE_DIR: undefined, SNOWID_LEASE_NAMESPACE: leaseNamespace(tmp) },
-    user,
-    shm: tmp,
-    // In one shell, so the fresh directory follows the rename at once (the holder may still make it first).
-    change: () =>
-      asUser('sh', '-c', `mv "$0" "$0.old" && mkdir -p -m 1777 "$0"; chmod 1777 "$0" 2>/dev/null; true`, shared),
-  })
+  sh('runuser', ['-u', user, '--', 'mkdir', '-m', '1777', shared])
+  const env = { SNOWID_LEASE_DIR: undefined, SNOWID_LEASE_NAMESPACE: leaseNamespace(tmp) }
+  // Root, and a user who is neither root nor its maker, refuse it, naming its owner and the way out.
+  for (const as of [undefined, 'nobody']) {
+    const other = writer(env, { user: as, shm: tmp })
+    assert.deepEqual(await other.ready(), { workerId: null, error: 'ERR_SNOWID_LEASE_DIR' }, `as ${as ?? 'root'}`)
+    const { messages } = await other.stop()
+    assert.match(
+      messages.ERR_SNOWID_LEASE_DIR,
+      new RegExp(
+        `belongs to uid ${uidOf(user)} \\(${user}\\), neither root nor this process's user .*another user made it first.*Have root remove it, or make it before any user does.*Set SNOWID_LEASE_DIR to another`,
+      ),
+    )
+  }
+  assert.deepEqual(fs.readdirSync(shared), [], 'no file was made in it')
+  // Its maker's processes use it: it is their own.
+  const own = writer(env, { user, shm: tmp })
+  assert.deepEqual(await own.ready(), { workerId: 0, error: null })
+  assert.deepEqual((await own.stop()).errors, {})
 })
 
 /**

@@ -17,6 +17,7 @@ pub enum Code {
     LeaseDir,
     LeaseCorrupt,
     LeaseLost,
+    ClaimRefused,
     /// Made by the host lease of a platform without one (`lease::none`).
     #[cfg_attr(unix, allow(dead_code))]
     LeaseUnsupported,
@@ -38,6 +39,7 @@ impl Code {
             Code::LeaseDir => "ERR_SNOWID_LEASE_DIR",
             Code::LeaseCorrupt => "ERR_SNOWID_LEASE_CORRUPT",
             Code::LeaseLost => "ERR_SNOWID_LEASE_LOST",
+            Code::ClaimRefused => "ERR_SNOWID_CLAIM_REFUSED",
             Code::LeaseUnsupported => "ERR_SNOWID_LEASE_UNSUPPORTED",
             Code::IdentityRequired => "ERR_SNOWID_IDENTITY_REQUIRED",
             Code::IdSpaceChanged => "ERR_SNOWID_ID_SPACE_CHANGED",

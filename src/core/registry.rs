@@ -17,23 +17,24 @@ use parking_lot::Mutex;
 use super::error::{Class, Code, Error, Result};
 use super::generator::{Shared, SharedState, State};
 use super::layout::Layout;
+use super::lease::backend::refused;
 use super::lease::space::identity_key;
 use super::lease::{CopyClaim, PlatformCopyClaim};
 
 type Identity = (Layout, u32, u32);
 
-/// An identity's state, and this copy's claim of the identity (none past [`MAX_CLAIMS`], or where the OS refused it).
-type Registered = (SharedState, Option<PlatformCopyClaim>);
+/// An identity's state, and this copy's claim of the identity.
+type Registered = (SharedState, PlatformCopyClaim);
 
-/// The most identities a copy claims (one socket or open file each, for the life of the process): past it, states are
-/// made unclaimed, so that generators of many identities cannot use up the process's file descriptors.
+/// The most identities a copy claims (one socket or open file each, for the life of the process): past it, an
+/// identity is refused (`ERR_SNOWID_CLAIM_REFUSED`), so that generators of many identities cannot use up the
+/// process's file descriptors.
 pub const MAX_CLAIMS: usize = 1024;
 
-/// The states of this copy, and how many of their identities it claimed.
+/// The states of this copy, each with its identity's claim.
 #[derive(Default)]
 struct Registry {
     states: HashMap<Identity, Registered>,
-    claims: usize,
 }
 
 fn registry() -> &'static Mutex<Registry> {
@@ -53,13 +54,12 @@ pub fn shared_state(
     make: impl FnOnce() -> Result<State>,
 ) -> Result<SharedState> {
     let mut registry = registry().lock();
-    let Registry { states, claims } = &mut *registry;
-    let state = match states.entry((*layout, datacenter_id, worker_id)) {
+    let held = registry.states.len();
+    let state = match registry.states.entry((*layout, datacenter_id, worker_id)) {
         Entry::Occupied(e) => Arc::clone(&e.get().0),
         Entry::Vacant(e) => {
-            let claim = if *claims < MAX_CLAIMS { claim(layout, datacenter_id, worker_id)? } else { None };
+            let claim = claim(layout, datacenter_id, worker_id, held)?;
             let state = Shared::new(make()?, layout);
-            *claims += usize::from(claim.is_some());
             Arc::clone(&e.insert((state, claim)).0)
         }
     };
@@ -78,13 +78,26 @@ pub fn shared_state(
     Ok(state)
 }
 
-/// This copy's claim of the identity: `ERR_SNOWID_WORKER_ID_IN_USE` when another copy holds it; none when the OS
-/// refuses the means (no socket, no directory of the user's own), which leaves the identity unchecked, as it is
-/// where the platform has no claim (see [`CopyClaim`]).
-fn claim(layout: &Layout, datacenter_id: u32, worker_id: u32) -> Result<Option<PlatformCopyClaim>> {
+/// This copy's claim of the identity, when it claims `held` already: `ERR_SNOWID_WORKER_ID_IN_USE` when another copy
+/// holds it; `ERR_SNOWID_CLAIM_REFUSED` when the OS refuses the means (no descriptor left, no memory, no directory of
+/// the user's own) or this copy claims [`MAX_CLAIMS`] identities already. An identity is never left unchecked.
+fn claim(layout: &Layout, datacenter_id: u32, worker_id: u32, held: usize) -> Result<PlatformCopyClaim> {
+    let what =
+        format!("workerId: the claim of datacenterId {datacenter_id} workerId {worker_id} by this copy of snowid");
+    if held >= MAX_CLAIMS {
+        return Err(Error::new(
+            Code::ClaimRefused,
+            Class::Error,
+            format!(
+                "{what}: expected this copy to claim at most {MAX_CLAIMS} identities (one socket or open file each, \
+                 for the life of the process), found {held} claimed already: generators of that many (layout, epoch, \
+                 datacenterId, workerId) identities in one process. Use fewer"
+            ),
+        ));
+    }
     match PlatformCopyClaim::take(identity_key(layout, datacenter_id, worker_id)) {
-        Ok(Some(claim)) => Ok(Some(claim)),
-        Err(_) => Ok(None),
+        Ok(Some(claim)) => Ok(claim),
+        Err(e) => Err(refused(&what, &e)),
         Ok(None) => Err(Error::new(
             Code::WorkerIdInUse,
             Class::Error,

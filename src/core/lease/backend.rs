@@ -26,9 +26,53 @@
 use std::ops::RangeInclusive;
 use std::path::Path;
 
-use super::super::error::{Error, Result};
+use super::super::error::{Class, Code, Error, Result};
 use super::record::Record;
 use super::space::Space;
+
+/// The limit of the OS that `e` says was reached, in words that say how to raise it: `None` for any other error.
+pub fn limit_of(e: &std::io::Error) -> Option<&'static str> {
+    const OPEN_FILES: &str = "the process's limit of open files (RLIMIT_NOFILE: raise it with `ulimit -n` or \
+                              systemd's LimitNOFILE=, or open fewer files)";
+    #[cfg_attr(windows, allow(dead_code))]
+    const SYSTEM_FILES: &str = "the system's limit of open files (fs.file-max: close files, or raise it)";
+    const MEMORY: &str = "the memory the kernel gives sockets, handles and files (free some, or raise the limit)";
+    #[cfg(unix)]
+    return match e.raw_os_error()? {
+        libc::EMFILE => Some(OPEN_FILES),
+        libc::ENFILE => Some(SYSTEM_FILES),
+        libc::ENOMEM | libc::ENOBUFS => Some(MEMORY),
+        _ => None,
+    };
+    // ERROR_TOO_MANY_OPEN_FILES, ERROR_NOT_ENOUGH_MEMORY, ERROR_OUTOFMEMORY, ERROR_NO_SYSTEM_RESOURCES,
+    // ERROR_NONPAGED_SYSTEM_RESOURCES, ERROR_PAGED_SYSTEM_RESOURCES, ERROR_COMMITMENT_LIMIT.
+    #[cfg(windows)]
+    return match e.raw_os_error()? {
+        4 => Some(OPEN_FILES),
+        8 | 14 | 1450..=1453 | 1455 => Some(MEMORY),
+        _ => None,
+    };
+    #[cfg(not(any(unix, windows)))]
+    {
+        let _ = (e, OPEN_FILES, SYSTEM_FILES, MEMORY);
+        None
+    }
+}
+
+/// `ERR_SNOWID_CLAIM_REFUSED`: the OS refused `what` ("the claim of datacenterId 0 workerId 3 by this copy of
+/// snowid") with `e`, so the identity cannot be proved this process's (or this copy's) alone, and is refused. Names
+/// the limit reached, when it is one.
+pub fn refused(what: &str, e: &std::io::Error) -> Error {
+    let why = limit_of(e).map_or_else(|| format!("an error ({e})"), |limit| format!("{limit} ({e})"));
+    Error::new(
+        Code::ClaimRefused,
+        Class::Error,
+        format!(
+            "{what}: expected the OS to grant it, so that the identity is proved this process's alone, found it \
+             refused by {why}; no id is issued under an identity not proved"
+        ),
+    )
+}
 
 /// How a lease directory is shared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,4 +174,80 @@ pub trait CopyClaim: Sized + Send + Sync + 'static {
     /// Claims `identity` for this copy of snowid while the value lives: `Ok(None)` when another copy in this process
     /// holds it. An error (the OS refused the means) leaves the identity unchecked.
     fn take(identity: u64) -> std::io::Result<Option<Self>>;
+}
+
+/// How a slot file was opened to take it.
+pub enum Opened {
+    /// Read and write: this user's to take, once locked.
+    Writable(std::fs::File),
+    /// Read only (another user's file): its lock and marks are honoured, but it is not this user's to take.
+    ReadOnly(std::fs::File),
+    /// Another program has it open and shares it with no one (Windows).
+    #[cfg_attr(not(windows), allow(dead_code))]
+    Busy,
+}
+
+/// What a platform supplies to the host lease where one is (`unix`, `windows`): only the mechanisms, over which the
+/// portable layer (`host`) writes the slot logic once: a slot's claims, then its file and lock ([`Backend::attempt`]),
+/// and a held slot's file found again before each write ([`SlotFile::locate`]).
+pub trait Os: Sized + Send + Sync + 'static {
+    /// A slot's claim, held for as long as the value lives (see the backend's guarantees above).
+    type Claim: std::any::Any + Send + Sync;
+    /// A file's or directory's identity: what a path must still lead to for a holder to go on.
+    type Id: Copy + PartialEq + Send + Sync + 'static;
+    /// A slot file's name, as the platform opens it (relative to the open directory on Unix).
+    type Name: Send + Sync + 'static;
+
+    /// Where a slot's claims reach, as words that follow "another process" ("in this network namespace"), or none.
+    const CLAIMS_REACH: &'static str;
+
+    /// The lease directory at `path` (absolute), made when missing and checked safe, opened and held: the open
+    /// directory and its identity. Anything else is `ERR_SNOWID_LEASE_DIR`.
+    fn open_dir(path: &Path, sharing: Sharing) -> Result<(std::sync::Arc<std::fs::File>, Self::Id)>;
+
+    /// The name of the slot file `file` in the directory at `dir`.
+    fn name(dir: &Path, file: &str) -> Result<Self::Name>;
+
+    /// Takes the claim `name`: `Ok(None)` when another holds it.
+    fn claim(name: &str) -> std::io::Result<Option<Self::Claim>>;
+
+    /// The name of a slot's claim by its directory's identity (so that two spellings of one directory are one slot).
+    fn dir_claim_name(dir: Self::Id, datacenter_id: u32, worker_id: u32) -> String;
+
+    /// The identity of an open file.
+    fn id_of(file: &std::fs::File) -> std::io::Result<Self::Id>;
+
+    /// The identity of what `name` in `dir` is now, not following a link: `None` when there is nothing.
+    fn id_at(dir: &std::fs::File, name: &Self::Name) -> std::io::Result<Option<Self::Id>>;
+
+    /// The identity of what the path `path` leads to now, not following a last link: `None` when it cannot be read.
+    fn id_at_path(path: &Path) -> Option<Self::Id>;
+
+    /// Opens the slot file `name` (at `path`) in `dir` (at `dir_path`) to take it, made when missing: read and write
+    /// when this user may, else read only to see its lock. Only a regular file of at most two records is accepted;
+    /// anything else is `ERR_SNOWID_LEASE_CORRUPT`.
+    fn open_slot(dir: &std::fs::File, dir_path: &Path, name: &Self::Name, path: &Path) -> Result<Opened>;
+
+    /// Opens the slot file `name` in `dir` read and write, made when missing, never through a link.
+    fn open_rw(dir: &std::fs::File, name: &Self::Name) -> std::io::Result<std::fs::File>;
+
+    /// Refuses anything but a regular file of at most two records (`ERR_SNOWID_LEASE_CORRUPT`).
+    fn check_slot_file(m: &std::fs::Metadata, path: &Path) -> Result<()>;
+
+    /// Who the file is of (as "the user with uid 1001"), when it is not this user's to take: another user's, or
+    /// opened read only (`writable` false).
+    fn foreign(m: &std::fs::Metadata, writable: bool) -> Option<String>;
+
+    /// Takes the file's lock without waiting: `false` when another open file holds it.
+    fn try_lock(file: &std::fs::File) -> std::io::Result<bool>;
+
+    /// Whether the open file is still in some directory.
+    fn is_linked(file: &std::fs::File) -> bool;
+
+    /// The pid the record of the slot file `name` (at `path`) in `dir` names, when it is a regular file with one.
+    fn holder(dir: &std::fs::File, name: &Self::Name, path: &Path) -> Option<u32>;
+
+    /// The (datacenterId, workerId, pid) of every slot of `datacenters` held by a live process in the directory,
+    /// sorted (see [`Backend::recorded`]).
+    fn recorded(dir: &super::host::Dir<Self>, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>>;
 }

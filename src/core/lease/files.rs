@@ -6,11 +6,15 @@ use std::io::ErrorKind;
 use std::path::Path;
 
 use super::super::error::{quote_path, Class, Code, Error, Result};
-use super::backend::Trouble;
+use super::backend::{limit_of, refused, Trouble};
 use super::record::{read_file, Record, RECORD_SIZE};
 
-/// `ERR_SNOWID_LEASE_DIR` for a lease directory at `dir` where `what` ("making it") failed with `e`.
+/// `ERR_SNOWID_LEASE_DIR` for a lease directory at `dir` where `what` ("making it") failed with `e`; or
+/// `ERR_SNOWID_CLAIM_REFUSED`, naming the limit, where `e` is a limit of the OS reached (no descriptor left, no memory).
 pub fn dir_error(dir: &Path, what: &str, e: &std::io::Error) -> Error {
+    if limit_of(e).is_some() {
+        return refused(&format!("lease directory {}: {what}", quote_path(dir)), e);
+    }
     dir_problem(dir, &format!("that {what} failed: {e}"))
 }
 
@@ -27,8 +31,12 @@ pub fn dir_problem(dir: &Path, found: &str) -> Error {
     )
 }
 
-/// `ERR_SNOWID_LEASE_DIR` for a held slot's file at `path` where `what` ("writing") failed with `e`.
+/// `ERR_SNOWID_LEASE_DIR` for a held slot's file at `path` where `what` ("writing") failed with `e` (or
+/// `ERR_SNOWID_CLAIM_REFUSED`, as [`dir_error`] says).
 fn file_error(path: &Path, what: &str, e: &std::io::Error) -> Error {
+    if limit_of(e).is_some() {
+        return refused(&format!("lease file {}: {what} it", quote_path(path)), e);
+    }
     Error::new(
         Code::LeaseDir,
         Class::Error,

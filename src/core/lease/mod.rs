@@ -9,9 +9,10 @@
 //! the other uses; the file's lock also reaches processes the claims do not, for as long as the file is left alone. The file keeps the slot's marks ([`record`]), for the holders that come after.
 //! `worker_threads` share their process's leases.
 //!
-//! - [`backend`]: the interface a platform implements (claims, the file's lock, records in the file, and an
-//!   identity's claim within the process that every loaded copy of snowid sees), and `unix` (Linux, macOS, the BSDs,
-//!   Android), `windows` and `none` (WASI), which implement it;
+//! - [`backend`]: the interface of a lease directory (`Backend`, `SlotFile`) and what a platform supplies to it
+//!   (`Os`: claims, the file's lock, files opened and checked, and an identity's claim within the process that every
+//!   loaded copy of snowid sees); `host`, the slot logic written once over `Os`; `unix` (Linux, macOS, the BSDs,
+//!   Android) and `windows`, which supply it, and `none` (WASI), which stands in for the whole backend;
 //! - [`record`]: the slot file's format, and `files`: slot files read and checked alike on every platform;
 //! - [`space`]: the id space of a host's slots, and the names of a slot's claims;
 //! - `slots`: which slot a process takes ([`LeaseDir`]);
@@ -24,6 +25,8 @@ pub mod backend;
 #[cfg(any(unix, windows))]
 mod files;
 mod holder;
+#[cfg(any(unix, windows))]
+mod host;
 #[cfg(not(any(unix, windows)))]
 mod none;
 #[cfg_attr(not(any(unix, windows)), allow(dead_code))]

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use super::backend::{Attempt, Holder, Sharing};
 use super::record::{read_file, Record, MAX_MARKS};
 use super::slots::MAX_HELD;
-use super::space::Space;
+use super::space::{space_name, Space};
 use super::LeaseDir;
+use crate::core::config::options::MAX_NAMESPACE_CHARS;
 use crate::core::error::{quote_path, Code};
 use crate::core::fence::Fence;
 use crate::core::layout::{Layout, Widths, DEFAULT_EPOCH};
@@ -27,6 +28,12 @@ pub(super) fn default_layout() -> Layout {
 
 pub(super) fn private(t: &TempDir) -> LeaseDir {
     LeaseDir::open(&t.0, Sharing::Private, space(t)).unwrap()
+}
+
+/// The longest name of an id-space claim: the longest lease namespace, and the largest ids.
+pub(super) fn longest_space_name() -> String {
+    let space = Space::new(&default_layout(), Some(&"n".repeat(MAX_NAMESPACE_CHARS)));
+    space_name(space, u32::MAX, u32::MAX)
 }
 
 pub(super) const ANY: &dyn Fn(&Record) -> bool = &|_| true;
@@ -184,6 +191,24 @@ fn writer_and_reader_agree_for_every_clock_back_width() {
     }
 }
 
+#[test]
+fn only_a_slot_a_live_process_holds_is_listed() {
+    let t = TempDir::new("recorded");
+    let dir = private(&t);
+    let me = std::process::id();
+    dir.acquire(2, 0, "workerId", "").unwrap();
+    // A record naming this process on a slot it does not hold (a stale file, or a forged one).
+    let forged = Record { seq: 1, pid: me, marks: vec![] }.encode().unwrap();
+    std::fs::write(dir.slot_path(2, 1), &forged).unwrap();
+    assert_eq!(dir.recorded(2..=2).unwrap(), vec![(2, 0, me)]);
+    // Over several datacenter ids at once, in order; a file whose name spells the numbers otherwise is no slot's.
+    dir.acquire(0, 3, "workerId", "").unwrap();
+    dir.acquire(3, 1, "workerId", "").unwrap();
+    std::fs::write(t.join("dc3-worker01.lease"), &forged).unwrap();
+    assert_eq!(dir.recorded(0..=3).unwrap(), vec![(0, 3, me), (2, 0, me), (3, 1, me)]);
+    assert_eq!(dir.recorded(1..=2).unwrap(), vec![(2, 0, me)]);
+}
+
 /// The child half of [`one_id_space_is_one_set_of_slots_whatever_the_directory`]: with `LEASE_TEST_HOLDER` set
 /// to `<dir>:<namespace>`, takes slot (1, 0) there and holds it until its stdin closes. Else nothing.
 #[test]
@@ -255,4 +280,23 @@ fn a_process_holds_a_bounded_number_of_slots() {
 
 pub(super) fn marks_at(path: &Path) -> Vec<(u32, u64)> {
     read_file(&std::fs::read(path).unwrap(), path).unwrap().unwrap().marks
+}
+
+#[test]
+fn a_limit_of_the_os_refuses_the_identity_and_names_the_limit() {
+    use super::backend::{limit_of, refused};
+    #[cfg(unix)]
+    let (files, memory, other) = (libc::EMFILE, libc::ENOMEM, libc::EACCES);
+    #[cfg(windows)]
+    let (files, memory, other) = (4, 8, 5);
+    let e = refused("the claim", &std::io::Error::from_raw_os_error(files));
+    assert_eq!(e.code(), Code::ClaimRefused);
+    assert!(e.message().starts_with("the claim: expected the OS to grant it"), "{e}");
+    assert!(e.message().contains("the process's limit of open files (RLIMIT_NOFILE: raise it with `ulimit -n`"), "{e}");
+    assert!(e.message().ends_with("no id is issued under an identity not proved"), "{e}");
+    assert!(limit_of(&std::io::Error::from_raw_os_error(memory)).is_some_and(|l| l.contains("memory")));
+    // Any other error is no limit: the lease reports it as what it is (and the copies' claim refuses it too).
+    assert_eq!(limit_of(&std::io::Error::from_raw_os_error(other)), None);
+    let e = refused("the claim", &std::io::Error::from_raw_os_error(other));
+    assert!(e.message().contains("found it refused by an error ("), "{e}");
 }

@@ -25,10 +25,6 @@
 //! Any process in the network namespace may bind any name, so another user can squat a slot's name: that costs the
 //! slot (the process moves on, or fails loudly), never uniqueness. So does a 64-bit hash shared by two id spaces.
 
-use std::sync::Arc;
-
-use super::super::space::{space_claim as shared_claim, Space};
-
 /// A bound claim, held for as long as the value lives (for a lease, the process's life).
 #[derive(Debug)]
 pub struct Claim {
@@ -89,12 +85,6 @@ impl Claim {
     }
 }
 
-/// Binds the slot's id-space claim, or shares it when this process holds it already: `None` when another process
-/// holds it.
-pub(super) fn space_claim(space: Space, datacenter_id: u32, worker_id: u32) -> std::io::Result<Option<Arc<Claim>>> {
-    shared_claim(space, datacenter_id, worker_id, Claim::take)
-}
-
 /// The claim of a slot by the lease directory's (device, inode).
 pub fn inode_name(dev: u64, ino: u64, datacenter_id: u32, worker_id: u32) -> String {
     format!("snowid-lease/v1/inode/{dev:x}/{ino:x}/dc{datacenter_id}/worker{worker_id}")
@@ -102,9 +92,9 @@ pub fn inode_name(dev: u64, ino: u64, datacenter_id: u32, worker_id: u32) -> Str
 
 #[cfg(all(test, any(target_os = "linux", target_os = "android")))]
 mod tests {
-    use super::super::super::space::{path_name, space_name};
+    use super::super::super::space::path_name;
+    use super::super::super::tests::longest_space_name;
     use super::*;
-    use crate::core::layout::{Layout, Widths, DEFAULT_EPOCH};
     use std::path::Path;
 
     #[test]
@@ -126,11 +116,7 @@ mod tests {
         assert_ne!(a, path_name(Path::new("/var/lib/snowid"), 6, 31));
         let longest = inode_name(u64::MAX, u64::MAX, u32::MAX, u32::MAX);
         assert!(longest.len() <= MAX_NAME && a.len() <= MAX_NAME, "{longest}");
-        let space = Space::new(
-            &Layout::new(Widths::default(), DEFAULT_EPOCH, DEFAULT_EPOCH + 1).unwrap(),
-            Some(&"n".repeat(64)),
-        );
-        assert!(space_name(space, u32::MAX, u32::MAX).len() <= MAX_NAME);
+        assert!(longest_space_name().len() <= MAX_NAME);
         assert!(Claim::take(&"x".repeat(MAX_NAME + 1)).is_err());
     }
 }

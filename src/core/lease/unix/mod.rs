@@ -5,7 +5,6 @@
 //! - `files`: slot files opened and checked without following links or blocking;
 //! - `claim`: the claims that keep a slot to one live process whatever happens to the files;
 //! - `copies`: an identity's claim by one loaded copy of snowid, that the process's other copies see;
-//! - `slot`: a held slot's file, found again before each write;
 //! - `listing`: the slots live processes hold, by `/proc/locks`.
 
 mod claim;
@@ -13,7 +12,6 @@ mod copies;
 mod dir;
 mod files;
 mod listing;
-mod slot;
 
 use std::ffi::CString;
 use std::fs::{File, TryLockError};
@@ -21,128 +19,133 @@ use std::io::ErrorKind;
 use std::ops::RangeInclusive;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::sync::Arc;
 
 use super::super::error::{quote_path, Class, Code, Error, Result};
-use super::backend::{Attempt, Backend, Holder, Sharing, Taken};
-use super::files::{dir_error, dir_problem, read_records};
-use super::record::read_file;
-use super::space::{path_name, slot_name, Space};
-use claim::{inode_name, space_claim, Claim};
+use super::backend::{Opened, Os, Sharing};
+use super::files::{dir_error, dir_problem};
+use super::host::{Dir, HostDir};
+use claim::{inode_name, Claim};
 pub use copies::UnixCopyClaim;
-use dir::Directory;
-use files::{check_slot_file, my_uid, open_at};
-pub use slot::UnixFile;
+use files::{check_slot_file, holder_in, identity, identity_at, my_uid, open_at};
+
+/// What Unix supplies to the host lease.
+pub struct Unix;
 
 /// An open lease directory on Unix.
-pub struct UnixDir(Directory);
+pub type UnixDir = HostDir<Unix>;
 
-impl UnixDir {
-    /// Opens a slot file to take it: read-write (made if missing) when this user may, else read-only to see its
-    /// lock. Only a regular file of at most two records is accepted.
-    fn open_slot(&self, name: &CString, path: &Path) -> Result<(File, bool)> {
-        let d = &self.0;
-        let (file, writable) = match open_at(&d.dir, name, libc::O_RDWR | libc::O_CREAT) {
-            Ok(f) => (f, true),
-            // Another user's file: it is read to honour its lock and marks.
-            Err(e) if e.kind() == ErrorKind::PermissionDenied => {
-                (open_at(&d.dir, name, libc::O_RDONLY).map_err(|e| self.open_error(path, &e))?, false)
+/// What an entry that could not be opened as a slot file is, when it is an entry of its own in the directory that
+/// the automatic lease can skip (`ERR_SNOWID_LEASE_CORRUPT`, left as found); else `ERR_SNOWID_LEASE_DIR` (or
+/// `ERR_SNOWID_CLAIM_REFUSED` for a limit of the OS), which stops the lease.
+fn open_error(dir: &File, dir_path: &Path, name: &CString, path: &Path, e: &std::io::Error) -> Error {
+    let found = match e.raw_os_error() {
+        Some(libc::ELOOP) => "a symbolic link (snowid does not follow links)".to_string(),
+        Some(libc::EISDIR) => "a directory".to_string(),
+        // open(2) of a Unix socket.
+        Some(libc::ENXIO | libc::EOPNOTSUPP) => "a socket".to_string(),
+        // A file this user may not read: planted by another user with mode 000, say. Only when the entry is there
+        // to be seen (so the directory itself is searchable): else it is the directory's error.
+        Some(libc::EACCES) => match std::fs::symlink_metadata(path) {
+            Ok(m) if identity_at(dir, name).is_ok() => {
+                format!("a file this user may not read (mode {:o}, uid {})", m.mode() & 0o7777, m.uid())
             }
-            Err(e) => return Err(self.open_error(path, &e)),
-        };
-        let m = file.metadata().map_err(|e| dir_error(&d.path, &format!("reading {}", quote_path(path)), &e))?;
-        check_slot_file(&m, path)?;
-        Ok((file, writable && m.uid() == my_uid()))
-    }
-
-    fn open_error(&self, path: &Path, e: &std::io::Error) -> Error {
-        match e.raw_os_error() {
-            Some(libc::ELOOP) => Error::new(
-                Code::LeaseCorrupt,
-                Class::Error,
-                format!(
-                    "lease file {}: expected a regular file, found a symbolic link (snowid does not follow links); it \
-                     is left as found",
-                    quote_path(path)
-                ),
-            ),
-            _ => dir_error(&self.0.path, &format!("opening {}", quote_path(path)), e),
-        }
-    }
-
-    /// Binds the slot's claim `name`: `None` when another process holds it.
-    fn claim(&self, name: &str) -> Result<Option<Claim>> {
-        Claim::take(name).map_err(|e| dir_error(&self.0.path, "claiming a slot", &e))
-    }
+            _ => return dir_error(dir_path, &format!("opening {}", quote_path(path)), e),
+        },
+        _ => return dir_error(dir_path, &format!("opening {}", quote_path(path)), e),
+    };
+    Error::new(
+        Code::LeaseCorrupt,
+        Class::Error,
+        format!("lease file {}: expected a regular file, found {found}; it is left as found", quote_path(path)),
+    )
 }
 
-impl Backend for UnixDir {
-    type File = UnixFile;
+impl Os for Unix {
+    type Claim = Claim;
+    /// (device, inode).
+    type Id = (u64, u64);
+    type Name = CString;
 
-    fn open(path: &Path, sharing: Sharing, space: Space) -> Result<Self> {
-        Directory::open(path, sharing, space).map(UnixDir)
+    const CLAIMS_REACH: &'static str = " in this network namespace";
+
+    fn open_dir(path: &Path, sharing: Sharing) -> Result<(Arc<File>, (u64, u64))> {
+        dir::open(path, sharing)
     }
 
-    fn path(&self) -> &Path {
-        &self.0.path
+    fn name(dir: &Path, file: &str) -> Result<CString> {
+        CString::new(file).map_err(|_| dir_problem(dir, "a slot name with a NUL"))
     }
 
-    /// The slot's three claims first, then its file's lock (which also reaches processes in other network
-    /// namespaces).
-    fn attempt(&self, datacenter_id: u32, worker_id: u32) -> Result<Attempt<Taken<UnixFile>>> {
-        let d = &self.0;
-        let path = d.path.join(slot_name(datacenter_id, worker_id));
-        let name = CString::new(slot_name(datacenter_id, worker_id))
-            .map_err(|_| dir_problem(&d.path, "a slot name with a NUL"))?;
-        let held_by = |file: Option<&File>| {
-            let file = file.map(|f| f.try_clone()).or_else(|| Some(open_at(&d.dir, &name, libc::O_RDONLY)))?.ok()?;
-            read_records(&file).ok().and_then(|b| read_file(&b, &path).ok().flatten()).map(|r| r.pid)
+    fn claim(name: &str) -> std::io::Result<Option<Claim>> {
+        Claim::take(name)
+    }
+
+    fn dir_claim_name(dir: (u64, u64), datacenter_id: u32, worker_id: u32) -> String {
+        inode_name(dir.0, dir.1, datacenter_id, worker_id)
+    }
+
+    fn id_of(file: &File) -> std::io::Result<(u64, u64)> {
+        file.metadata().map(|m| identity(&m))
+    }
+
+    fn id_at(dir: &File, name: &CString) -> std::io::Result<Option<(u64, u64)>> {
+        match identity_at(dir, name) {
+            Ok(id) => Ok(Some(id)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn id_at_path(path: &Path) -> Option<(u64, u64)> {
+        std::fs::symlink_metadata(path).ok().map(|m| identity(&m))
+    }
+
+    fn open_slot(dir: &File, dir_path: &Path, name: &CString, path: &Path) -> Result<Opened> {
+        let opened = match open_at(dir, name, libc::O_RDWR | libc::O_CREAT) {
+            Ok(f) => Opened::Writable(f),
+            // Another user's file: it is read to honour its lock and marks.
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => Opened::ReadOnly(
+                open_at(dir, name, libc::O_RDONLY).map_err(|e| open_error(dir, dir_path, name, path, &e))?,
+            ),
+            Err(e) => return Err(open_error(dir, dir_path, name, path, &e)),
         };
-        let Some(by_path) = self.claim(&path_name(&d.path, datacenter_id, worker_id))? else {
-            return Ok(Attempt::Held(Holder::Here(held_by(None))));
-        };
-        let Some(by_inode) = self.claim(&inode_name(d.id.0, d.id.1, datacenter_id, worker_id))? else {
-            return Ok(Attempt::Held(Holder::Here(held_by(None))));
-        };
-        let by_space =
-            space_claim(d.space, datacenter_id, worker_id).map_err(|e| dir_error(&d.path, "claiming a slot", &e))?;
-        let Some(by_space) = by_space else {
-            return Ok(Attempt::Held(Holder::InSpace));
-        };
-        let (file, ours) = self.open_slot(&name, &path)?;
+        let (Opened::Writable(file) | Opened::ReadOnly(file)) = &opened else { return Ok(opened) };
+        let m = file.metadata().map_err(|e| dir_error(dir_path, &format!("reading {}", quote_path(path)), &e))?;
+        check_slot_file(&m, path)?;
+        Ok(opened)
+    }
+
+    fn open_rw(dir: &File, name: &CString) -> std::io::Result<File> {
+        open_at(dir, name, libc::O_RDWR | libc::O_CREAT)
+    }
+
+    fn check_slot_file(m: &std::fs::Metadata, path: &Path) -> Result<()> {
+        check_slot_file(m, path)
+    }
+
+    fn foreign(m: &std::fs::Metadata, writable: bool) -> Option<String> {
+        (!writable || m.uid() != my_uid()).then(|| format!("the user with uid {}", m.uid()))
+    }
+
+    fn try_lock(file: &File) -> std::io::Result<bool> {
         match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Ok(Attempt::Held(Holder::Here(held_by(Some(&file))))),
-            Err(TryLockError::Error(e)) => {
-                return Err(dir_error(&d.path, &format!("locking {}", quote_path(&path)), &e))
-            }
+            Ok(()) => Ok(true),
+            Err(TryLockError::WouldBlock) => Ok(false),
+            Err(TryLockError::Error(e)) => Err(e),
         }
-        if !ours {
-            let m = file.metadata().map_err(|e| dir_error(&d.path, &format!("reading {}", quote_path(&path)), &e))?;
-            return Ok(Attempt::Foreign(format!("the user with uid {}", m.uid())));
-        }
-        let bytes =
-            read_records(&file).map_err(|e| dir_error(&d.path, &format!("reading {}", quote_path(&path)), &e))?;
-        let previous = read_file(&bytes, &path)?.unwrap_or_default();
-        let file = UnixFile {
-            dir_path: d.path.clone(),
-            sharing: d.sharing,
-            space: d.space,
-            name,
-            path,
-            datacenter_id,
-            worker_id,
-            _dir: d.dir.clone(),
-            file,
-            earlier: Vec::new(),
-            claims: vec![by_path, by_inode],
-            claimed: vec![d.id],
-            _space_claim: by_space,
-        };
-        Ok(Attempt::Taken(Taken { file, previous }))
     }
 
-    fn recorded(&self, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
-        listing::recorded(&self.0, datacenters)
+    fn is_linked(file: &File) -> bool {
+        file.metadata().is_ok_and(|m| m.nlink() > 0)
+    }
+
+    fn holder(dir: &File, name: &CString, path: &Path) -> Option<u32> {
+        holder_in(dir, name, path)
+    }
+
+    fn recorded(dir: &Dir<Unix>, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
+        listing::recorded(dir, datacenters)
     }
 }
 

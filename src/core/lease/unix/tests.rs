@@ -3,7 +3,7 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::sync::{Arc, Weak};
 
@@ -209,19 +209,12 @@ fn only_the_process_that_holds_a_slot_is_named_as_its_holder() {
     assert_eq!(FlockHolder::parse("3: -> FLOCK  ADVISORY  WRITE 4242 fd:01:131 0 EOF"), None);
     assert_eq!(FlockHolder::parse("4: POSIX  ADVISORY  WRITE 4242 fd:01:131 0 EOF"), None);
     assert_eq!(FlockHolder::parse("5: FLOCK  ADVISORY  READ 4242 fd:01:131 0 EOF"), None);
-    let t = TempDir::new("recorded");
+    // A held slot's file linked under a name that spells its numbers otherwise: locked, but no slot's.
+    let t = TempDir::new("recorded-link");
     let dir = private(&t);
-    let me = std::process::id();
-    dir.acquire(2, 0, "workerId", "").unwrap();
-    // A record naming this process on a slot it does not hold (a stale file, or a forged one).
-    std::fs::write(dir.slot_path(2, 1), Record { seq: 1, pid: me, marks: vec![] }.encode().unwrap()).unwrap();
-    assert_eq!(dir.recorded(2..=2).unwrap(), vec![(2, 0, me)]);
-    // Over several datacenter ids at once, in order; a file whose name spells the numbers otherwise is no slot's.
-    dir.acquire(0, 3, "workerId", "").unwrap();
     dir.acquire(3, 1, "workerId", "").unwrap();
     std::fs::hard_link(dir.slot_path(3, 1), t.join("dc3-worker01.lease")).unwrap();
-    assert_eq!(dir.recorded(0..=3).unwrap(), vec![(0, 3, me), (2, 0, me), (3, 1, me)]);
-    assert_eq!(dir.recorded(1..=2).unwrap(), vec![(2, 0, me)]);
+    assert_eq!(dir.recorded(0..=3).unwrap(), vec![(3, 1, std::process::id())]);
 }
 
 #[test]
@@ -264,4 +257,54 @@ fn a_held_slot_is_listed_while_other_locks_come_and_go() {
         c.join().unwrap();
     }
     assert_eq!(missed, 0, "a held slot was left out of {missed} of 2000 listings");
+}
+
+#[test]
+fn the_default_directory_is_used_only_when_root_or_this_user_owns_it() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return; // Making a directory another user owns needs root.
+    }
+    let t = TempDir::new("owner");
+    std::fs::create_dir_all(&t.0).unwrap();
+    let path = t.join("snowid");
+    std::fs::create_dir(&path).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+    // Made first by another user: refused as the default directory, naming the owner and the way out.
+    let e = LeaseDir::open(&path, Sharing::Shared, space(&t)).map(|_| ()).unwrap_err();
+    assert_eq!(e.code(), Code::LeaseDir);
+    assert!(e.message().contains("found that it belongs to uid 65534"), "{e}");
+    assert!(e.message().contains("neither root nor this process's user (uid 0)"), "{e}");
+    assert!(e.message().contains(&format!("Have root remove it, or make it before any user does (systemd-tmpfiles: `d {} 1777 root root -`), or use a directory of this user's. Set SNOWID_LEASE_DIR to another", path.display())), "{e}");
+    assert_eq!(std::fs::read_dir(&path).unwrap().count(), 0, "nothing made in it");
+    // Root's: used.
+    std::os::unix::fs::chown(&path, Some(0), Some(0)).unwrap();
+    assert!(LeaseDir::open(&path, Sharing::Shared, space(&t)).is_ok());
+}
+
+#[test]
+fn entries_planted_in_slots_places_are_skipped_by_the_automatic_lease_and_refused_when_configured() {
+    let t = TempDir::new("planted");
+    let dir = private(&t);
+    std::fs::create_dir(dir.slot_path(0, 0)).unwrap();
+    let _socket = std::os::unix::net::UnixListener::bind(dir.slot_path(0, 1)).unwrap();
+    let fifo = CString::new(dir.slot_path(0, 2).as_os_str().as_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    std::os::unix::fs::symlink(t.join("elsewhere"), dir.slot_path(0, 3)).unwrap();
+    let planted = [(0, "a directory"), (1, "a socket"), (2, "a FIFO"), (3, "a symbolic link")];
+    for (worker, found) in planted {
+        let e = dir.acquire(0, worker, "workerId", "").map(|_| ()).unwrap_err();
+        assert_eq!(e.code(), Code::LeaseCorrupt, "{e}");
+        assert!(e.message().contains(&format!("expected a regular file, found {found}")), "{e}");
+        assert!(e.message().ends_with("it is left as found"), "{e}");
+    }
+    // The automatic lease takes the next slot, and leaves each entry as found.
+    assert_eq!(dir.acquire_auto(0..=0, 8, super::super::tests::ANY).unwrap().worker_id(), 4);
+    assert!(std::fs::symlink_metadata(dir.slot_path(0, 0)).unwrap().is_dir());
+    assert!(std::fs::symlink_metadata(dir.slot_path(0, 1)).unwrap().file_type().is_socket());
+    assert!(std::fs::symlink_metadata(dir.slot_path(0, 2)).unwrap().file_type().is_fifo());
+    assert!(std::fs::symlink_metadata(dir.slot_path(0, 3)).unwrap().file_type().is_symlink());
+    assert!(!t.join("elsewhere").exists(), "nothing made through the link");
 }

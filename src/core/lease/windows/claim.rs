@@ -21,10 +21,9 @@
 
 use std::os::windows::io::OwnedHandle;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use super::super::super::error::{quote_path, Class, Code, Error, Result};
-use super::super::space::{space_claim as shared_claim, Space};
 use super::sys::{self, FileId};
 
 /// The namespace of every claim: the machine's, whatever the session.
@@ -57,12 +56,6 @@ fn full_name(name: &str) -> std::io::Result<String> {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "claim name with a backslash or too long"));
     }
     Ok(format!("{PREFIX}{name}"))
-}
-
-/// Makes the slot's id-space claim, or shares it when this process holds it already: `None` when another process
-/// holds it.
-pub(super) fn space_claim(space: Space, datacenter_id: u32, worker_id: u32) -> std::io::Result<Option<Arc<Claim>>> {
-    shared_claim(space, datacenter_id, worker_id, Claim::take)
 }
 
 /// The claim of a slot by the lease directory's identity.
@@ -105,9 +98,8 @@ fn no_global(dir: &Path, e: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::super::super::space::path_name;
+    use super::super::super::tests::longest_space_name;
     use super::*;
-    use crate::core::layout::{Layout, Widths, DEFAULT_EPOCH};
-    use crate::core::lease::space::space_name;
 
     #[test]
     fn a_name_is_held_once_and_freed_with_its_holder() {
@@ -150,11 +142,7 @@ mod tests {
         assert_eq!(unc, path_name(Path::new(r"\\?\UNC\HOST\share\snowid"), 0, 0));
         let longest = id_name((u64::MAX, u128::MAX), u32::MAX, u32::MAX);
         assert!(longest.len() <= MAX_NAME && a.len() <= MAX_NAME, "{longest}");
-        let space = Space::new(
-            &Layout::new(Widths::default(), DEFAULT_EPOCH, DEFAULT_EPOCH + 1).unwrap(),
-            Some(&"n".repeat(64)),
-        );
-        assert!(space_name(space, u32::MAX, u32::MAX).len() <= MAX_NAME);
+        assert!(longest_space_name().len() <= MAX_NAME);
         assert!(Claim::take(&"x".repeat(MAX_NAME + 1)).is_err());
         assert!(Claim::take(r"snowid-test\sub").is_err());
     }

@@ -5,7 +5,6 @@
 //! - `claim`: the claims that keep a slot to one live process whatever happens to the files;
 //! - `copies`: an identity's claim by one loaded copy of snowid, that the process's other copies see;
 //! - `dir`: the lease directory, and slot files opened and checked without following links;
-//! - `slot`: a held slot's file, found again before each write;
 //! - `listing`: the slots live processes hold, by their claims.
 //!
 //! The lock is on one byte past the two records (`dir::LOCK_BYTE`), taken with `LockFileEx` through the handle the
@@ -18,95 +17,102 @@ mod claim;
 mod copies;
 mod dir;
 mod listing;
-mod slot;
 mod sys;
 
+use std::fs::File;
+use std::io::ErrorKind;
 use std::ops::RangeInclusive;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use super::super::error::{quote_path, Result};
-use super::backend::{Attempt, Backend, Holder, Sharing, Taken};
-use super::files::{dir_error, read_records, record_pid};
-use super::record::read_file;
-use super::space::{path_name, slot_name, Space};
-use claim::{id_name, space_claim, Claim};
+use super::super::error::Result;
+use super::backend::{Opened, Os, Sharing};
+use super::host::{Dir, HostDir};
+use claim::{id_name, Claim};
 pub use copies::WinCopyClaim;
-use dir::{holder_at, open_slot, Directory, Opened, LOCK_BYTE};
-pub use slot::WinFile;
+use dir::{check_slot_file, holder_at, open_slot, LOCK_BYTE};
 pub use sys::program_data;
+use sys::{FileId, ERROR_PATH_NOT_FOUND};
+
+/// What Windows supplies to the host lease.
+pub struct Windows;
 
 /// An open lease directory on Windows.
-pub struct WinDir(Directory);
+pub type WinDir = HostDir<Windows>;
 
-impl WinDir {
-    /// Makes the slot's claim `name`: `None` when another process holds it.
-    fn claim(&self, name: &str) -> Result<Option<Claim>> {
-        Claim::take(name).map_err(|e| dir_error(&self.0.path, "claiming a slot", &e))
-    }
-}
+impl Os for Windows {
+    type Claim = Claim;
+    type Id = FileId;
+    /// A slot file's full path: Windows opens files by path, and keeps the directory where it is while it is open.
+    type Name = PathBuf;
 
-impl Backend for WinDir {
-    type File = WinFile;
+    const CLAIMS_REACH: &'static str = "";
 
-    /// Every user's files in the default directory, as in any other, have the access rights the folder passes on
-    /// (`Sharing` changes nothing on Windows).
-    fn open(path: &Path, _sharing: Sharing, space: Space) -> Result<Self> {
-        Directory::open(path, space).map(WinDir)
+    /// Every user's files in the default directory, as in any other, have the access rights the folder passes on;
+    /// the default directory must also belong to this user, SYSTEM or the administrators.
+    fn open_dir(path: &Path, sharing: Sharing) -> Result<(Arc<File>, FileId)> {
+        dir::open(path, sharing)
     }
 
-    fn path(&self) -> &Path {
-        &self.0.path
+    fn name(dir: &Path, file: &str) -> Result<PathBuf> {
+        Ok(dir.join(file))
     }
 
-    /// The slot's three claims first, then its file's lock.
-    fn attempt(&self, datacenter_id: u32, worker_id: u32) -> Result<Attempt<Taken<WinFile>>> {
-        let d = &self.0;
-        let path = d.path.join(slot_name(datacenter_id, worker_id));
-        let Some(by_path) = self.claim(&path_name(&d.path, datacenter_id, worker_id))? else {
-            return Ok(Attempt::Held(Holder::Here(holder_at(&path))));
-        };
-        let Some(by_id) = self.claim(&id_name(d.id, datacenter_id, worker_id))? else {
-            return Ok(Attempt::Held(Holder::Here(holder_at(&path))));
-        };
-        let by_space =
-            space_claim(d.space, datacenter_id, worker_id).map_err(|e| dir_error(&d.path, "claiming a slot", &e))?;
-        let Some(by_space) = by_space else {
-            return Ok(Attempt::Held(Holder::InSpace));
-        };
-        let (file, ours) = match open_slot(d, &path)? {
-            Opened::Writable(f) => (f, true),
-            Opened::ReadOnly(f) => (f, false),
-            Opened::Busy => return Ok(Attempt::Held(Holder::Here(None))),
-        };
-        match sys::try_lock_byte(&file, LOCK_BYTE) {
-            Ok(true) => {}
-            Ok(false) => return Ok(Attempt::Held(Holder::Here(record_pid(&file, &path)))),
-            Err(e) => return Err(dir_error(&d.path, &format!("locking {}", quote_path(&path)), &e)),
+    fn claim(name: &str) -> std::io::Result<Option<Claim>> {
+        Claim::take(name)
+    }
+
+    fn dir_claim_name(dir: FileId, datacenter_id: u32, worker_id: u32) -> String {
+        id_name(dir, datacenter_id, worker_id)
+    }
+
+    fn id_of(file: &File) -> std::io::Result<FileId> {
+        sys::file_id(file)
+    }
+
+    fn id_at(_dir: &File, name: &PathBuf) -> std::io::Result<Option<FileId>> {
+        match sys::id_at(name) {
+            Ok(id) => Ok(Some(id)),
+            Err(e) if e.kind() == ErrorKind::NotFound || e.raw_os_error() == Some(ERROR_PATH_NOT_FOUND) => Ok(None),
+            Err(e) => Err(e),
         }
-        if !ours {
-            return Ok(Attempt::Foreign("another user (this one may not write to it)".to_string()));
-        }
-        let bytes =
-            read_records(&file).map_err(|e| dir_error(&d.path, &format!("reading {}", quote_path(&path)), &e))?;
-        let previous = read_file(&bytes, &path)?.unwrap_or_default();
-        let file = WinFile {
-            dir_path: d.path.clone(),
-            space: d.space,
-            path,
-            datacenter_id,
-            worker_id,
-            _dir: d.dir.clone(),
-            file,
-            earlier: Vec::new(),
-            claims: vec![by_path, by_id],
-            claimed: vec![d.id],
-            _space_claim: by_space,
-        };
-        Ok(Attempt::Taken(Taken { file, previous }))
     }
 
-    fn recorded(&self, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
-        listing::recorded(&self.0, datacenters)
+    fn id_at_path(path: &Path) -> Option<FileId> {
+        sys::id_at(path).ok()
+    }
+
+    fn open_slot(_dir: &File, dir_path: &Path, name: &PathBuf, _path: &Path) -> Result<Opened> {
+        open_slot(dir_path, name)
+    }
+
+    fn open_rw(_dir: &File, name: &PathBuf) -> std::io::Result<File> {
+        sys::open_held(name, true)
+    }
+
+    fn check_slot_file(m: &std::fs::Metadata, path: &Path) -> Result<()> {
+        check_slot_file(m, path)
+    }
+
+    /// A file this user may not write to is another user's; whose, Windows' access rights do not say simply.
+    fn foreign(_m: &std::fs::Metadata, writable: bool) -> Option<String> {
+        (!writable).then(|| "another user (this one may not write to it)".to_string())
+    }
+
+    fn try_lock(file: &File) -> std::io::Result<bool> {
+        sys::try_lock_byte(file, LOCK_BYTE)
+    }
+
+    fn is_linked(file: &File) -> bool {
+        sys::is_linked(file).unwrap_or(false)
+    }
+
+    fn holder(_dir: &File, name: &PathBuf, _path: &Path) -> Option<u32> {
+        holder_at(name)
+    }
+
+    fn recorded(dir: &Dir<Windows>, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
+        listing::recorded(dir, datacenters)
     }
 }
 

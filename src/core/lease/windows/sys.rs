@@ -59,6 +59,31 @@ extern "system" {
     fn GetSystemWindowsDirectoryW(buffer: *mut u16, size: u32) -> u32;
 }
 
+#[link(name = "kernel32")]
+extern "system" {
+    fn GetCurrentProcess() -> HANDLE;
+    fn LocalFree(memory: *mut c_void) -> *mut c_void;
+}
+
+#[link(name = "advapi32")]
+extern "system" {
+    fn GetSecurityInfo(
+        handle: HANDLE,
+        object_type: i32,
+        info: u32,
+        owner: *mut *mut c_void,
+        group: *mut *mut c_void,
+        dacl: *mut *mut c_void,
+        sacl: *mut *mut c_void,
+        descriptor: *mut *mut c_void,
+    ) -> u32;
+    fn OpenProcessToken(process: HANDLE, access: u32, token: *mut HANDLE) -> BOOL;
+    fn GetTokenInformation(token: HANDLE, class: i32, info: *mut c_void, length: u32, returned: *mut u32) -> BOOL;
+    fn EqualSid(a: *mut c_void, b: *mut c_void) -> BOOL;
+    fn IsWellKnownSid(sid: *mut c_void, kind: i32) -> BOOL;
+    fn ConvertSidToStringSidW(sid: *mut c_void, text: *mut *mut u16) -> BOOL;
+}
+
 #[link(name = "shell32")]
 extern "system" {
     fn SHGetKnownFolderPath(id: *const GUID, flags: u32, token: HANDLE, path: *mut *mut u16) -> i32;
@@ -89,6 +114,14 @@ const LOCKFILE_EXCLUSIVE_LOCK: u32 = 2;
 const SYNCHRONIZE: u32 = 0x0010_0000;
 const FILE_STANDARD_INFO_CLASS: i32 = 1;
 const FILE_ID_INFO_CLASS: i32 = 18;
+/// GetSecurityInfo's object type and information class, and the token's.
+const SE_FILE_OBJECT: i32 = 1;
+const OWNER_SECURITY_INFORMATION: u32 = 1;
+const TOKEN_QUERY: u32 = 8;
+const TOKEN_USER_CLASS: i32 = 1;
+/// The owners trusted as Unix's root is, as well-known SID kinds: SYSTEM (WinLocalSystemSid) and the Administrators
+/// group (WinBuiltinAdministratorsSid).
+const MACHINE_SIDS: [i32; 2] = [22, 26];
 /// FOLDERID_ProgramData, {62AB5D82-FDC1-4DC3-A9DD-070D1D495D97}.
 const FOLDERID_PROGRAM_DATA: GUID =
     GUID { data1: 0x62AB_5D82, data2: 0xFDC1, data3: 0x4DC3, data4: [0xA9, 0xDD, 0x07, 0x0D, 0x1D, 0x49, 0x5D, 0x97] };
@@ -271,4 +304,147 @@ fn system_drive_program_data() -> PathBuf {
     let mut dir = windows.components().next().map(|c| c.as_os_str().to_os_string()).unwrap_or_default();
     dir.push("\\ProgramData");
     PathBuf::from(dir)
+}
+
+/// Memory the system allocated with `LocalAlloc`, freed when dropped.
+struct Local(*mut c_void);
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        // SAFETY: memory a call allocated for this process to free with LocalFree, or NULL.
+        unsafe { LocalFree(self.0) };
+    }
+}
+
+/// Who owns an open file or directory.
+pub struct Owner {
+    /// Whether it is this process's user, the machine (SYSTEM) or its administrators: the counterparts of Unix's
+    /// own user and root.
+    pub trusted: bool,
+    /// The owner's SID, as text (`S-1-5-21-…`).
+    pub sid: String,
+}
+
+/// The owner of `file` (opened with read access, which includes `READ_CONTROL`).
+pub fn owner(file: &File) -> std::io::Result<Owner> {
+    let mut owner: *mut c_void = std::ptr::null_mut();
+    let mut descriptor: *mut c_void = std::ptr::null_mut();
+    // SAFETY: an open handle, and out-pointers for the owner and the descriptor (freed below); the others are NULL.
+    let rc = unsafe {
+        GetSecurityInfo(
+            file.as_raw_handle(),
+            SE_FILE_OBJECT,
+            OWNER_SECURITY_INFORMATION,
+            &mut owner,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &mut descriptor,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::from_raw_os_error(rc as i32));
+    }
+    // The owner points into the descriptor: both go when it is freed, after their last use below.
+    let _descriptor = Local(descriptor);
+    if owner.is_null() {
+        return Err(std::io::Error::other("the directory's security descriptor names no owner"));
+    }
+    // SAFETY: `owner` is a valid SID for as long as the descriptor lives.
+    let machine = MACHINE_SIDS.iter().any(|&kind| unsafe { IsWellKnownSid(owner, kind) } != 0);
+    let trusted = machine || is_this_user(owner)?;
+    Ok(Owner { trusted, sid: sid_text(owner) })
+}
+
+/// Whether `sid` is this process's user.
+fn is_this_user(sid: *mut c_void) -> std::io::Result<bool> {
+    let mut token: HANDLE = std::ptr::null_mut();
+    // SAFETY: the pseudo handle of this process, and an out-pointer for the token, owned below.
+    if unsafe { OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &mut token) } == 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let token = owned(token)?;
+    // TOKEN_USER: a SID_AND_ATTRIBUTES whose first field points to the user's SID, then the SID itself.
+    let mut buf = [0u64; 128];
+    let mut len = 0u32;
+    // SAFETY: `buf` is as long as the size given, and aligned for the pointer it starts with.
+    let ok = unsafe {
+        GetTokenInformation(
+            token.as_raw_handle(),
+            TOKEN_USER_CLASS,
+            buf.as_mut_ptr().cast(),
+            std::mem::size_of_val(&buf) as u32,
+            &mut len,
+        )
+    };
+    if ok == 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: on success `buf` starts with the pointer to the user's SID, which lies within `buf`.
+    let user = unsafe { buf.as_ptr().cast::<*mut c_void>().read() };
+    // SAFETY: two valid SIDs.
+    Ok(unsafe { EqualSid(sid, user) } != 0)
+}
+
+/// `sid` as text, or "an unknown SID".
+fn sid_text(sid: *mut c_void) -> String {
+    let mut text: *mut u16 = std::ptr::null_mut();
+    // SAFETY: a valid SID, and an out-pointer for the text, freed below.
+    if unsafe { ConvertSidToStringSidW(sid, &mut text) } == 0 || text.is_null() {
+        return "an unknown SID".to_string();
+    }
+    let _text = Local(text.cast());
+    // SAFETY: on success `text` is a NUL-terminated string, read before it is freed.
+    let len = (0..).take_while(|&i| unsafe { *text.add(i) } != 0).count();
+    // SAFETY: `len` units before the NUL.
+    String::from_utf16_lossy(unsafe { std::slice::from_raw_parts(text, len) })
+}
+
+/// For the tests: makes Everyone (S-1-1-0) the owner of the directory at `path`, as another user's would be. Windows
+/// lets a process give away what it owns only with the restore privilege; where it may not, the error says so.
+#[cfg(test)]
+pub fn give_to_everyone(path: &Path) -> std::io::Result<()> {
+    #[link(name = "advapi32")]
+    extern "system" {
+        fn SetSecurityInfo(
+            handle: HANDLE,
+            object_type: i32,
+            info: u32,
+            owner: *mut c_void,
+            group: *mut c_void,
+            dacl: *mut c_void,
+            sacl: *mut c_void,
+        ) -> u32;
+        fn CreateWellKnownSid(kind: i32, domain: *mut c_void, sid: *mut c_void, size: *mut u32) -> BOOL;
+    }
+    const READ_CONTROL: u32 = 0x0002_0000;
+    const WRITE_OWNER: u32 = 0x0008_0000;
+    const WIN_WORLD_SID: i32 = 1;
+    let dir = OpenOptions::new()
+        .access_mode(READ_CONTROL | WRITE_OWNER)
+        .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
+        .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_BACKUP_SEMANTICS)
+        .open(path)?;
+    let mut sid = [0u64; 9];
+    let mut size = std::mem::size_of_val(&sid) as u32;
+    // SAFETY: `sid` holds `size` bytes.
+    if unsafe { CreateWellKnownSid(WIN_WORLD_SID, std::ptr::null_mut(), sid.as_mut_ptr().cast(), &mut size) } == 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: an open handle with WRITE_OWNER, and a valid SID; nothing else is set.
+    let rc = unsafe {
+        SetSecurityInfo(
+            dir.as_raw_handle(),
+            SE_FILE_OBJECT,
+            OWNER_SECURITY_INFORMATION,
+            sid.as_mut_ptr().cast(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::from_raw_os_error(rc as i32));
+    }
+    Ok(())
 }
