@@ -541,6 +541,9 @@ END`,
 ])}`
 }
 
+// The slots (and layouts) of this process's backfills.
+const backfills = new Set()
+
 /**
  * Ids for past times (a backfill, a move from bigserial), on a slot reserved for it by configuration: `options` are
  * a `Snowflake`'s, with an explicit `workerId` (and `datacenterId`) that no live generator uses. The slot's host lease
@@ -563,8 +566,27 @@ function backfill(options) {
   }
   const { Snowflake } = require('../index.js')
   const snowflake = new Snowflake(options)
-  const start = snowflake.timestampOf(snowflake.nextId())
   const c = snowflake.config()
+  // Generators of one identity share their state in a process, so a second backfill on the slot here would count
+  // the same ms again: one backfill per slot and layout per process.
+  const key = [
+    c.datacenterId,
+    c.workerId,
+    c.epoch,
+    c.timestampBits,
+    c.datacenterBits,
+    c.workerBits,
+    c.clockBackBits,
+  ].join()
+  if (backfills.has(key)) {
+    throw codedError(
+      Error,
+      'ERR_SNOWID_WORKER_ID_IN_USE',
+      `backfill: expected the slot (${c.datacenterId}, ${c.workerId}) free, found another backfill of this process on it: one backfill per slot`,
+    )
+  }
+  const start = snowflake.timestampOf(snowflake.nextId())
+  backfills.add(key)
   const f = fieldsOf(c)
   const fixed = (BigInt(c.datacenterId) << f.datacenterBits.shift) | (BigInt(c.workerId) << f.workerBits.shift)
   const perMs = 2 ** (c.clockBackBits + c.sequenceBits)
