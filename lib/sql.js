@@ -210,7 +210,6 @@ DECLARE
   v bigint;
   now_ms bigint;
   lo bigint;
-  base bigint;
   tl int;
 BEGIN
   -- One caller at a time per slot: a session-level advisory lock, released before the function returns, so it is
@@ -222,8 +221,7 @@ BEGIN
     now_ms := ${nowMs};
     -- No id before the clock, and none before this server's start plus the lead, nor (after a promotion) before
     -- one TTL past the first call on the new timeline: see the argument above.
-    base := greatest(now_ms, floor(extract(epoch FROM pg_postmaster_start_time()) * 1000)::bigint - ${epoch} + ${o.maxLeadMs} + 1);
-    lo := base;
+    lo := greatest(now_ms, floor(extract(epoch FROM pg_postmaster_start_time()) * 1000)::bigint - ${epoch} + ${o.maxLeadMs} + 1);
     tl := ${timeline};
     IF tl <> (SELECT last_value FROM {TIMELINE}) THEN
       lo := greatest(lo, now_ms + ${o.ttlMs});
@@ -240,7 +238,8 @@ BEGIN
       v := lo << ${S};
       PERFORM setval('{SEQ}', v, true);
     END IF;
-    IF (v >> ${S}) - base > ${o.maxLeadMs} THEN
+    -- Ahead of the clock by maxLeadMs at most, + 1 ms just after the server's start (the floor above).
+    IF (v >> ${S}) - now_ms > ${o.maxLeadMs + 1} THEN
       RAISE EXCEPTION 'snowid_next_id: expected the clock within ${o.maxLeadMs} ms (maxLeadMs) of the next id, found it % ms behind: the clock stepped back, or the slot is held before use (after its install or a promotion) until then'
         , (v >> ${S}) - now_ms USING ERRCODE = 'SN001';
     END IF;
@@ -488,7 +487,8 @@ function mysqlGenerator(config, options = {}) {
 --   function refuses (SQLSTATE SN001) until the clock catches up.
 -- - A crash or restart may lose the state's last values (an unflushed log). Every id given out
 --   before is stamped at most ${o.maxLeadMs} ms after the server stopped; each session computes once the server's start time
---   (from Uptime, to the second, rounded late) and makes no id stamped before it plus ${o.maxLeadMs} ms + 1.
+--   (from Uptime, to the second, rounded late) and makes no id stamped before it plus ${o.maxLeadMs} ms + 1: in the first
+--   second after a start, it may refuse (SN001) until the clock gets within ${o.maxLeadMs + 1} ms of that time.
 -- - A promoted replica: its state may lack the old primary's last values: run
 --   UPDATE snowid_next_id_state SET state = GREATEST(state, <ms of the promotion plus a TTL, since the epoch> << ${S}) on it
 --   before it takes writes (docs/databases.md).
@@ -530,7 +530,8 @@ BEGIN
   IF v = lo << ${S} AND NOT EXISTS (SELECT 1 FROM ${t} WHERE ${where} AND token LIKE '${DATABASE_TOKEN}%' AND expires_ms = ${FOREVER}) THEN
     ${signal('SN003', [`'snowid_next_id: expected the row ${slot} of ${o.table} to be held by this database, found it changed: no id is made on a slot the database does not hold'`])}
   END IF;
-  IF (v >> ${S}) - lo > ${o.maxLeadMs} THEN
+  -- Ahead of the clock by maxLeadMs at most (+ 1 ms, and up to a second more just after the server's start).
+  IF (v >> ${S}) - now_ms > ${o.maxLeadMs + 1} THEN
     ${signal('SN001', [`'snowid_next_id: expected the clock within ${o.maxLeadMs} ms (maxLeadMs) of the next id, found it '`, `(v >> ${S}) - now_ms`, `' ms behind: the clock stepped back, or the slot is held before use until then'`])}
   END IF;
   IF (v >> ${S}) > ${tsMask} THEN
