@@ -17,14 +17,8 @@ const { acquireWorkerId, tableSql } = require('../lib/postgres.js')
 const { runCli } = require('./helpers.js')
 const { reportMissing, startPostgres } = require('./servers.js')
 
-const LAYOUT = {
-  epoch: 1580486400000,
-  timestampBits: 41,
-  datacenterBits: 3,
-  workerBits: 5,
-  clockBackBits: 2,
-  sequenceBits: 12,
-}
+// The default layout and epoch, datacenter 0.
+const LAYOUT = new Snowflake({ workerId: 0, lease: false }).config()
 // Two slots only: the database holds one, so one app lease fits.
 const SMALL = {
   epoch: 1580486400000,

@@ -11,7 +11,7 @@ const os = require('node:os')
 const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { decode } = require('../..')
+const { Snowflake, decode } = require('../..')
 const { postgresFunctions, postgresGenerator } = require('../../lib/sql.js')
 const { tableSql } = require('../../lib/postgres.js')
 const { reportMissing, startPostgres } = require('../servers.js')
@@ -19,14 +19,8 @@ const { reportMissing, startPostgres } = require('../servers.js')
 const LIBFAKETIME = ['x86_64-linux-gnu', 'aarch64-linux-gnu', '']
   .map(dir => path.join('/usr/lib', dir, 'faketime', 'libfaketime.so.1'))
   .find(file => fs.existsSync(file))
-const LAYOUT = {
-  epoch: 1580486400000,
-  timestampBits: 41,
-  datacenterBits: 3,
-  workerBits: 5,
-  clockBackBits: 2,
-  sequenceBits: 12,
-}
+// The default layout and epoch, datacenter 0.
+const LAYOUT = new Snowflake({ workerId: 0, lease: false }).config()
 
 async function main() {
   if (!LIBFAKETIME) {

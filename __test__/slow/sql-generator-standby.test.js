@@ -8,19 +8,14 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const { setTimeout: sleep } = require('node:timers/promises')
 
+const { Snowflake } = require('../..')
 const { postgresFunctions, postgresGenerator } = require('../../lib/sql.js')
 const { tableSql } = require('../../lib/postgres.js')
 const { until } = require('../holders.js')
 const { reportMissing, startPostgres, tcpProxy } = require('../servers.js')
 
-const LAYOUT = {
-  epoch: 1580486400000,
-  timestampBits: 41,
-  datacenterBits: 3,
-  workerBits: 5,
-  clockBackBits: 2,
-  sequenceBits: 12,
-}
+// The default layout and epoch, datacenter 0.
+const LAYOUT = new Snowflake({ workerId: 0, lease: false }).config()
 const TTL = 3000
 
 test('a promoted asynchronous standby never makes an id the old primary made', async t => {
