@@ -141,7 +141,7 @@ const DEFAULT_TABLE = 'snowid_workers'
 // What the generator writes in the token of the slot it holds: a lease table row with this token and an expiry of
 // 'infinity' is the database's, for good. App holders' tokens are random hex, so they never start with it.
 const DATABASE_TOKEN = 'snowid-database:'
-// The advisory lock class of snowid_next_id(): 'snow' in ASCII. The second key is the slot, (dc << 16) | worker.
+// The advisory lock class of snowid_next_id(): 'snow' in ASCII. The second key is the slot's number.
 const LOCK_CLASS = 0x736e6f77
 
 /** An integer option from `min` to `max`, or `fallback` when absent; else ERR_SNOWID_INVALID_ARGUMENT. */
@@ -196,7 +196,9 @@ function postgresGenerator(config, options = {}) {
   const S = layout.sequenceBits
   const fixed = (BigInt(o.datacenterId) << f.datacenterBits.shift) | (BigInt(o.workerId) << f.workerBits.shift)
   const slot = `(${o.datacenterId}, ${o.workerId})`
-  const lockKey = (o.datacenterId << 16) | o.workerId
+  // The slot's number, within int4: two generators of one database share a lock only if their slots' numbers differ
+  // by a multiple of 2^31, which costs them speed, never ids (each has its own state).
+  const lockKey = (o.datacenterId * 2 ** layout.workerBits + o.workerId) % 2 ** 31
   const epoch = layout.epoch
   const tsMask = f.timestampBits.mask
   const nowMs = `(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint - ${epoch})`
@@ -221,7 +223,7 @@ BEGIN
     now_ms := ${nowMs};
     -- No id before the clock, and none before this server's start plus the lead, nor (after a promotion) before
     -- one TTL past the first call on the new timeline: see the argument above.
-    lo := greatest(now_ms, floor(extract(epoch FROM pg_postmaster_start_time()) * 1000)::bigint - ${epoch} + ${o.maxLeadMs} + 1);
+    lo := greatest(now_ms, floor(extract(epoch FROM pg_postmaster_start_time()) * 1000)::bigint - ${epoch} + ${o.maxLeadMs + 2});
     tl := ${timeline};
     IF tl <> (SELECT last_value FROM {TIMELINE}) THEN
       lo := greatest(lo, now_ms + ${o.ttlMs});
@@ -291,13 +293,13 @@ END`
 --   is set (setval) to the clock's ms and sequence 0, which is past v and past every value given before. No one
 --   calls nextval() or setval() on the state outside the lock (the function is SECURITY DEFINER; the sequence is
 --   its owner's alone). So ids only grow: the clockBack field stays 0.
--- - A clock stepped back: the ids carry on from the last one, at most ${o.maxLeadMs} ms ahead of the clock (maxLeadMs);
---   past that the function refuses (SQLSTATE SN001) until the clock catches up.
+-- - A clock stepped back: the ids carry on from the last one, at most ${o.maxLeadMs + 1} ms ahead of the clock (maxLeadMs
+--   + 1); past that the function refuses (SQLSTATE SN001) until the clock catches up.
 -- - A crash: PostgreSQL writes a sequence's WAL record before it gives out the values it covers (nextval logs 32
 --   ahead; setval logs its value), and replays a prefix of the WAL. A committed row that holds an id comes after
 --   that record in the WAL, so if the row survives, so does a state at or past the id. Ids that no surviving commit
---   holds (a rolled-back or lost transaction) are stamped at most ${o.maxLeadMs} ms past the clock before the crash; after a
---   restart of the server, no id is stamped before its start time plus ${o.maxLeadMs} ms + 1, so they are never made
+--   holds (a rolled-back or lost transaction) are stamped at most ${o.maxLeadMs + 1} ms past the clock before the crash;
+--   after a restart of the server, no id is stamped before its start time plus ${o.maxLeadMs + 2} ms, so they are never made
 --   again either (unless the clock was stepped back across the restart).
 -- - A promoted standby replays a prefix of the primary's WAL too, so committed rows it has are covered as above. The
 --   ids of transactions it did not receive were stamped before the promotion plus ${o.maxLeadMs} ms: the function keeps the
@@ -483,11 +485,11 @@ function mysqlGenerator(config, options = {}) {
 --   and returns it (LAST_INSERT_ID): v only grows, so no value is given twice. Ids only grow: clockBack stays 0.
 --   The lock is held to the end of the calling statement (MariaDB locks a function's tables with the statement's),
 --   not of its transaction.
--- - A clock stepped back: ids carry on from the last one, at most ${o.maxLeadMs} ms ahead of the clock (maxLeadMs); past that the
---   function refuses (SQLSTATE SN001) until the clock catches up.
+-- - A clock stepped back: ids carry on from the last one, at most ${o.maxLeadMs + 1} ms ahead of the clock (maxLeadMs + 1);
+--   past that the function refuses (SQLSTATE SN001) until the clock catches up.
 -- - A crash or restart may lose the state's last values (an unflushed log). Every id given out
---   before is stamped at most ${o.maxLeadMs} ms after the server stopped; each session computes once the server's start time
---   (from Uptime, to the second, rounded late) and makes no id stamped before it plus ${o.maxLeadMs} ms + 1: in the first
+--   before is stamped at most ${o.maxLeadMs + 1} ms after the server stopped; each session computes once the server's start
+--   time (from Uptime, to the second, rounded late) and makes no id stamped before it plus ${o.maxLeadMs + 2} ms: in the first
 --   second after a start, it may refuse (SN001) until the clock gets within ${o.maxLeadMs + 1} ms of that time.
 -- - A promoted replica: its state may lack the old primary's last values: run
 --   UPDATE snowid_next_id_state SET state = GREATEST(state, <ms of the promotion plus a TTL, since the epoch> << ${S}) on it
@@ -520,7 +522,7 @@ BEGIN
   DECLARE now_ms BIGINT DEFAULT ${NOW_MS} - ${epoch};
   DECLARE lo BIGINT;
   IF @snowid_next_id_floor IS NULL THEN
-    SET @snowid_next_id_floor = ${NOW_MS} - ${epoch} + ${o.maxLeadMs} + 1
+    SET @snowid_next_id_floor = ${NOW_MS} - ${epoch} + ${o.maxLeadMs + 2}
       - 1000 * (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME');
   END IF;
   SET lo = GREATEST(now_ms, @snowid_next_id_floor);
