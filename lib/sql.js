@@ -242,7 +242,7 @@ BEGIN
     END IF;
     -- Ahead of the clock by maxLeadMs at most, + 1 ms just after the server's start (the floor above).
     IF (v >> ${S}) - now_ms > ${o.maxLeadMs + 1} THEN
-      RAISE EXCEPTION 'snowid_next_id: expected the clock within ${o.maxLeadMs} ms (maxLeadMs) of the next id, found it % ms behind: the clock stepped back, or the slot is held before use (after its install or a promotion) until then'
+      RAISE EXCEPTION 'snowid_next_id: expected the clock within ${o.maxLeadMs + 1} ms (maxLeadMs + 1) of the next id, found it % ms behind: the clock stepped back, or the slot is held before use (after its install or a promotion) until then'
         , (v >> ${S}) - now_ms USING ERRCODE = 'SN001';
     END IF;
     IF (v >> ${S}) > ${tsMask} THEN
@@ -302,7 +302,7 @@ END`
 --   after a restart of the server, no id is stamped before its start time plus ${o.maxLeadMs + 2} ms, so they are never made
 --   again either (unless the clock was stepped back across the restart).
 -- - A promoted standby replays a prefix of the primary's WAL too, so committed rows it has are covered as above. The
---   ids of transactions it did not receive were stamped before the promotion plus ${o.maxLeadMs} ms: the function keeps the
+--   ids of transactions it did not receive were stamped before the promotion plus ${o.maxLeadMs + 1} ms: the function keeps the
 --   WAL timeline it last ran on (snowid_next_id_timeline, replicated with the state), and on a new one it moves past
 --   the clock plus one TTL (${o.ttlMs} ms) and refuses (SN001) until the clock gets there, as a lease holds a slot whose
 --   history may be lost. snowid_next_id_skip(t) moves the state past a time t by hand (its owner's only).
@@ -534,7 +534,7 @@ BEGIN
   END IF;
   -- Ahead of the clock by maxLeadMs at most (+ 1 ms, and up to a second more just after the server's start).
   IF (v >> ${S}) - now_ms > ${o.maxLeadMs + 1} THEN
-    ${signal('SN001', [`'snowid_next_id: expected the clock within ${o.maxLeadMs} ms (maxLeadMs) of the next id, found it '`, `(v >> ${S}) - now_ms`, `' ms behind: the clock stepped back, or the slot is held before use until then'`])}
+    ${signal('SN001', [`'snowid_next_id: expected the clock within ${o.maxLeadMs + 1} ms (maxLeadMs + 1) of the next id, found it '`, `(v >> ${S}) - now_ms`, `' ms behind: the clock stepped back, or the slot is held before use until then'`])}
   END IF;
   IF (v >> ${S}) > ${tsMask} THEN
     ${signal('SN002', [`'snowid_next_id: expected a time up to ${iso(Number(BigInt(epoch) + tsMask))} (the layout''s expiresAt), found a later one'`])}

@@ -95,7 +95,7 @@ async function main() {
       assert.equal(err.code, 'SN001', err.message)
       assert.match(
         err.message,
-        /^snowid_next_id: expected the clock within 1000 ms \(maxLeadMs\) of the next id, found it \d+ ms behind/,
+        /^snowid_next_id: expected the clock within 1001 ms \(maxLeadMs \+ 1\) of the next id, found it \d+ ms behind/,
       )
       return true
     })
