@@ -1,6 +1,7 @@
 'use strict'
 
-// The move of a table from bigserial of __test__/backfill.test.js, with 10M rows (about 7 minutes on 2 busy cores).
+// The move of a table from bigserial of __test__/backfill.test.js, with 10M rows: 27 minutes here, niced on 2 busy
+// cores, with 11.6M live rows inserted meanwhile.
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
