@@ -190,6 +190,8 @@ async function startPostgres({ settings = {}, standbyOf, via } = {}) {
     promote() {
       runAs('postgres', path.join(bin, 'pg_ctl'), ['-D', data, '-w', '-t', '60', 'promote'])
     },
+    /** Starts the server again after kill() (crash recovery replays its WAL). */
+    start,
     /** Stops the server as a crash would (`pg_ctl stop -m immediate`); its data stays until stop(). */
     kill() {
       runAs('postgres', path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop'])

@@ -72,7 +72,6 @@ async function idsFor(layout) {
 test('snowid sql: usage errors exit 2 with a message; --json prints the SQL as one JSON string', () => {
   for (const [args, message] of [
     [['sql'], /^snowid: sql: expected a dialect \(postgres, mysql\), found nothing/],
-    [['sql', 'mysql', '--functions'], /^snowid: sql: --functions applies to postgres only, found mysql/],
     [['sql', 'sqlite'], /^snowid: sql: expected a dialect \(postgres, mysql\), found "sqlite"/],
     [['sql', 'postgres', 'extra'], /^snowid: sql: expected one dialect, found also "extra"/],
     [['sql', 'postgres', '--functions', '--table', 't'], /--table applies to the lease table/],

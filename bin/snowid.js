@@ -11,8 +11,14 @@ const USAGE = `Usage:
   snowid sql postgres     print the SQL that creates snowid/postgres's lease table, with a row per slot
   snowid sql mysql        print the SQL that creates snowid/mysql's lease table, with a row per slot
   snowid sql postgres --functions
+  snowid sql mysql --functions
                           print SQL functions that read ids of the configured layout and epoch
                           (snowid_timestamp, snowid_worker_id, snowid_min_id_at, ...)
+  snowid sql postgres --generator
+  snowid sql mysql --generator
+                          print the SQL that installs snowid_next_id() (ids made by the database, for a
+                          DEFAULT) on a slot of the lease table that the database holds for good; MariaDB only
+                          for mysql
 
 Options:
   --encoding <base62|base36|hex>
@@ -21,6 +27,8 @@ Options:
   --table <name>
            with sql postgres or mysql: the lease table's name, schema-qualified if you like (default:
            snowid_workers); the rows are those of the layout's datacenter and worker bits
+  --datacenter-id <n>, --worker-id <n>
+           with --generator: the slot the database holds (default: datacenter 0, the layout's highest worker id)
   --help   print this help (also: snowid help)
   --version
            print snowid's version
@@ -55,11 +63,16 @@ function parseArgs(argv) {
   const words = []
   let encoding
   let table
+  const slot = {}
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
-    if (arg === '--json' || arg === '--help' || arg === '-h' || arg === '--functions' || arg === '--version')
+    if (['--json', '--help', '-h', '--functions', '--generator', '--version'].includes(arg))
       flags.add(arg === '-h' ? '--help' : arg)
-    else if (arg === '--encoding') encoding = parseEncoding(argv[++i])
+    else if (arg === '--worker-id' || arg === '--datacenter-id') slot[arg] = parseSlot(arg, argv[++i])
+    else if (arg.startsWith('--worker-id=') || arg.startsWith('--datacenter-id=')) {
+      const at = arg.indexOf('=')
+      slot[arg.slice(0, at)] = parseSlot(arg.slice(0, at), arg.slice(at + 1))
+    } else if (arg === '--encoding') encoding = parseEncoding(argv[++i])
     else if (arg.startsWith('--encoding=')) encoding = parseEncoding(arg.slice('--encoding='.length))
     else if (arg === '--table') table = parseTable(argv[++i])
     else if (arg.startsWith('--table=')) table = parseTable(arg.slice('--table='.length))
@@ -71,10 +84,21 @@ function parseArgs(argv) {
     help: flags.has('--help'),
     version: flags.has('--version'),
     functions: flags.has('--functions'),
+    generator: flags.has('--generator'),
+    workerId: slot['--worker-id'],
+    datacenterId: slot['--datacenter-id'],
     encoding,
     table,
     words,
   }
+}
+
+function parseSlot(name, text) {
+  if (text === undefined || !/^\d{1,6}$/.test(text))
+    throw new UsageError(
+      `${name}: expected a non-negative integer, found ${text === undefined ? 'nothing' : shown(text)}`,
+    )
+  return Number(text)
 }
 
 function parseTable(text) {
@@ -85,8 +109,11 @@ function parseTable(text) {
 
 const DIALECTS = ['postgres', 'mysql']
 
-/** `snowid sql <dialect>`: the lease table's DDL, or with `--functions` the SQL functions for the layout. */
-function printSql(rest, { json, functions, table }) {
+/**
+ * `snowid sql <dialect>`: the lease table's DDL; with `--functions` the SQL functions that read ids of the layout;
+ * with `--generator` the SQL that installs snowid_next_id().
+ */
+function printSql(rest, { json, functions, generator, table, workerId, datacenterId }) {
   const [dialect, ...extra] = rest
   if (!DIALECTS.includes(dialect)) {
     throw new UsageError(
@@ -94,15 +121,21 @@ function printSql(rest, { json, functions, table }) {
     )
   }
   if (extra.length > 0) throw new UsageError(`sql: expected one dialect, found also ${shown(extra[0])}`)
+  if (functions && generator) throw new UsageError('sql: expected --functions or --generator, found both')
   if (functions && table !== undefined)
     throw new UsageError('sql: --table applies to the lease table, not to --functions')
-  if (functions && dialect !== 'postgres')
-    throw new UsageError(`sql: --functions applies to postgres only, found ${dialect}`)
+  if (!generator && (workerId !== undefined || datacenterId !== undefined))
+    throw new UsageError('sql: --worker-id and --datacenter-id apply to --generator only')
   // The layout and epoch as reading ids resolves them (SNOWID_* env, defaults): no worker id, no lease.
   const layout = layoutFromEnv()
+  const sql = require('../lib/sql.js')
   let text
   if (functions) {
-    text = require('../lib/sql.js').postgresFunctions(layout)
+    text = dialect === 'postgres' ? sql.postgresFunctions(layout) : sql.mysqlFunctions(layout)
+  } else if (generator) {
+    const options = { table, workerId, datacenterId }
+    for (const key of Object.keys(options)) if (options[key] === undefined) delete options[key]
+    text = dialect === 'postgres' ? sql.postgresGenerator(layout, options) : sql.mysqlGenerator(layout, options)
   } else {
     text = require(`../lib/${dialect}.js`).tableSql(table, {
       datacenterBits: layout.datacenterBits,
@@ -175,7 +208,7 @@ function printConfig(json) {
 }
 
 async function main(argv) {
-  const { json, help, version, functions, encoding, table, words } = parseArgs(argv)
+  const { json, help, version, functions, generator, workerId, datacenterId, encoding, table, words } = parseArgs(argv)
   const [command, ...rest] = words
   if (help || command === 'help') {
     process.stdout.write(USAGE + '\n')
@@ -185,12 +218,17 @@ async function main(argv) {
     process.stdout.write(require('../package.json').version + '\n')
     return
   }
-  if (command !== 'sql' && (functions || table !== undefined)) {
-    throw new UsageError(`${functions ? '--functions' : '--table'} applies to snowid sql only`)
-  }
+  const sqlOnly = [
+    [functions, '--functions'],
+    [generator, '--generator'],
+    [table !== undefined, '--table'],
+    [workerId !== undefined, '--worker-id'],
+    [datacenterId !== undefined, '--datacenter-id'],
+  ].find(([given]) => given)
+  if (command !== 'sql' && sqlOnly) throw new UsageError(`${sqlOnly[1]} applies to snowid sql only`)
   if (command === 'sql') {
     if (encoding) throw new UsageError('sql: --encoding applies to ids only')
-    return printSql(rest, { json, functions, table })
+    return printSql(rest, { json, functions, generator, table, workerId, datacenterId })
   }
   if (command === 'decode') return printDecoded(rest.length > 0 ? rest : await idsFromStdin(), json, encoding)
   if (command === 'config') {

@@ -485,3 +485,5 @@ function configureWorkerId(options) {
 }
 
 module.exports = { acquireWorkerId, configureWorkerId, MysqlLease, tableSql }
+// For snowid/sql's generator, which names the same table: not part of the public exports.
+module.exports[Symbol.for('snowid.mysql.quoteTable')] = quoteTable

@@ -495,3 +495,5 @@ function configureWorkerId(options) {
 }
 
 module.exports = { acquireWorkerId, configureWorkerId, PostgresLease, tableSql }
+// For snowid/sql's generator, which names the same table: not part of the public exports.
+module.exports[Symbol.for('snowid.postgres.quoteTable')] = quoteTable

@@ -10,6 +10,7 @@ const ROOT = path.resolve(__dirname, '..')
 
 /** The files whose tests start a database server (PostgreSQL, Redis, MariaDB or etcd, through __test__/servers.js). */
 const SERVER_FILES = [
+  'backfill.test.js',
   'call-order-stores.test.js',
   'etcd-lease.test.js',
   'mariadb.test.js',
@@ -19,6 +20,8 @@ const SERVER_FILES = [
   'realm-stores.test.js',
   'redis-cluster.test.js',
   'redis.test.js',
+  'sql-generator.test.js',
+  'sql-mysql.test.js',
   'sql.test.js',
 ]
 
