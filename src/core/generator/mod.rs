@@ -168,7 +168,7 @@ impl<C: Clock> Generator<C> {
     }
 
     /// Takes up to `want` (at least 1) consecutive sequence values in one ms from the state, reading the clock,
-    /// spinning or sleeping as the sequencer asks: returns the timestamp, the first sequence value and how many were
+    /// sleeping as the sequencer asks (to the next ms, or for a step back under `Wait`): returns the timestamp, the first sequence value and how many were
     /// taken.
     #[inline]
     fn take(&self, st: &mut State, want: u64) -> Result<(u64, u64, u64)> {
@@ -176,7 +176,7 @@ impl<C: Clock> Generator<C> {
         loop {
             match st.step(&self.rules, self.clock.now_ms(), want, &mut waiting)? {
                 Step::Issue { timestamp, first, count } => return Ok((timestamp, first, count)),
-                Step::Spin => std::hint::spin_loop(),
+                Step::NextMs => self.clock.sleep_to_next_ms(),
                 Step::Sleep(ms) => self.clock.sleep_ms(ms),
             }
         }
