@@ -13,6 +13,22 @@ const config = realm.wrap(binding.config)
 // On WASI the first call of each id function claims the default generator's identity for this thread.
 const claimed = WASI ? fn => require('./lib/wasi-threads.js').claiming(fn, config) : fn => fn
 
+// On WASI the binding's `nextIdOut` writes the id into wasm memory, which `__idOut` views: a bigint or a string that
+// emnapi makes from wasm costs more than the call (src/js/module.rs, ID_OUT).
+const out = binding.__idOut
+const [nextId, nextIdString] = out
+  ? [
+      function nextId() {
+        realm.nextIdOut()
+        return out[0]
+      },
+      function nextIdString() {
+        realm.nextIdOut()
+        return String(out[0])
+      },
+    ]
+  : [realm.nextId, realm.nextIdString]
+
 function define(name, value) {
   Object.defineProperty(module.exports, name, { value, writable: true, enumerable: true, configurable: true })
 }
@@ -51,10 +67,10 @@ lazy('encode', () => require('./lib/encoding.js').encode)
 lazy('isSnowidError', () => require('./lib/codes.js').isSnowidError)
 module.exports.maxIdAt = realm.wrap(binding.maxIdAt)
 module.exports.minIdAt = realm.wrap(binding.minIdAt)
-module.exports.nextId = claimed(realm.nextId)
+module.exports.nextId = claimed(nextId)
 lazy('nextIds', () => claimed(require('./lib/batches.js').idsOf(realm.nextIds, realm.scratchIds)))
-module.exports.nextIdString = claimed(realm.nextIdString)
-lazy('nextIdStrings', () => claimed(require('./lib/batches.js').stringsOf(realm.nextIdString, realm.joinedIds)))
+module.exports.nextIdString = claimed(nextIdString)
+lazy('nextIdStrings', () => claimed(require('./lib/batches.js').stringsOf(nextIdString, realm.joinedIds)))
 lazy('parse', () => require('./lib/encoding.js').parse)
 module.exports.stats = realm.wrap(binding.stats)
 module.exports.timestampOf = realm.timestampOf
