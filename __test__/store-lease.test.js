@@ -212,3 +212,23 @@ test("a failed take's error names the store's own error: its code and message, o
     })
   }
 })
+
+test("'lost' is never told before the clock reads the deadline, though a timer may fire a little early by it", async t => {
+  const store = memoryStore()
+  Object.assign(store.slot, { mark: Date.now() - 1, incarnation: 'first' })
+  const lease = await start(store, { ttlMs: 600, reacquire: false })
+  t.after(() => lease.release())
+  store.renew = () => new Promise(() => {})
+  const deadline = lease.deadline
+  // A timer runs on the monotonic clock in whole ms, and the deadline is the wall clock's: the expiry timer may come
+  // up to a ms early by the wall clock (about 1 start in 100 here), or more while the wall clock is slewed. Made
+  // certain here: from now on the wall clock reads 20 ms behind.
+  const now = Date.now
+  Date.now = () => now() - 20
+  t.after(() => {
+    Date.now = now
+  })
+  await once(lease, 'lost')
+  const at = Date.now()
+  assert.ok(at >= deadline, `'lost' came ${deadline - at} ms before the deadline by the clock`)
+})

@@ -248,6 +248,17 @@ const cases = [
       return () => s.nextId()
     },
   },
+  {
+    name: 'snowid nextIdString(), WASI build',
+    regime: 'below',
+    kind: 'string',
+    threads: false,
+    env: WASI_ENV,
+    make: () => {
+      const s = wideModule()
+      return () => s.nextIdString()
+    },
+  },
   // Small batches, against as many single calls.
   ...[1, 2, 4].map(n => ({
     name: `snowid nextIds(${n}), per id`,

@@ -11,6 +11,12 @@ const WIDE = { datacenterBits: 0, workerBits: 0, clockBackBits: 0, sequenceBits:
 // Each call is written as users write it (\`snowid.nextId()\`): calling an extracted function with no receiver
 // takes a slower path in V8.
 const makers = {
+  // benchmark/floor.c: one raw N-API call, one clock read, one BigInt.
+  'N-API floor()': () => {
+    const { floor, why } = require('./floor.js').floorAddon()
+    if (!floor) throw new Error(why)
+    return () => floor()
+  },
   'nextId()': () => {
     const s = require('..')
     s.configure(WIDE)

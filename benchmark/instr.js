@@ -1,6 +1,6 @@
 'use strict'
 
-// npm run bench:instr [-- --rounds N]: instructions per call of snowid's hot calls and of the article's algorithm,
+// npm run bench:instr [-- --rounds N] [--cases 'nextId(),N-API floor()']: instructions per call of snowid's hot calls and of the article's algorithm,
 // counted by valgrind's callgrind. Counts are repeatable on a noisy machine, unlike times, so they are the regression
 // gate: the script exits 1 when a call with a budget costs more than it in every round (3 by default). One round in
 // a few can count about twice as much for `decode(id)`: V8 drops its optimized code at a moment that depends on the
@@ -25,6 +25,7 @@ const MEASURED_ROUNDS = 3
 const MARGIN = 0.05
 const BUDGET = Object.fromEntries(Object.entries(MEASURED).map(([k, v]) => [k, Math.ceil(v * (1 + MARGIN))]))
 const CASES = [
+  'N-API floor()',
   'nextId()',
   'nextIdString()',
   'gen.nextId()',
@@ -75,13 +76,23 @@ function parseRounds(argv) {
   return rounds
 }
 
+/** The cases `--cases` names (comma-separated), or all of them. */
+function parseCases(argv) {
+  const i = argv.indexOf('--cases')
+  if (i < 0) return CASES
+  const names = String(argv[i + 1]).split(',')
+  const unknown = names.filter(n => !CASES.includes(n))
+  if (unknown.length) throw new Error(`--cases: unknown ${unknown.join(', ')}; expected some of ${CASES.join(', ')}`)
+  return names
+}
+
 function main() {
   if (!hasValgrind()) {
     console.log('valgrind is not installed: skipping instruction counts (apt-get install valgrind)')
     return
   }
   const rounds = parseRounds(process.argv.slice(2))
-  const rows = CASES.map(name => ({ name, counts: [] }))
+  const rows = parseCases(process.argv.slice(2)).map(name => ({ name, counts: [] }))
   for (let r = 0; r < rounds; r++) {
     for (const row of rows) {
       process.stderr.write(`round ${r + 1}/${rounds}: ${row.name}...\n`)
@@ -89,15 +100,20 @@ function main() {
     }
   }
   const median = counts => [...counts].sort((a, b) => a - b)[counts.length >> 1]
-  const article = median(rows.find(r => r.name === 'article nextId()').counts)
+  const base = name => {
+    const row = rows.find(r => r.name === name)
+    return row ? median(row.counts) : null
+  }
+  const [article, floor] = [base('article nextId()'), base('N-API floor()')]
+  const times = (v, of) => (of === null ? '–' : `${(v / of).toFixed(2)}×`)
   console.log(
     `Node ${process.version}, ${os.cpus()[0]?.model ?? 'unknown CPU'}; below the cap (22-bit sequence); N = ${N.toLocaleString('en-US')}; ${rounds} round${rounds > 1 ? 's' : ''}`,
   )
   console.log('')
   console.log(
-    `| call | instructions per call (median) | lowest–highest | vs the article nextId() | budget (highest of ${MEASURED_ROUNDS} rounds + ${MARGIN * 100}%), for the lowest |`,
+    `| call | instructions per call (median) | lowest–highest | vs the article nextId() | vs the N-API floor | budget (highest of ${MEASURED_ROUNDS} rounds + ${MARGIN * 100}%), for the lowest |`,
   )
-  console.log('|---|---|---|---|---|')
+  console.log('|---|---|---|---|---|---|')
   let failed = false
   for (const r of rows) {
     const budget = BUDGET[r.name]
@@ -105,7 +121,7 @@ function main() {
     const verdict = budget === undefined ? '' : low <= budget ? `≤ ${budget}: ok` : `≤ ${budget}: **over**`
     if (budget !== undefined && low > budget) failed = true
     console.log(
-      `| ${r.name} | ${median(r.counts).toFixed(0)} | ${low.toFixed(0)}–${Math.max(...r.counts).toFixed(0)} | ${(median(r.counts) / article).toFixed(2)}× | ${verdict} |`,
+      `| ${r.name} | ${median(r.counts).toFixed(0)} | ${low.toFixed(0)}–${Math.max(...r.counts).toFixed(0)} | ${times(median(r.counts), article)} | ${times(median(r.counts), floor)} | ${verdict} |`,
     )
   }
   if (failed) process.exitCode = 1

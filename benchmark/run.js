@@ -302,6 +302,11 @@ function main() {
       'startup: the first nextId() (host lease) returns within 5 ms of require',
       `${lease.firstIdMs.toFixed(3)} ms (+${lease.overNodeMs.toFixed(1)} ms wall over node -e 0)`,
     ])
+    const vs = startup.cpuVsSapphire(first.rows)
+    targets.push([
+      "startup: require + first id at most 1.5× @sapphire/snowflake's (CPU time, in the process; the process's over node -e 0)",
+      `${vs.span.toFixed(2)}×; ${vs.process.toFixed(2)}×`,
+    ])
   }
   out.push('', '### Targets', '', '| target | measured |', '|---|---|')
   for (const [t, v] of targets) out.push(`| ${t} | ${v} |`)

@@ -15,7 +15,13 @@
 
 const binding = require('./native.js')
 
-const osBacked = require('node:worker_threads').isMainThread && !process.versions.bun && !process.versions.deno
+// Node's main thread runs on the process's first thread, which the binding recognizes where the OS says (and then
+// `node:worker_threads`, 1.4 ms of a start, is not loaded); a worker_thread never does.
+const mainThread =
+  typeof binding.__processMainThread === 'boolean'
+    ? binding.__processMainThread
+    : require('node:worker_threads').isMainThread
+const osBacked = mainThread && !process.versions.bun && !process.versions.deno
 const realm = binding.__realm(globalThis, osBacked)
 
 /** Whether this is the WASI build (snowid-wasm32-wasi), whose threads do not share generators. */

@@ -1,6 +1,6 @@
 'use strict'
 
-// The native addon, loaded by `binding.js` (napi-rs's generated loader). When no binary loads on this platform, the
+// The native addon, loaded directly where that is plain (`direct`), else by `binding.js` (napi-rs's generated loader). When no binary loads on this platform, the
 // error says which platform this is, which platforms have prebuilt binaries, and how to build one from source; when
 // a runtime's permissions stopped the load (Deno without --allow-ffi, --allow-env or --allow-read), it names them.
 // When the loader fell back to the WASI build although this platform's native binary is installed, a SnowidWarning
@@ -289,11 +289,59 @@ function warnFallback() {
   if (message) process.emitWarning(message, { type: 'SnowidWarning', code: 'SNOWID_NATIVE_UNLOADABLE' })
 }
 
-let binding
-try {
-  binding = require('../binding.js')
-} catch (cause) {
-  throw noBinary(cause)
+// The binary binding.js would load first, required here without it: binding.js is 35 KB of JS to parse on every
+// start. Only on the platforms whose first candidate is plain (a Linux whose libc /usr/bin/ldd names, as binding.js
+// reads it; macOS; Windows with msvc), and only while no NAPI_RS_* variable asks binding.js for something else (an
+// override path, WASI, a version check). Anything that does not load here goes to binding.js, which tries every
+// candidate again in its order and makes the errors and the WASI fallback.
+function direct() {
+  const { platform, arch, env } = process
+  if (env.NAPI_RS_NATIVE_LIBRARY_PATH || env.NAPI_RS_FORCE_WASI || env.NAPI_RS_WASI_FLAVOR) return null
+  if (env.NAPI_RS_ENFORCE_VERSION_CHECK) return null
+  let name = null
+  if (platform === 'linux' && ['x64', 'arm64', 'riscv64', 'loong64'].includes(arch)) {
+    let musl
+    try {
+      musl = require('node:fs').readFileSync('/usr/bin/ldd', 'utf8').includes('musl')
+    } catch {
+      return null
+    }
+    name = `linux-${arch}-${musl ? 'musl' : 'gnu'}`
+  } else if (platform === 'darwin' && (arch === 'x64' || arch === 'arm64')) name = `darwin-${arch}`
+  else if (platform === 'win32' && (arch === 'arm64' || arch === 'ia32')) name = `win32-${arch}-msvc`
+  else if (platform === 'win32' && arch === 'x64') {
+    const v = process.config && process.config.variables
+    if (v && (v.shlib_suffix === 'dll.a' || v.node_target_type === 'shared_library')) return null
+    name = 'win32-x64-msvc'
+  }
+  if (!name) return null
+  for (const specifier of [`../snowid.${name}.node`, `snowid-${name}`]) {
+    let found
+    try {
+      found = require(specifier)
+    } catch {
+      continue
+    }
+    // What binding.js marks on the binding it loads natively (see __napiStampBindingTarget there).
+    if (Object.hasOwn(found, '__napiBindingTarget') || !Object.isExtensible(found)) return null
+    Object.defineProperty(found, '__napiBindingTarget', {
+      configurable: true,
+      enumerable: true,
+      value: 'native',
+      writable: true,
+    })
+    return found
+  }
+  return null
+}
+
+let binding = direct()
+if (!binding) {
+  try {
+    binding = require('../binding.js')
+  } catch (cause) {
+    throw noBinary(cause)
+  }
 }
 if (binding.__napiBindingTarget === 'wasm32-wasi') warnFallback()
 

@@ -368,16 +368,19 @@ class StoreLease extends EventEmitter {
   #armExpiry() {
     clearTimeout(this.#expiry)
     const deadline = this.#deadline
-    this.#expiry = setTimeout(
-      () => {
-        if (this.#released || this.#deadline !== deadline) return
-        const why = this.#lastFailure
-          ? `: ${this.#lastFailure.message}`
-          : ' (the renewal sent last is still unanswered)'
-        this.#lose(`no renewal was confirmed before the deadline${why}`, this.#lastFailure ?? undefined)
-      },
-      Math.max(deadline - Date.now(), 0),
-    )
+    const expire = () => {
+      if (this.#released || this.#deadline !== deadline) return
+      // A timer keeps the monotonic clock in whole ms, the deadline is the wall clock's: it may fire a little early.
+      const early = deadline - Date.now()
+      if (early > 0) {
+        this.#expiry = setTimeout(expire, early)
+        this.#expiry.unref()
+        return
+      }
+      const why = this.#lastFailure ? `: ${this.#lastFailure.message}` : ' (the renewal sent last is still unanswered)'
+      this.#lose(`no renewal was confirmed before the deadline${why}`, this.#lastFailure ?? undefined)
+    }
+    this.#expiry = setTimeout(expire, Math.max(deadline - Date.now(), 0))
     this.#expiry.unref()
   }
 

@@ -46,13 +46,15 @@ pub const NOW: u64 = 1_795_000_000_000;
 type Meanwhile = Box<dyn FnOnce() + Send>;
 
 /// A clock the test sets by hand. With `tick_every` > 0 it also moves 1 ms forward after that many reads, as a
-/// real clock does while a caller spins.
+/// real clock does while a caller waits.
 #[derive(Clone, Default)]
 pub struct FakeClock {
     now: Arc<AtomicU64>,
     reads: Arc<AtomicU64>,
     tick_every: u64,
     slept: Arc<AtomicU64>,
+    /// How many times a caller waited for the next ms.
+    next_ms_waits: Arc<AtomicU64>,
     /// When false, sleeping does not move the clock: a clock that stays behind.
     sleep_moves: bool,
     /// Run once inside the next read: what another thread could do between a caller's load and its swap.
@@ -87,6 +89,9 @@ impl FakeClock {
     pub fn slept(&self) -> u64 {
         self.slept.load(Ordering::SeqCst)
     }
+    pub fn next_ms_waits(&self) -> u64 {
+        self.next_ms_waits.load(Ordering::SeqCst)
+    }
     /// Runs `f` inside the next read of the clock, before it returns.
     pub fn meanwhile(&self, f: impl FnOnce() + Send + 'static) {
         *self.meanwhile.lock() = Some(Box::new(f));
@@ -112,6 +117,12 @@ impl Clock for FakeClock {
         if self.sleep_moves {
             self.now.fetch_add(ms, Ordering::SeqCst);
         }
+    }
+    /// Counts the wait and leaves the clock where it is: the test moves it (from another thread), or a ticking
+    /// clock does after enough reads.
+    fn sleep_to_next_ms(&self) {
+        self.next_ms_waits.fetch_add(1, Ordering::SeqCst);
+        std::thread::yield_now();
     }
 }
 

@@ -6,6 +6,9 @@ pub trait Clock: Send + Sync {
     /// Unix time in ms.
     fn now_ms(&self) -> u64;
     fn sleep_ms(&self, ms: u64);
+    /// Waits for the clock's next ms: sleeps the rest of the current one. The caller reads the clock again after,
+    /// so waking early or late only costs another look.
+    fn sleep_to_next_ms(&self);
 }
 
 /// The system's real-time clock.
@@ -35,6 +38,15 @@ impl Clock for SystemClock {
 
     fn sleep_ms(&self, ms: u64) {
         std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+
+    /// The rest of the current ms of the clock `now_ms` reads (at most 1 ms), from the ns of the same clock.
+    fn sleep_to_next_ms(&self) {
+        let into_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos() % 1_000_000)
+            .unwrap_or(0);
+        std::thread::sleep(std::time::Duration::from_nanos(u64::from(1_000_000 - into_ms)));
     }
 }
 

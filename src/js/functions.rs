@@ -170,7 +170,11 @@ pub(crate) unsafe fn id_call<'g, 'd, T: InRealm + 'd>(
     start: impl FnOnce() -> CoreResult<&'g Generator<SystemClock>>,
     make: unsafe fn(sys::napi_env, u64) -> Result<sys::napi_value>,
 ) -> sys::napi_value {
-    let failed = match started.map(|g| g.next_id()) {
+    // The fast path by itself first: its `Option` stays in registers.
+    if let Some(id) = started.and_then(|g| g.next_id_fast()) {
+        return unsafe { id_value(env, Ok(Ok(id)), make) };
+    }
+    let failed = match started.map(|g| g.next_id_closed()) {
         Some(Ok(id)) => return unsafe { id_value(env, Ok(Ok(id)), make) },
         Some(Err(e)) => Some(e),
         None => None,

@@ -60,6 +60,38 @@ unsafe extern "C" fn module_next_id_string(env: sys::napi_env, info: sys::napi_c
     unsafe { module_id(env, info, decimal) }
 }
 
+/// On WASI, a bigint or a string made in wasm costs more than the call itself: emnapi builds each in JS, reading
+/// wasm memory byte by byte. So there the module's `nextId` writes the id here instead, where `index.js` reads it
+/// through a view of wasm memory (`__idOut`, made once per module instance), and makes the bigint or the decimal
+/// string itself. A wasm instance's memory is its own, and only its JS thread calls it: one slot serves each.
+#[cfg(target_os = "wasi")]
+static ID_OUT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+#[cfg(target_os = "wasi")]
+unsafe fn id_out(_env: sys::napi_env, id: u64) -> Result<sys::napi_value> {
+    ID_OUT.store(id, std::sync::atomic::Ordering::Relaxed);
+    Ok(ptr::null_mut())
+}
+
+#[cfg(target_os = "wasi")]
+unsafe extern "C" fn module_next_id_out(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    unsafe { module_id(env, info, id_out) }
+}
+
+#[cfg(target_os = "wasi")]
+extern "C" {
+    /// emnapi's view of wasm memory as a JS typed array (no copy).
+    fn emnapi_create_memory_view(
+        env: sys::napi_env,
+        typedarray_type: sys::napi_typedarray_type,
+        external_data: *mut std::ffi::c_void,
+        byte_length: usize,
+        finalize_cb: sys::napi_finalize,
+        finalize_hint: *mut std::ffi::c_void,
+        result: *mut sys::napi_value,
+    ) -> sys::napi_status;
+}
+
 unsafe extern "C" fn module_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     unsafe { call_in_realm::<RealmModule>(env, info, |arg, _| next_ids_impl(env, || default_generator(env), arg)) }
 }
@@ -98,8 +130,10 @@ unsafe extern "C" fn realm_wrap(env: sys::napi_env, info: sys::napi_callback_inf
 }
 
 /// The module's hot calls, made from plain callbacks, for the realm `index.js` runs in.
-const MODULE_FUNCTIONS: [(&CStr, Callback); 8] = [
+const MODULE_FUNCTIONS: &[(&CStr, Callback)] = &[
     (c"nextId", module_next_id),
+    #[cfg(target_os = "wasi")]
+    (c"nextIdOut", module_next_id_out),
     (c"nextIdString", module_next_id_string),
     (c"nextIds", module_next_ids),
     (c"timestampOf", module_timestamp_of),
@@ -131,7 +165,7 @@ pub fn realm_functions(env: Env, global: Object, os_backed: bool) -> Result<Raw>
     }
     check(unsafe { sys::napi_create_object(env, &mut object) })?;
     let scratch = env_scratch(env);
-    for (name, cb) in MODULE_FUNCTIONS {
+    for &(name, cb) in MODULE_FUNCTIONS {
         let data = Box::new(RealmModule { realm: Rc::clone(&realm), scratch });
         let f = owning_function(env, name, cb, data)?;
         check(unsafe { sys::napi_set_named_property(env, object, name.as_ptr(), f) })?;
@@ -155,7 +189,52 @@ pub fn install(env: Env, exports: Object) -> Result<()> {
     if let Some(view) = configured_view(env) {
         set(c"__configured", view)?;
     }
+    #[cfg(target_os = "wasi")]
+    {
+        let mut view = ptr::null_mut();
+        // SAFETY: `ID_OUT` is a static, 8 bytes at an 8-byte-aligned address of wasm memory, for as long as the
+        // instance lives; the memory is shared, so growing it never detaches the view.
+        check(unsafe {
+            emnapi_create_memory_view(
+                env,
+                sys::TypedarrayType::bigint64_array,
+                ID_OUT.as_ptr().cast(),
+                8,
+                None,
+                ptr::null_mut(),
+                &mut view,
+            )
+        })?;
+        set(c"__idOut", view)?;
+    }
+    if let Some(main) = process_main_thread() {
+        let mut value = ptr::null_mut();
+        // SAFETY: a plain N-API call with a valid out-pointer.
+        check(unsafe { sys::napi_get_boolean(env, main, &mut value) })?;
+        set(c"__processMainThread", value)?;
+    }
     Ok(())
+}
+
+/// Whether the thread loading this module instance is the process's first thread (where the OS says; `None`
+/// elsewhere). A worker_thread never is, so `lib/addon.js` reads this rather than load `node:worker_threads` (about
+/// 1.4 ms of a start) to know that it runs on Node's main thread.
+fn process_main_thread() -> Option<bool> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        // SAFETY: neither call takes an argument or fails.
+        let (tid, pid) = unsafe { (libc::syscall(libc::SYS_gettid), libc::getpid()) };
+        Some(tid == libc::c_long::from(pid))
+    }
+    #[cfg(any(target_os = "macos", target_os = "freebsd"))]
+    {
+        // SAFETY: takes no argument and cannot fail.
+        Some(unsafe { libc::pthread_main_np() } == 1)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "macos", target_os = "freebsd")))]
+    {
+        None
+    }
 }
 
 /// The smallest id any generator with the default layout and epoch can make in the ms `time`, whatever its

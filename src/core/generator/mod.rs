@@ -106,6 +106,21 @@ impl<C: Clock> Generator<C> {
         if let Some(id) = self.next_fast() {
             return Ok(id);
         }
+        self.next_id_closed()
+    }
+
+    /// The next id from the fast path alone (see [`Shared`]), or `None` when the mutex must decide: then
+    /// [`next_id_closed`](Self::next_id_closed). For a caller's own fast path: an `Option` of a `u64` comes back in
+    /// registers, where a `Result` is written out through memory.
+    #[inline(always)]
+    pub fn next_id_fast(&self) -> Option<u64> {
+        self.next_fast()
+    }
+
+    /// The next id by the mutex: what [`next_id`](Self::next_id) does when its fast path declines, and right
+    /// whenever it is called (the mutex decides everything the fast path does).
+    #[inline(never)]
+    pub fn next_id_closed(&self) -> Result<u64> {
         let mut st = self.state.close();
         let (ts, seq, _) = self.take(&mut st, 1)?;
         self.state.open(&st);
@@ -114,7 +129,7 @@ impl<C: Clock> Generator<C> {
 
     /// The fast path (see [`Shared`]): the next id from this thread's run, or by one compare-and-swap, or `None`
     /// when the mutex must decide. A swap that loses to another thread's claims a run instead of one id.
-    #[inline]
+    #[inline(always)]
     fn next_fast(&self) -> Option<u64> {
         // Read before the word, so a run claimed below is never taken for one of a later generation.
         let generation = self.state.generation.load();
@@ -168,7 +183,7 @@ impl<C: Clock> Generator<C> {
     }
 
     /// Takes up to `want` (at least 1) consecutive sequence values in one ms from the state, reading the clock,
-    /// spinning or sleeping as the sequencer asks: returns the timestamp, the first sequence value and how many were
+    /// sleeping as the sequencer asks (to the next ms, or for a step back under `Wait`): returns the timestamp, the first sequence value and how many were
     /// taken.
     #[inline]
     fn take(&self, st: &mut State, want: u64) -> Result<(u64, u64, u64)> {
@@ -176,7 +191,7 @@ impl<C: Clock> Generator<C> {
         loop {
             match st.step(&self.rules, self.clock.now_ms(), want, &mut waiting)? {
                 Step::Issue { timestamp, first, count } => return Ok((timestamp, first, count)),
-                Step::Spin => std::hint::spin_loop(),
+                Step::NextMs => self.clock.sleep_to_next_ms(),
                 Step::Sleep(ms) => self.clock.sleep_ms(ms),
             }
         }

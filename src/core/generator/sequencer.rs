@@ -1,9 +1,9 @@
 //! The sequencing policy: one identity's state, and the pure update that takes it from one id to the next with the
 //! time passed in (as the uuid crate's `ContextV7` takes it). No clock, no lock and no thread here: the generator
-//! reads the clock, holds the lock and sleeps or spins as a step asks.
+//! reads the clock, holds the lock and sleeps as a step asks.
 //!
 //! - **Same ms:** the sequence counts up. When it is exhausted, the state moves on to the next ms: at once if that
-//!   stays within `max_lead_ms` of the clock (bounded borrowing), else when the clock gets there ([`Step::Spin`]).
+//!   stays within `max_lead_ms` of the clock (bounded borrowing), else when the clock gets there ([`Step::NextMs`]).
 //!   It never wraps and never reuses a sequence value.
 //! - **Clock moved backwards** by more than the lead the state allows (a smaller step continues from the last
 //!   timestamp, strictly increasing, with no clockBack bit used), by [`ClockBackPolicy`]: `Bits` moves to the next
@@ -137,8 +137,8 @@ pub enum Step {
     /// Issue `count` consecutive sequence values from `first`, at `timestamp` (ms since the epoch). The state has
     /// moved past them.
     Issue { timestamp: u64, first: u64, count: u64 },
-    /// The ms is full at the edge of the lead: read the clock again.
-    Spin,
+    /// The ms is full at the edge of the lead: wait for the clock's next ms, then read it again.
+    NextMs,
     /// The clock is behind under `Wait`: sleep this many ms, then read it again.
     Sleep(u64),
 }
@@ -147,7 +147,7 @@ pub enum Step {
 #[derive(Debug, Default)]
 pub struct Waiting {
     slept: u64,
-    spun: bool,
+    next_ms: bool,
 }
 
 impl State {
@@ -221,12 +221,12 @@ impl State {
                 }
                 (self.last + 1, 0)
             } else {
-                // Full ms at the edge of the lead: spin until the clock moves on.
-                if !waiting.spun {
-                    waiting.spun = true;
+                // Full ms at the edge of the lead: wait until the clock moves on.
+                if !waiting.next_ms {
+                    waiting.next_ms = true;
                     self.stats.waits += 1;
                 }
-                return Ok(Step::Spin);
+                return Ok(Step::NextMs);
             }
         } else {
             let behind = self.last - t;

@@ -41,12 +41,12 @@ fn a_batch_takes_what_is_left_of_the_ms() {
 }
 
 #[test]
-fn a_full_ms_spins_once_counted_until_the_clock_moves_on() {
+fn a_full_ms_waits_once_counted_until_the_clock_moves_on() {
     let r = rules(ClockBackPolicy::Bits, 0);
     let mut st = at_now(4095, 0);
     let mut w = Waiting::default();
     for _ in 0..3 {
-        assert_eq!(st.step(&r, NOW, 1, &mut w).unwrap(), Step::Spin);
+        assert_eq!(st.step(&r, NOW, 1, &mut w).unwrap(), Step::NextMs);
     }
     assert_eq!(st.stats.waits, 1, "one call, one wait");
     assert_eq!(st.step(&r, NOW + 1, 1, &mut w).unwrap(), issue(T + 1, 0, 1));
@@ -61,7 +61,7 @@ fn a_full_ms_within_the_lead_borrows_the_next_one() {
     st.next_seq = 4096;
     assert_eq!(st.step(&r, NOW, 1, &mut w).unwrap(), issue(T + 2, 0, 1));
     st.next_seq = 4096;
-    assert_eq!(st.step(&r, NOW, 1, &mut w).unwrap(), Step::Spin, "at the edge of the lead");
+    assert_eq!(st.step(&r, NOW, 1, &mut w).unwrap(), Step::NextMs, "at the edge of the lead");
     // A clock 2 ms behind the last id, within the state's tolerance, carries on from it.
     st.next_seq = 7;
     assert_eq!(st.step(&r, NOW, 1, &mut w).unwrap(), issue(T + 2, 7, 1));

@@ -147,10 +147,11 @@ fn exhausted_sequence_waits_for_the_next_ms_instead_of_wrapping() {
         assert_eq!(fields(&g, g.next_id().unwrap()).sequence, seq);
     }
     // The 4097th id of the ms must not be issued in this ms: move the clock on from another thread while the
-    // generator spins.
+    // generator waits for the next ms.
+    let before = clock.reads();
     let c2 = clock.clone();
     let mover = std::thread::spawn(move || {
-        while c2.reads() < 4096 + 1000 {
+        while c2.reads() < before + 1000 {
             std::thread::yield_now();
         }
         c2.set(NOW + 1);
@@ -158,7 +159,10 @@ fn exhausted_sequence_waits_for_the_next_ms_instead_of_wrapping() {
     let f = fields(&g, g.next_id().unwrap());
     mover.join().unwrap();
     assert_eq!((f.timestamp, f.sequence), (NOW + 1 - DEFAULT_EPOCH, 0));
-    assert!(clock.reads() > 4096 + 1000, "it spun on the clock");
+    let reads = clock.reads() - before;
+    assert!(reads > 1000, "it read the clock again until it moved");
+    // One read on the fast path and one that issues; every read between them follows a sleep to the next ms.
+    assert!(clock.next_ms_waits() + 2 >= reads, "it slept between reads rather than spinning: {reads} reads");
 }
 
 #[test]
@@ -574,7 +578,7 @@ fn a_caller_held_up_across_a_fence_cannot_complete_its_swap() {
 fn no_word_value_comes_back_and_no_id_repeats() {
     // A layout with room for many steps back, and a lead, so every path of the state machine is taken.
     let w = Widths { datacenter: 1, worker: 2, clock_back: 7, sequence: 12 };
-    // A clock that also moves on by itself, as a real one does while a full ms at the edge of the lead spins.
+    // A clock that also moves on by itself, as a real one does while a full ms at the edge of the lead waits.
     let clock = FakeClock::ticking(NOW, 5_000);
     let store = Arc::new(MemStore::default());
     let s = Settings { max_lead_ms: 3, ..settings(w, ClockBackPolicy::Bits) };
