@@ -7,11 +7,12 @@
 //       (files no test loads count as 0%). The processes the tests start are measured too, as long as they inherit
 //       the environment (NODE_V8_COVERAGE).
 //   Rust: `cargo test` under cargo-llvm-cov, over src/ but src/js/: the binding runs only inside Node, so no Rust
-//       test reaches it (the JS suite does). cargo-llvm-cov is installed when missing, pinned, into the ignored
-//       .cache/cargo-llvm-cov/<version>/ (`cargo install --locked`: 5 to 18 minutes the first time), and rustup's
-//       llvm-tools-preview component is added when missing.
+//       test reaches it (the JS suite does). When `cargo llvm-cov` is missing or not the pinned version, it is
+//       installed (`cargo install cargo-llvm-cov --version CARGO_LLVM_COV --locked`, into cargo's bin directory:
+//       5 to 18 minutes here), and rustup's llvm-tools-preview component is added when missing.
 // Each prints its table and a summary, and fails when its lines % is under its floor (FLOORS) or a test fails.
-// `--js` or `--rust` runs one. Arguments after `--` go to node --test (`-- --test-name-pattern=decode`).
+// `--js` or `--rust` runs one; `--install` only installs what Rust coverage needs (CI times it as a step of its own).
+// Arguments after `--` go to node --test (`-- --test-name-pattern=decode`).
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -72,37 +73,33 @@ function js(tmp, testArgs) {
   return ok && r.status === 0
 }
 
-/** cargo-llvm-cov, pinned, in .cache/; rustup's llvm-tools-preview. Installs what is missing. */
-function cargoLlvmCov() {
+/** rustup's llvm-tools-preview and cargo-llvm-cov CARGO_LLVM_COV: installs what is missing; false if it cannot. */
+function install() {
   const components = spawnSync('rustup', ['component', 'list', '--installed'], { encoding: 'utf8' }).stdout ?? ''
-  if (!/^llvm-tools/m.test(components)) {
-    if (run('rustup', ['component', 'add', 'llvm-tools-preview']).status !== 0) return null
+  if (!/^llvm-tools/m.test(components) && run('rustup', ['component', 'add', 'llvm-tools-preview']).status !== 0) {
+    console.error('coverage rust: could not add llvm-tools-preview')
+    return false
   }
-  const root = path.join(ROOT, '.cache', 'cargo-llvm-cov', CARGO_LLVM_COV)
-  const bin = path.join(root, 'bin', `cargo-llvm-cov${process.platform === 'win32' ? '.exe' : ''}`)
-  if (!fs.existsSync(bin)) {
-    const args = ['install', 'cargo-llvm-cov', '--version', CARGO_LLVM_COV, '--locked', '--root', root]
-    console.log(`coverage rust: cargo ${args.join(' ')}`)
-    if (run('cargo', args).status !== 0) return null
-  }
-  return bin
+  const version = spawnSync('cargo', ['llvm-cov', '--version'], { encoding: 'utf8' }).stdout ?? ''
+  if (version.trim() === `cargo-llvm-cov ${CARGO_LLVM_COV}`) return true
+  const args = ['install', 'cargo-llvm-cov', '--version', CARGO_LLVM_COV, '--locked']
+  console.log(`coverage rust: cargo ${args.join(' ')} (found: ${version.trim() || 'none'})`)
+  if (run('cargo', args).status === 0) return true
+  console.error(`coverage rust: could not install cargo-llvm-cov ${CARGO_LLVM_COV}`)
+  return false
 }
 
 function rust(tmp) {
-  const bin = cargoLlvmCov()
-  if (bin === null) {
-    console.error(`coverage rust: could not install cargo-llvm-cov ${CARGO_LLVM_COV} or llvm-tools-preview`)
-    return false
-  }
-  const tests = run(bin, ['llvm-cov', '--locked', '--no-report'])
+  if (!install()) return false
+  const tests = run('cargo', ['llvm-cov', '--locked', '--no-report'])
   if (tests.status !== 0) {
     console.error(`coverage rust: cargo test failed (${tests.signal ?? `exit ${tests.status}`})`)
     return false
   }
   const json = path.join(tmp, 'rust.json')
   const report = ['llvm-cov', 'report', '--summary-only', `--ignore-filename-regex=${RUST_IGNORED}`]
-  if (run(bin, report).status !== 0) return false
-  if (run(bin, [...report, '--json', `--output-path=${json}`]).status !== 0) return false
+  if (run('cargo', report).status !== 0) return false
+  if (run('cargo', [...report, '--json', `--output-path=${json}`]).status !== 0) return false
   const totals = JSON.parse(fs.readFileSync(json, 'utf8')).data?.[0]?.totals
   if (!totals) {
     console.error('coverage rust: no totals in the report')
@@ -115,11 +112,14 @@ function main() {
   const dash = process.argv.indexOf('--')
   const own = dash < 0 ? process.argv.slice(2) : process.argv.slice(2, dash)
   const testArgs = dash < 0 ? [] : process.argv.slice(dash + 1)
-  const unknown = own.filter(a => a !== '--js' && a !== '--rust')
+  const unknown = own.filter(a => a !== '--js' && a !== '--rust' && a !== '--install')
   if (unknown.length > 0) {
-    console.error(`coverage: unknown argument ${unknown[0]} (--js, --rust, then -- and node --test's arguments)`)
+    console.error(
+      `coverage: unknown argument ${unknown[0]} (--js, --rust, --install, then -- and node --test's arguments)`,
+    )
     return 2
   }
+  if (own.includes('--install')) return install() ? 0 : 1
   const both = !own.includes('--js') && !own.includes('--rust')
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-coverage-'))
   try {
