@@ -9,7 +9,7 @@
 //   Rust: `cargo test` under cargo-llvm-cov, over src/ but src/js/: the binding runs only inside Node, so no Rust
 //       test reaches it (the JS suite does). When `cargo llvm-cov` is missing or not the pinned version, it is
 //       installed (`cargo install cargo-llvm-cov --version CARGO_LLVM_COV --locked`, into cargo's bin directory:
-//       5 to 18 minutes here), and rustup's llvm-tools-preview component is added when missing.
+//       18 minutes on two busy cores), and rustup's llvm-tools-preview component is added when missing.
 // Each prints its table and a summary, and fails when its lines % is under its floor (FLOORS) or a test fails.
 // `--js` or `--rust` runs one; `--install` only installs what Rust coverage needs (CI times it as a step of its own).
 // Arguments after `--` go to node --test (`-- --test-name-pattern=decode`).
