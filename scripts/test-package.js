@@ -63,6 +63,9 @@ const ECOSYSTEM = {
     '@prisma/client@7.10.0',
     '@prisma/adapter-pg@7.10.1',
     '@prisma/adapter-mariadb@7.10.0',
+    '@mikro-orm/core@7.2.1',
+    '@mikro-orm/postgresql@7.2.1',
+    '@mikro-orm/mariadb@7.2.1',
   ],
 }
 
@@ -647,8 +650,13 @@ async function stopDatabases() {
   if (my) await my.stop()
 }
 
+// The recipe that installs snowid_next_id() in both databases, which the ORM recipes' tables call: it runs first.
+const GENERATOR_RECIPE = 'snowid-next-id'
+
 async function runRecipes(project, dir, env) {
-  const recipes = docRecipes().filter(r => r.project === project.recipes)
+  const recipes = docRecipes()
+    .filter(r => r.project === project.recipes)
+    .sort((a, b) => (b.name === GENERATOR_RECIPE) - (a.name === GENERATOR_RECIPE))
   record(project.label, 'recipes found in docs/databases.md', recipes.length > 0, recipes.length ? '' : 'none')
   let urls = {}
   if (project.recipes === 'databases') {
