@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::options::{OptionSpec, OptionValue, Options, MAX_NAMESPACE_CHARS, OPTIONS};
+use super::options::{option_table, OptionSpec, OptionValue, Options, MAX_NAMESPACE_CHARS, OPTIONS};
 use super::resolved::{Config, IfTaken, Source, WorkerIdFrom};
 use crate::core::error::Result;
 use crate::core::generator::ClockBackPolicy;
@@ -198,8 +198,23 @@ fn the_defaults_the_table_gives_are_the_resolvers() {
     }
 }
 
+/// Makes [`Config::shown`] from the table of options.
+macro_rules! shown {
+    ($( $opt:ident $field:ident $name:tt [$($var:expr),+] $ty:ty, layout $layout:tt, max $max:expr,
+        option $ts:tt, config $config_ts:tt, doc $doc:tt, env $env:tt, default $default:tt; )+) => {
+        impl Config {
+            /// Each option's name, its value as the docs write a default, and where it came from.
+            fn shown(&self) -> Vec<(&'static str, String, Source)> {
+                vec![ $( ($name, self.$field.value.shown(), self.$field.source), )+ ]
+            }
+        }
+    };
+}
+
+option_table!(shown);
+
 /// A value as the docs write a default: a number in digits, a word or path in backticks, and none as `unset`.
-pub(super) trait Shown {
+trait Shown {
     fn shown(&self) -> String;
 }
 

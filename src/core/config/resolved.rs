@@ -112,15 +112,6 @@ macro_rules! config {
             pub environment: Option<replicas::Detected>,
             pub layout: Layout,
         }
-
-        #[cfg(test)]
-        impl Config {
-            /// Each option's name, its value as the docs write a default, and where it came from.
-            pub(super) fn shown(&self) -> Vec<(&'static str, String, Source)> {
-                use super::documented_tests::Shown;
-                vec![ $( ($name, self.$field.value.shown(), self.$field.source), )+ ]
-            }
-        }
     };
 }
 

@@ -24,7 +24,7 @@
 //! the process, that every loaded copy of snowid sees.
 
 use std::ops::RangeInclusive;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::super::error::{Class, Code, Error, Result};
 use super::record::Record;
@@ -249,5 +249,19 @@ pub trait Os: Sized + Send + Sync + 'static {
 
     /// The (datacenterId, workerId, pid) of every slot of `datacenters` held by a live process in the directory,
     /// sorted (see [`Backend::recorded`]).
-    fn recorded(dir: &super::host::Dir<Self>, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>>;
+    fn recorded(dir: &Dir<Self>, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>>;
+}
+
+/// An open lease directory.
+pub struct Dir<O: Os> {
+    /// Its configured path.
+    pub path: PathBuf,
+    pub sharing: Sharing,
+    /// The id space its slots are claimed in.
+    pub space: Space,
+    /// The open directory, kept by every slot file found in it (on Unix, for its shared lock; on Windows, so that it
+    /// stays where it is).
+    pub dir: std::sync::Arc<std::fs::File>,
+    /// The directory's identity.
+    pub id: O::Id,
 }

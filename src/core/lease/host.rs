@@ -9,24 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::super::error::{quote_path, Code, Result};
-use super::backend::{limit_of, Attempt, Backend, Holder, Opened, Os, Sharing, SlotFile, Taken, Trouble};
+use super::backend::{limit_of, Attempt, Backend, Dir, Holder, Opened, Os, Sharing, SlotFile, Taken, Trouble};
 use super::files::{dir_error, failed, read_records, record_pid, write_record};
 use super::record::{read_file, Record};
 use super::space::{path_name, slot_name, space_claim, Space};
-
-/// An open lease directory.
-pub struct Dir<O: Os> {
-    /// Its configured path.
-    pub path: PathBuf,
-    pub sharing: Sharing,
-    /// The id space its slots are claimed in.
-    pub space: Space,
-    /// The open directory, kept by every slot file found in it (on Unix, for its shared lock; on Windows, so that it
-    /// stays where it is).
-    pub dir: Arc<File>,
-    /// The directory's identity.
-    pub id: O::Id,
-}
 
 impl<O: Os> Dir<O> {
     fn open(path: &Path, sharing: Sharing, space: Space) -> Result<Dir<O>> {

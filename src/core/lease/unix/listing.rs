@@ -9,18 +9,17 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 
 use super::super::super::error::Result;
+use super::super::backend::{Dir, Os};
 use super::super::files::{dir_error, read_records};
-use super::super::host::Dir;
 use super::super::record::read_file;
 use super::super::space::slot_of;
 use super::files::{check_slot_file, open_at};
-use super::Unix;
 
 /// The (datacenterId, workerId, pid) of every slot of the datacenter ids `datacenters` held by a live process,
 /// sorted, without taking any lock: the pid its file names, where that process holds the file's lock (on Linux, as
 /// `/proc/locks` shows; elsewhere the file's word is taken). Files that cannot be read, or are not regular files
 /// of a lease's size, are left out.
-pub(super) fn recorded(dir: &Dir<Unix>, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
+pub(super) fn recorded<O: Os>(dir: &Dir<O>, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
     let entries = std::fs::read_dir(&dir.path).map_err(|e| dir_error(&dir.path, "listing it", &e))?;
     let locks = flock_holders();
     let mut out = Vec::new();

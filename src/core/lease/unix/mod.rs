@@ -22,9 +22,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::super::error::{quote_path, Class, Code, Error, Result};
-use super::backend::{Opened, Os, Sharing};
+use super::backend::{Dir, Opened, Os, Sharing};
 use super::files::{dir_error, dir_problem};
-use super::host::{Dir, HostDir};
+use super::host::HostDir;
 use claim::{inode_name, Claim};
 pub use copies::UnixCopyClaim;
 use files::{check_slot_file, holder_in, identity, identity_at, my_uid, open_at};

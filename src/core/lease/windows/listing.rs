@@ -5,19 +5,21 @@
 use std::ops::RangeInclusive;
 
 use super::super::super::error::Result;
+use super::super::backend::{Dir, Os};
 use super::super::files::{dir_error, read_records};
-use super::super::host::Dir;
 use super::super::record::read_file;
 use super::super::space::slot_of;
 use super::claim::{id_name, Claim};
 use super::dir::check_slot_file;
-use super::sys;
-use super::Windows;
+use super::sys::{self, FileId};
 
 /// The (datacenterId, workerId, pid) of every slot of the datacenter ids `datacenters` held by a live process,
 /// sorted, without taking any lock: the pid its file names, where the slot's claim by this directory is held. Files
 /// that cannot be read, or are not regular files of a lease's size, are left out.
-pub(super) fn recorded(dir: &Dir<Windows>, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
+pub(super) fn recorded<O: Os<Id = FileId>>(
+    dir: &Dir<O>,
+    datacenters: RangeInclusive<u32>,
+) -> Result<Vec<(u32, u32, u32)>> {
     let entries = std::fs::read_dir(&dir.path).map_err(|e| dir_error(&dir.path, "listing it", &e))?;
     let mut out = Vec::new();
     for entry in entries.flatten() {

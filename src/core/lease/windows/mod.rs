@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::super::error::Result;
-use super::backend::{Opened, Os, Sharing};
-use super::host::{Dir, HostDir};
+use super::backend::{Dir, Opened, Os, Sharing};
+use super::host::HostDir;
 use claim::{id_name, Claim};
 pub use copies::WinCopyClaim;
 use dir::{check_slot_file, holder_at, open_slot, LOCK_BYTE};
