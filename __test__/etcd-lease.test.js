@@ -1,7 +1,7 @@
 'use strict'
 
 // snowid/etcd against a real etcd (one member, started by the test on a free loopback port), through the etcd3 client.
-// The scenarios every store must pass are __test__/holders.js's; a 3-member cluster that loses its leader, a member,
+// The conformance suite every store runs is store-conformance.js's; a 3-member cluster that loses its leader, a member,
 // and the holder's links runs in CI's slow tier (slow/etcd-cluster.test.js).
 
 const test = require('node:test')
@@ -11,15 +11,8 @@ const fs = require('node:fs')
 
 require('./helpers.js').isolateLeases()
 
-const {
-  releaseAfterAStepBack,
-  endedClientExits,
-  moreContendersThanSlots,
-  stalledHolder,
-  holdersThroughAnOutage,
-  RECOVERY_MARGIN_MS,
-  dataLostUnderAHolder,
-} = require('./holders.js')
+const { holdersThroughAnOutage, RECOVERY_MARGIN_MS, dataLostUnderAHolder } = require('./holders.js')
+const { storeConformance } = require('./store-conformance.js')
 const { acquireWorkerId, configureWorkerId, EtcdLease } = require('../lib/etcd.js')
 const { acquireAtOnce, etcdWithClient } = require('./etcd-crowd.js')
 const { runNode } = require('./helpers.js')
@@ -32,41 +25,31 @@ async function main() {
   const [member] = etcd.members
   const base = { store: 'etcd', client: 'etcd3', ports: [member.port] }
 
-  test('a fresh datacenter: the first slot is held one TTL, issues ids, renews, and release lowers the mark', async () => {
-    const started = Date.now()
-    const lease = await acquireWorkerId({ client, datacenterId: 6, ttlMs: 1000, keyPrefix: 'unit' })
-    const took = Date.now() - started
-    assert.ok(lease instanceof EtcdLease)
+  storeConformance(test, {
+    name: 'etcd',
+    base,
+    acquire: (client, options) => acquireWorkerId({ client, ...options }),
+    Lease: EtcdLease,
+    client,
+    at: keyPrefix => ({ keyPrefix }),
+    slot: async (prefix, datacenterId, workerId) => ({
+      held: (await client.get(`${prefix}/${datacenterId}/${workerId}/lease`).string()) !== null,
+      mark: JSON.parse(await client.get(`${prefix}/${datacenterId}/${workerId}/marks`).string()).until,
+    }),
     // A datacenter with no marks may be one whose data etcd lost (wiped, another cluster): its slots record no
-    // incarnation, so the first use of each waits one TTL.
-    assert.ok(took >= 1000, `held one TTL before use (${took} ms)`)
-    assert.deepEqual([lease.datacenterId, lease.workerId], [6, 0])
-    const d = lease.snowflake.decode(lease.snowflake.nextId())
-    assert.deepEqual([d.datacenterId, d.workerId], [6, 0])
-    const marks = JSON.parse(await client.get('unit/6/0/marks').string())
-    assert.ok(marks.until >= lease.deadline, 'the mark covers the deadline')
-    const cluster = (await client.get('unit/incarnation').exec()).header.cluster_id
-    assert.equal(
-      marks.incarnation,
-      `${cluster}:${await client.get('unit/incarnation').string()}`,
-      'with the incarnation',
-    )
-    const held = await client.get('unit/6/0/lease').exec()
-    assert.notEqual(String(held.kvs[0].lease), '0', 'the lease key is bound to an etcd lease')
-    const last = lease.snowflake.nextId()
-    await lease.release()
-    assert.throws(() => lease.snowflake.nextId(), { code: 'ERR_SNOWID_LEASE_LOST' })
-    assert.equal(await client.get('unit/6/0/lease').string(), null)
-    assert.equal(JSON.parse(await client.get('unit/6/0/marks').string()).until, lease.snowflake.timestampOf(last))
-    const t0 = Date.now()
-    const again = await acquireWorkerId({ client, datacenterId: 6, ttlMs: 10_000, keyPrefix: 'unit' })
-    assert.ok(
-      Date.now() - t0 < 10_000,
-      `a slot given back in the same incarnation needs no wait (${Date.now() - t0} ms)`,
-    )
-    assert.equal(again.workerId, 0)
-    assert.ok(again.snowflake.nextId() > last)
-    await again.release()
+    // incarnation, so the first use of each waits one TTL; the mark then records it.
+    fresh: async (prefix, lease) => {
+      const marks = JSON.parse(await client.get(`${prefix}/6/0/marks`).string())
+      const cluster = (await client.get(`${prefix}/incarnation`).exec()).header.cluster_id
+      assert.equal(
+        marks.incarnation,
+        `${cluster}:${await client.get(`${prefix}/incarnation`).string()}`,
+        'with the incarnation',
+      )
+      const held = await client.get(`${prefix}/6/0/lease`).exec()
+      assert.notEqual(String(held.kvs[0].lease), '0', 'the lease key is bound to an etcd lease')
+      assert.equal(lease.workerId, 0)
+    },
   })
 
   test('renewals extend the deadline; a slot whose marks were deleted by hand is held one TTL', async () => {
@@ -101,16 +84,6 @@ async function main() {
     const opts = { client, ttlMs: 3000, waitMs: 0, keyPrefix: 'crowd5' }
     await acquireAtOnce(t, acquireWorkerId, opts, 32)
   })
-
-  test('more contenders than slots: the extras get ERR_SNOWID_NO_FREE_WORKER_ID after waitMs', tt =>
-    moreContendersThanSlots(tt, base))
-
-  test('a holder stopped past its TTL throws ERR_SNOWID_LEASE_LOST on resuming, with 0 duplicates', tt =>
-    // etcd leases last whole seconds, at least 2 (its minimum): the newcomer takes the slot once it expires.
-    stalledHolder(tt, base))
-
-  test('a lost lease whose client is then closed stops taking slots, and its process exits', tt =>
-    endedClientExits(tt, base))
 
   test('etcd killed and started again mid-run: holders stop, recover, and make 0 duplicates', tt =>
     holdersThroughAnOutage(tt, base, async () => {
@@ -152,9 +125,6 @@ async function main() {
       },
       { withinMs: RECOVERY_MARGIN_MS },
     ))
-
-  test('a holder released after a 2 s clock step back: the next on the host starts past its every id, 0 duplicates', tt =>
-    releaseAfterAStepBack(tt, base))
 
   test('etcd unreachable at acquire is ERR_SNOWID_ETCD_UNAVAILABLE; bad options are coded errors', async () => {
     const down = new Etcd3({ hosts: 'http://127.0.0.1:9', dialTimeout: 500 })

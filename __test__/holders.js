@@ -1,7 +1,7 @@
 'use strict'
 
 // What every store's lease must do, as scenarios with real processes (fixtures/lease-holder.js) that each store's
-// tests run against their own server: redis-scenarios.js, postgres-lease.test.js and mysql-lease.test.js. `base`
+// tests run against their own server: the conformance suite (store-conformance.js) and each store's own tests. `base`
 // holds the store, the client and the server of the holders.
 
 const assert = require('node:assert/strict')
@@ -114,7 +114,7 @@ async function until(pred, ms, what) {
 
 /**
  * 40 processes across 2 datacenter ids acquire at once: 40 distinct slots, 200,000 ids, 0 duplicates. CI's slow tier
- * runs it for every store and client (slow/stores-at-scale.test.js).
+ * runs it once per store, with one client (slow/stores-at-scale.test.js).
  */
 async function manyAtOnce(tt, base) {
   // ttlMs 10000: a holder stalled for seconds between its acquire and its burst (40 processes starting at once on 2

@@ -1,8 +1,8 @@
 'use strict'
 
 // snowid/mysql against a real MariaDB (started by the test on a free loopback port), through mysql2: a Pool of the
-// callback API, and a Connection of the promise API. The scenarios every store must pass are __test__/holders.js's;
-// the one with 40 processes at once runs in CI's slow tier (slow/stores-at-scale.test.js).
+// callback API, and a Connection of the promise API. The conformance suite every store runs (store-conformance.js)
+// runs once, with the Pool; the one with 40 processes at once runs in CI's slow tier (slow/stores-at-scale.test.js).
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
@@ -10,7 +10,7 @@ const assert = require('node:assert/strict')
 require('./helpers.js').isolateLeases()
 
 const { reportMissing, startMariadbDatabase, freePort } = require('./servers.js')
-const { releaseAfterAStepBack, endedClientExits, moreContendersThanSlots, stalledHolder } = require('./holders.js')
+const { storeConformance } = require('./store-conformance.js')
 const { acquireWorkerId, MysqlLease, tableSql } = require('../lib/mysql.js')
 const { runNode } = require('./helpers.js')
 
@@ -33,37 +33,28 @@ async function main() {
   const sql = async (text, params) => (await admin.query(text, params))[0]
   const base = { store: 'mysql', client: 'mysql2', ...settings }
 
-  test('a fresh table: the first slot is held one TTL, issues ids, renews, and release lowers the mark to the latest id', async () => {
-    const ttlMs = 1000
-    const started = Date.now()
-    const lease = await acquireWorkerId({ client: pool, datacenterId: 6, ttlMs, table: 'fresh' })
-    const took = Date.now() - started
-    assert.ok(lease instanceof MysqlLease)
+  storeConformance(test, {
+    name: 'MySQL',
+    base,
+    acquire: (client, options) => acquireWorkerId({ client, ...options }),
+    Lease: MysqlLease,
+    client: pool,
+    at: table => ({ table }),
+    slot: async (table, datacenterId, workerId) => {
+      const [row] = await sql(`SELECT token, mark_ms FROM ${table} WHERE datacenter_id = ? AND worker_id = ?`, [
+        datacenterId,
+        workerId,
+      ])
+      return { held: row.token !== null, mark: Number(row.mark_ms) }
+    },
     // A table just made may be one dropped and made again under live holders: its rows record no incarnation.
-    assert.ok(took >= ttlMs, `a row made with the table is held one TTL (${took} ms)`)
-    assert.deepEqual([lease.datacenterId, lease.workerId], [6, 0])
-    const d = lease.snowflake.decode(lease.snowflake.nextId())
-    assert.deepEqual([d.datacenterId, d.workerId], [6, 0])
-    const [held] = await sql('SELECT token, mark_ms FROM fresh WHERE datacenter_id = 6 AND worker_id = 0')
-    assert.ok(held.token && Number(held.mark_ms) >= lease.deadline, 'the mark covers the deadline')
-    assert.equal(
-      (await sql('SELECT COUNT(*) AS n FROM fresh WHERE mark_ms = 0 AND written_on IS NULL'))[0].n,
-      255,
-      'the other 255 rows of 8 datacenters are fresh, in no incarnation',
-    )
-    const last = lease.snowflake.nextId()
-    await lease.release()
-    assert.throws(() => lease.snowflake.nextId(), { code: 'ERR_SNOWID_LEASE_LOST' })
-    const [after] = await sql('SELECT token, mark_ms FROM fresh WHERE datacenter_id = 6 AND worker_id = 0')
-    assert.equal(after.token, null)
-    assert.equal(Number(after.mark_ms), lease.snowflake.timestampOf(last), 'release lowers the mark to the latest id')
-    // Given back in the same incarnation: the next holder starts past the mark, without a TTL's wait.
-    const t0 = Date.now()
-    const again = await acquireWorkerId({ client: pool, datacenterId: 6, ttlMs: 10_000, table: 'fresh' })
-    assert.ok(Date.now() - t0 < 10_000, `no TTL's wait (${Date.now() - t0} ms)`)
-    assert.equal(again.workerId, 0)
-    assert.ok(again.snowflake.nextId() > last)
-    await again.release()
+    fresh: async table =>
+      assert.equal(
+        (await sql(`SELECT COUNT(*) AS n FROM ${table} WHERE mark_ms = 0 AND written_on IS NULL`))[0].n,
+        255,
+        'the other 255 rows of 8 datacenters are fresh, in no incarnation',
+      ),
+    stepBack: { table: 'stepped' },
   })
 
   test('a row deleted by hand is made again with no mark, and held one TTL before use', async () => {
@@ -239,18 +230,6 @@ async function main() {
     assert.deepEqual(res.ids, res.slot)
     assert.equal(res.after, 'ERR_SNOWID_LEASE_LOST')
   })
-
-  test('more contenders than slots: the extras get ERR_SNOWID_NO_FREE_WORKER_ID after waitMs', tt =>
-    moreContendersThanSlots(tt, base))
-
-  test('a holder stopped past its TTL throws ERR_SNOWID_LEASE_LOST on resuming, with 0 duplicates', tt =>
-    stalledHolder(tt, base))
-
-  test('a holder released after a 2 s clock step back: the next on the host starts past its every id, 0 duplicates', tt =>
-    releaseAfterAStepBack(tt, { ...base, table: 'stepped' }))
-
-  test('a lost lease whose client is then ended stops taking slots, and its process exits', tt =>
-    endedClientExits(tt, base))
 }
 
 main()

@@ -1,26 +1,19 @@
 'use strict'
 
-// snowid/postgres against a real PostgreSQL (started by the test on a free loopback port), with each client: pg (a
-// Pool, and a Client) and postgres.js. The scenarios every store must pass are __test__/holders.js's; the one with 40
+// snowid/postgres against a real PostgreSQL (started by the test on a free loopback port). The conformance suite every
+// store runs (store-conformance.js) runs once, with a pg Pool; postgres.js runs its adapter's smoke test, and what
+// depends on the client (the rows it returns, its end); a pg Client runs configureWorkerId. The scenario with 40
 // processes at once runs in CI's slow tier (slow/stores-at-scale.test.js).
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { once } = require('node:events')
 const { setTimeout: sleep } = require('node:timers/promises')
 
 require('./helpers.js').isolateLeases()
 
 const { reportMissing, startPostgres, freePort } = require('./servers.js')
-const {
-  holder,
-  assertNoDuplicates,
-  releaseAfterAStepBack,
-  endedClientExits,
-  moreContendersThanSlots,
-  stalledHolder,
-  holdersThroughAnOutage,
-} = require('./holders.js')
+const { holder, assertNoDuplicates, endedClientExits, holdersThroughAnOutage } = require('./holders.js')
+const { clientSmoke, storeConformance } = require('./store-conformance.js')
 const { acquireWorkerId, PostgresLease, tableSql } = require('../lib/postgres.js')
 const { runNode } = require('./helpers.js')
 
@@ -53,50 +46,43 @@ async function main() {
   const admin = connect('pg', server)
   test.after(() => admin.close())
 
+  const base = {
+    store: 'postgres',
+    client: 'pg',
+    host: server.host,
+    port: server.port,
+    user: server.user,
+    database: server.database,
+  }
+  const store = {
+    name: 'PostgreSQL',
+    base: { ...base, table: 'conform_holders' },
+    acquire: (client, options) => acquireWorkerId({ client, ...options }),
+    Lease: PostgresLease,
+    client: admin.client,
+    at: table => ({ table }),
+    slot: async (table, datacenterId, workerId) => {
+      const [row] = await admin.sql(
+        `SELECT token, mark_ms::text AS mark FROM ${table} WHERE datacenter_id = $1 AND worker_id = $2`,
+        [datacenterId, workerId],
+      )
+      return { held: row.token !== null, mark: Number(row.mark) }
+    },
+    stepBack: { table: 'stepped' },
+  }
+  storeConformance(test, store)
+
+  clientSmoke(test, store, 'postgres', {
+    open: async () => connect('postgres', server),
+    unreachable: async () => connect('postgres', { ...server, port: await freePort() }),
+    code: 'ERR_SNOWID_POSTGRES_UNAVAILABLE',
+  })
+
+  // What each client returns rows in (its own types) and how it sends DDL.
   for (const kind of CLIENTS) {
     test(`with ${kind}`, async t => {
-      const base = {
-        store: 'postgres',
-        client: kind,
-        host: server.host,
-        port: server.port,
-        user: server.user,
-        database: server.database,
-      }
       const { client, sql, close } = connect(kind, server)
       t.after(() => close())
-
-      await t.test(
-        'a lease issues ids under its slot, renews, and releases with the mark lowered to its last id',
-        async () => {
-          const lease = await acquireWorkerId({ client, datacenterId: 6, ttlMs: 1000, table: `lease_${kind}` })
-          assert.ok(lease instanceof PostgresLease)
-          assert.deepEqual([lease.datacenterId, lease.workerId], [6, 0])
-          const d = lease.snowflake.decode(lease.snowflake.nextId())
-          assert.deepEqual([d.datacenterId, d.workerId], [6, 0])
-          const { deadline } = await once(lease, 'renewed').then(([e]) => e)
-          assert.equal(deadline, lease.deadline)
-          const [row] = await sql(
-            `SELECT token, mark_ms::text AS mark FROM lease_${kind} WHERE datacenter_id = 6 AND worker_id = 0`,
-          )
-          assert.ok(row.token && Number(row.mark) >= deadline, 'the mark covers the deadline')
-          const last = lease.snowflake.nextId()
-          await lease.release()
-          assert.throws(() => lease.snowflake.nextId(), { code: 'ERR_SNOWID_LEASE_LOST' })
-          const [after] = await sql(
-            `SELECT token, mark_ms::text AS mark FROM lease_${kind} WHERE datacenter_id = 6 AND worker_id = 0`,
-          )
-          assert.equal(after.token, null)
-          assert.equal(Number(after.mark), lease.snowflake.timestampOf(last), 'release lowers the mark to the last id')
-          // The next holder finds the mark, so it starts at once, past every id the first one made.
-          const t0 = Date.now()
-          const again = await acquireWorkerId({ client, datacenterId: 6, ttlMs: 10_000, table: `lease_${kind}` })
-          assert.ok(Date.now() - t0 < 10_000, `started past the mark without a TTL's wait (${Date.now() - t0} ms)`)
-          assert.equal(again.workerId, 0)
-          assert.ok(again.snowflake.nextId() > last)
-          await again.release()
-        },
-      )
 
       await t.test(
         'the table is created on first use, under a schema-qualified name, as snowid sql postgres prints it',
@@ -133,14 +119,6 @@ async function main() {
           )
           assert.match(tableSql(`ids_${kind}.slots`), new RegExp(`CREATE TABLE "ids_${kind}"\\."slots"`))
         },
-      )
-
-      await t.test('more contenders than slots: the extras get ERR_SNOWID_NO_FREE_WORKER_ID after waitMs', tt =>
-        moreContendersThanSlots(tt, base),
-      )
-
-      await t.test('a holder stopped past its TTL throws ERR_SNOWID_LEASE_LOST on resuming, with 0 duplicates', tt =>
-        stalledHolder(tt, base),
       )
 
       await t.test(
@@ -321,13 +299,9 @@ async function main() {
     assert.ok(Date.now() - started >= 1000, 'it waited waitMs')
   })
 
-  for (const client of CLIENTS) {
-    test(`a lost lease whose ${client} client is then ended stops taking slots, and its process exits`, tt =>
-      endedClientExits(tt, { store: 'postgres', client, ...server, table: `ended_${client}` }))
-  }
-
-  test('a holder released after a 2 s clock step back: the next on the host starts past its every id, 0 duplicates', tt =>
-    releaseAfterAStepBack(tt, { store: 'postgres', client: 'pg', ...server, table: 'stepped' }))
+  // The client's own end (the adapter's `closed`); pg's runs in the conformance suite.
+  test('a lost lease whose postgres client is then ended stops taking slots, and its process exits', tt =>
+    endedClientExits(tt, { store: 'postgres', client: 'postgres', ...server, table: 'ended_postgres' }))
 
   test('the server restarted (pg_ctl restart -m fast) while 3 holders stream: they stop by their deadlines, recover, 0 duplicates', tt =>
     holdersThroughAnOutage(tt, { store: 'postgres', client: 'pg', ...server }, () => server.restart(1200)))

@@ -1,22 +1,15 @@
 'use strict'
 
-// snowid/redis's scenarios with one client library, each client on a redis-server of its own: redis.test.js runs
-// them with the newest major of ioredis and of node-redis, and slow/redis-older-clients.test.js (CI's slow tier) with
-// the lowest majors the peer ranges declare.
+// snowid/redis's own scenarios, run once with one client library (redis.test.js, with ioredis), and what depends on
+// the client library, run with each: redis.test.js runs it with the newest major of ioredis and of node-redis, and
+// slow/redis-older-clients.test.js (CI's slow tier) with the lowest majors the peer ranges declare. What every store
+// must do is store-conformance.js's.
 
 const assert = require('node:assert/strict')
 const { once } = require('node:events')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const {
-  holder,
-  until,
-  endedClientExits,
-  moreContendersThanSlots,
-  stalledHolder,
-  holdersThroughAnOutage,
-  RECOVERY_MARGIN_MS,
-} = require('./holders.js')
+const { holder, until, endedClientExits, holdersThroughAnOutage, RECOVERY_MARGIN_MS } = require('./holders.js')
 const { startRedis, tcpProxy } = require('./servers.js')
 const { acquireWorkerId } = require('../lib/redis.js')
 
@@ -78,58 +71,19 @@ async function lostLease({ client, raw, prefix, ttlMs, events }) {
   return { lease, last, key }
 }
 
-/** Every scenario with client library `kind` (a package name, or an alias of an older major), as subtests of `t`. */
-async function withClient(t, kind) {
-  const redis = await startRedis()
-  t.after(() => redis.stop())
-  const base = { store: 'redis', client: kind, port: redis.port }
+/**
+ * What depends on client library `kind` (a package name, or an alias of an older major) beyond its adapter's smoke
+ * test, as subtests of `t`, with holders of the redis-server on `port`: how soon the client is back after an outage
+ * (its own reconnection), and that ending it stops a lost lease (the adapter's `closed`), unless `ended` is false.
+ */
+async function clientScenarios(t, kind, serverPort, { ended = true } = {}) {
+  const base = { store: 'redis', client: kind, port: serverPort }
 
-  await t.test('a lease issues ids under its slot, renews, and stops when released', async () => {
-    const { client, raw, close } = await connect(kind, redis.port)
-    try {
-      const started = Date.now()
-      const lease = await acquireWorkerId({ client, datacenterId: 6, ttlMs: 1000, keyPrefix: 'unit' })
-      const waited = Date.now() - started
-      assert.ok(waited >= 1000, `a slot with no history is held one TTL before use (waited ${waited} ms)`)
-      assert.deepEqual([lease.datacenterId, lease.workerId], [6, 0])
-      const id = lease.snowflake.nextId()
-      const d = lease.snowflake.decode(id)
-      assert.deepEqual([d.datacenterId, d.workerId], [6, 0])
-      const renewed = await new Promise(resolve => lease.once('renewed', resolve))
-      assert.ok(renewed.deadline > Date.now())
-      assert.equal(renewed.deadline, lease.deadline)
-      const until = await raw('HGET', '{unit}:6:0:marks', 'until')
-      assert.ok(Number(until) >= lease.deadline, 'the mark covers the deadline')
-      const last = lease.snowflake.nextId()
-      await lease.release()
-      assert.throws(() => lease.snowflake.nextId(), { code: 'ERR_SNOWID_LEASE_LOST' })
-      assert.equal(await raw('EXISTS', '{unit}:6:0:lease'), 0)
-      // The next holder finds history, so it starts at once, past every id the first one made.
-      const again = await acquireWorkerId({ client, datacenterId: 6, ttlMs: 1000, keyPrefix: 'unit' })
-      assert.equal(again.workerId, 0)
-      assert.ok(again.snowflake.nextId() > last)
-      await again.release()
-    } finally {
-      close()
-    }
-  })
-
-  await t.test('a lost lease whose client is then ended stops taking slots, and its process exits', tt =>
-    endedClientExits(tt, base),
-  )
-
-  await t.test('more contenders than slots: the extras get ERR_SNOWID_NO_FREE_WORKER_ID after waitMs', tt =>
-    moreContendersThanSlots(tt, base),
-  )
-
-  await t.test('a holder stopped past its TTL throws ERR_SNOWID_LEASE_LOST on resuming, with 0 duplicates', tt =>
-    stalledHolder(tt, base),
-  )
-
-  await t.test('Redis restarted with its data lost mid-run: holders stop, recover, and make 0 duplicates', tt =>
-    // Measured before the new server is spawned, not after it answers: a holder may reach it first.
-    holdersThroughAnOutage(tt, base, () => redis.restart(1200), { noHistory: true }),
-  )
+  // `ended` false: the conformance suite ran it with this client.
+  if (ended)
+    await t.test('a lost lease whose client is then ended stops taking slots, and its process exits', tt =>
+      endedClientExits(tt, base),
+    )
 
   await t.test(
     'Redis down for 2 TTLs, then back with its data: holders issue again soon (1 s is the goal)',
@@ -137,7 +91,7 @@ async function withClient(t, kind) {
       // The holders reach Redis through a proxy, which is closed for 2 TTLs of 800 ms (connections are refused, open ones
       // reset), then listens again on its port: the server keeps its data and its replication id, so the marks stay
       // good and no slot waits a TTL.
-      let proxy = await tcpProxy(redis.port)
+      let proxy = await tcpProxy(serverPort)
       const { port } = proxy
       try {
         await holdersThroughAnOutage(
@@ -146,7 +100,7 @@ async function withClient(t, kind) {
           async () => {
             await proxy.close()
             await sleep(1600)
-            proxy = await tcpProxy(redis.port, { port })
+            proxy = await tcpProxy(serverPort, { port })
             return Date.now()
           },
           { withinMs: RECOVERY_MARGIN_MS },
@@ -155,6 +109,21 @@ async function withClient(t, kind) {
         await proxy.close()
       }
     },
+  )
+}
+
+/**
+ * The scenarios of snowid/redis's own (its scripts, ACLs, replies and keys), run once, with client library `kind`, on a
+ * redis-server of their own, as subtests of `t`. What every store must do is store-conformance.js's.
+ */
+async function redisScenarios(t, kind) {
+  const redis = await startRedis()
+  t.after(() => redis.stop())
+  const base = { store: 'redis', client: kind, port: redis.port }
+
+  await t.test('Redis restarted with its data lost mid-run: holders stop, recover, and make 0 duplicates', tt =>
+    // Measured before the new server is spawned, not after it answers: a holder may reach it first.
+    holdersThroughAnOutage(tt, base, () => redis.restart(1200), { noHistory: true }),
   )
 
   await t.test(
@@ -429,4 +398,4 @@ async function withClient(t, kind) {
   })
 }
 
-module.exports = { connect, withClient }
+module.exports = { clientScenarios, connect, redisScenarios }

@@ -1,8 +1,11 @@
 'use strict'
 
-// snowid/redis against a real redis-server, with each client library: ioredis and node-redis. The scenarios of one
-// client are redis-scenarios.js's; npm test runs them with the newest majors, CI's slow tier with the older ones
-// (slow/redis-older-clients.test.js), and 40 processes at once with each (slow/stores-at-scale.test.js).
+// snowid/redis against a real redis-server. The conformance suite every store runs (store-conformance.js) and
+// snowid/redis's own scenarios (redis-scenarios.js) run once, with ioredis; each other client library (node-redis, and
+// the lowest majors the peer ranges declare: ioredis 5, node-redis 4) runs its adapter's smoke test; and what depends
+// on the client library (its reconnection, its end) runs with the newest majors of ioredis and node-redis here, and
+// with the older ones in CI's slow tier (slow/redis-older-clients.test.js). 40 processes at once:
+// slow/stores-at-scale.test.js.
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
@@ -11,10 +14,10 @@ const { spawn } = require('node:child_process')
 require('./helpers.js').isolateLeases()
 
 const { ROOT, cleanEnv } = require('./helpers.js')
-const { releaseAfterAStepBack } = require('./holders.js')
 const { reportMissing, startRedis, freePort } = require('./servers.js')
-const { acquireWorkerId } = require('../lib/redis.js')
-const { connect, withClient } = require('./redis-scenarios.js')
+const { acquireWorkerId, RedisLease } = require('../lib/redis.js')
+const { clientScenarios, connect, redisScenarios } = require('./redis-scenarios.js')
+const { clientSmoke, storeConformance } = require('./store-conformance.js')
 
 // The newest major of each client. The unreachable-server check also runs the lowest majors the peer ranges declare
 // (installed under aliases), as it starts no server.
@@ -22,23 +25,58 @@ const NEWEST = ['ioredis', 'redis']
 const CLIENTS = [...NEWEST, 'ioredis-5', 'redis-4']
 
 async function main() {
-  const probe = await startRedis()
-  if (!probe) {
+  const redis = await startRedis()
+  if (!redis) {
     reportMissing(test, 'redis-server', "apt-get install redis-server (Debian's package)")
     return
   }
-  await probe.stop()
+  test.after(() => redis.stop())
+  const { client, raw, close } = await connect('ioredis', redis.port)
+  test.after(() => close())
 
-  for (const kind of NEWEST) test(`with ${kind}`, t => withClient(t, kind))
+  const store = {
+    name: 'Redis',
+    base: { store: 'redis', client: 'ioredis', port: redis.port },
+    acquire: (client, options) => acquireWorkerId({ client, ...options }),
+    Lease: RedisLease,
+    client,
+    at: keyPrefix => ({ keyPrefix }),
+    slot: async (prefix, datacenterId, workerId) => ({
+      held: (await raw('EXISTS', `{${prefix}}:${datacenterId}:${workerId}:lease`)) === 1,
+      mark: Number(await raw('HGET', `{${prefix}}:${datacenterId}:${workerId}:marks`, 'until')),
+    }),
+  }
+  storeConformance(test, store)
 
-  test('a holder released after a 2 s clock step back: the next on the host starts past its every id, 0 duplicates', async tt => {
-    const redis = await startRedis()
-    try {
-      await releaseAfterAStepBack(tt, { store: 'redis', client: 'ioredis', port: redis.port })
-    } finally {
-      await redis.stop()
-    }
-  })
+  test("with ioredis: snowid/redis's own scenarios", t => redisScenarios(t, 'ioredis'))
+
+  for (const kind of CLIENTS.filter(kind => kind !== 'ioredis')) {
+    clientSmoke(test, store, kind, {
+      open: () => connect(kind, redis.port),
+      unreachable: async () => connect(kind, await freePort()),
+      code: 'ERR_SNOWID_REDIS_UNAVAILABLE',
+      // Each client reports an ACL refusal in its own error class.
+      more: async () => {
+        const user = `${kind}-smoke-no-eval`
+        await raw('ACL', 'SETUSER', user, 'reset', 'on', '>pw', '~{snowid}:*', '+set', '+get', '+hmget', '+hget')
+        const refused = await connect(kind, redis.port, { username: user, password: 'pw' })
+        try {
+          await assert.rejects(acquireWorkerId({ client: refused.client, ttlMs: 1000 }), err => {
+            assert.equal(err.code, 'ERR_SNOWID_STORE_PERMISSION_DENIED', `${kind}: ${err.message}`)
+            assert.match(err.message, /the command EVAL \(\+eval\)/)
+            return true
+          })
+        } finally {
+          await refused.close()
+          await raw('ACL', 'DELUSER', user)
+        }
+      },
+    })
+  }
+
+  for (const kind of NEWEST)
+    test(`with ${kind}: what depends on the client library`, t =>
+      clientScenarios(t, kind, redis.port, { ended: kind !== store.base.client }))
 
   test('Redis unreachable at acquire is ERR_SNOWID_REDIS_UNAVAILABLE, with either client', async () => {
     const port = await freePort()
