@@ -104,7 +104,8 @@ const WEBPACK = `require('webpack')(require('./webpack.config.js'), (err, stats)
 
 function webpack(dir, config) {
   fs.writeFileSync(path.join(dir, 'webpack.config.js'), config)
-  const r = spawnSync(process.execPath, ['-e', WEBPACK], { cwd: dir, encoding: 'utf8', timeout: 120_000 })
+  // About 20 s here when quiet; over 120 s with both cores busy.
+  const r = spawnSync(process.execPath, ['-e', WEBPACK], { cwd: dir, encoding: 'utf8', timeout: 300_000 })
   assert.equal(r.status, 0, r.stderr)
   return JSON.parse(r.stdout)
 }

@@ -81,7 +81,9 @@ async function main() {
   // Every acquire at once, as a fleet starting together would, with waitMs 0: every one gets a slot while one is free,
   // and ERR_SNOWID_NO_FREE_WORKER_ID comes only once every slot is held. (256 on 256 slots: slow/etcd-contention.test.js.)
   test('32 acquires at once on the default layout all get distinct slots, with waitMs 0', async t => {
-    const opts = { client, ttlMs: 3000, waitMs: 0, keyPrefix: 'crowd5' }
+    // A fresh datacenter: every slot is held one TTL before use, renewed meanwhile; 6 s leaves each renewal 2 s on a
+    // busy machine.
+    const opts = { client, ttlMs: 6000, waitMs: 0, keyPrefix: 'crowd5' }
     await acquireAtOnce(t, acquireWorkerId, opts, 32)
   })
 
@@ -118,12 +120,13 @@ async function main() {
       { ...base, clientSettings: 'quick' },
       async () => {
         await member.kill()
-        await new Promise(r => setTimeout(r, 1600))
+        await new Promise(r => setTimeout(r, 2 * 2000))
         await member.start()
         while (!etcd.leader()) await new Promise(r => setTimeout(r, 20))
         return Date.now()
       },
-      { withinMs: RECOVERY_MARGIN_MS },
+      // A TTL of 2 s: the holders' first slots are held one TTL before use, renewed meanwhile, on a busy machine.
+      { withinMs: RECOVERY_MARGIN_MS, settings: { ttlMs: 2000 } },
     ))
 
   test('etcd unreachable at acquire is ERR_SNOWID_ETCD_UNAVAILABLE; bad options are coded errors', async () => {
