@@ -212,12 +212,26 @@ export type OnClockBack = 'bits' | 'wait' | 'throw'
  */
 export declare function parse(text: string, encoding: 'base62' | 'base36' | 'hex'): bigint
 
-/** A slot whose lease file names a process. */
+/** A slot whose lease file names a process: its holder, or (in `gone`) its last holder. */
 export interface SlotRecord {
   datacenterId: number
   workerId: number
-  /** The process that holds the slot: its lease file names it, and (on Linux) it holds the file's lock. */
+  /**
+   * The process the slot's lease file names. In `recorded` it holds the slot (on Linux, it holds the file's lock;
+   * on Windows, the slot's claim); in `gone` it no longer does.
+   */
   pid: number
+  /** Whether that process holds the slot now: `true` in `recorded`, `false` in `gone`. */
+  live: boolean
+  /** Unix ms at which that process took the slot, or `null` when its lease file does not say (a version-1 record). */
+  since: number | null
+  /** Its host name, or `null` when its lease file does not say. */
+  host: string | null
+  /**
+   * Its command line (arguments joined by spaces, at most 256 bytes, cut on a character boundary), or `null`
+   * when its lease file does not say.
+   */
+  command: string | null
 }
 
 /**
@@ -406,7 +420,7 @@ export declare function stats(): SnowidStats
  * The worker-id slots that processes started with `env` (merged over this process's `process.env`, as
  * `cluster.fork(env)` does: a variable given as `undefined` is unset) would use, their configuration resolved as
  * theirs will be: their datacenter id, how many worker ids there are, whether the automatic lease gives them their
- * ids, which slots' lease files name a live process, and the identity rule as their first ids would meet it. It
+ * ids, which slots' lease files name a live process (and which a process that has gone), with who they are, and the identity rule as their first ids would meet it. It
  * takes no lock and starts nothing. `snowid/cluster` uses it to fork.
  * @throws {Error} `ERR_SNOWID_IDENTITY_REQUIRED` where their first ids would be refused: no identity chosen where
  * replicas are the norm (see docs/guarantees.md).
@@ -440,6 +454,12 @@ export interface WorkerSlots {
    * would search (all of them, when it picks the datacenter id), else of `datacenterId`. Empty when leases are off.
    */
   recorded: Array<SlotRecord>
+  /**
+   * The slots of the same datacenter ids whose lease file names a process that no longer holds them (it exited,
+   * was killed, or let the slot go): their last holder, for the record. Free to take, unless their marks reach
+   * ahead of the clock. Empty when leases are off.
+   */
+  gone: Array<SlotRecord>
   /**
    * The warning each process would give (`SNOWID_IDENTITY_UNCHOSEN`) for an identity no one chose in a plain
    * container, or `null`.

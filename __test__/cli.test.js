@@ -3,7 +3,21 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 
-const { runCli } = require('./helpers.js')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+
+const {
+  ROOT,
+  cleanEnv,
+  encodeRecord,
+  firstOutput,
+  freshLeaseDir,
+  runCli,
+  spawnChild,
+  stopChild,
+  wasiSkip,
+} = require('./helpers.js')
 
 test('snowid [count] prints that many increasing ids', () => {
   let r = runCli([])
@@ -245,4 +259,99 @@ test('snowid sql postgres --functions needs only the layout and epoch', () => {
   const { SnowflakeLayout } = require('..')
   const spec = new SnowflakeLayout({ epoch: '2024-01-01', sequenceBits: 10 }).layout()
   assert.equal(good.stdout.trimEnd(), postgresFunctions(spec).trimEnd())
+})
+
+test(
+  'snowid leases lists the host slots: live holders and those gone, as a table and as JSON',
+  wasiSkip('no host lease'),
+  async () => {
+    const env = cleanEnv({ SNOWID_DATACENTER_ID: '1', SNOWID_SINGLE_INSTANCE: 'true' })
+    const dir = env.SNOWID_LEASE_DIR
+    const code = `require('.').nextId(); console.log('ready'); process.stdin.resume()`
+    const run = spawnChild(process.execPath, ['-e', code], { cwd: ROOT, env })
+    try {
+      fs.writeFileSync(
+        path.join(dir, 'dc0-worker4.lease'),
+        encodeRecord({
+          seq: 1,
+          pid: 4242,
+          marks: [],
+          since: Date.UTC(2026, 0, 2),
+          host: 'web-1',
+          command: 'node a\nb.js',
+        }),
+      )
+      fs.writeFileSync(path.join(dir, 'dc0-worker5.lease'), encodeRecord({ version: 1, pid: 4343, marks: [] }))
+      await firstOutput(run.child)
+      // The environment's datacenter and worker ids do not narrow the list; --lease-dir names the directory.
+      const narrow = { SNOWID_LEASE_DIR: undefined, SNOWID_DATACENTER_ID: '3', SNOWID_WORKER_ID: '9' }
+      let r = runCli(['leases', '--json', '--lease-dir', dir], narrow)
+      assert.equal(r.status, 0, r.stderr)
+      const slots = JSON.parse(r.stdout)
+      const mine = slots.find(s => s.pid === run.child.pid)
+      assert.deepEqual(
+        slots.map(s => [s.datacenterId, s.workerId, s.pid, s.live]),
+        [
+          [0, 4, 4242, false],
+          [0, 5, 4343, false],
+          [1, 0, run.child.pid, true],
+        ],
+      )
+      assert.equal(mine.host, os.hostname())
+      assert.equal(mine.command, `${process.execPath} -e ${code}`)
+      r = runCli(['leases'], { SNOWID_LEASE_DIR: dir })
+      assert.equal(r.status, 0, r.stderr)
+      const since = new Date(mine.since).toISOString()
+      const lines = r.stdout.trimEnd().split('\n')
+      assert.deepEqual(
+        lines.map(l => l.split(/ {2,}/)),
+        [
+          ['SLOT', 'PID', 'STATE', 'SINCE', 'COMMAND'],
+          ['0/4', '4242', 'gone', '2026-01-02T00:00:00.000Z', 'node a\\x0ab.js'],
+          ['0/5', '4343', 'gone', '-', '-'],
+          ['1/0', String(run.child.pid), 'live', since, `${process.execPath} -e ${code}`],
+        ],
+      )
+      stopChild(run)
+      await run.exited
+      r = runCli(['leases', '--json'], { SNOWID_LEASE_DIR: dir })
+      const gone = JSON.parse(r.stdout).find(s => s.pid === run.child.pid)
+      assert.deepEqual(gone, { ...mine, live: false }, 'a holder that has exited is shown as gone')
+    } finally {
+      stopChild(run)
+      await run.exited
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  },
+)
+
+test('snowid leases: an empty directory, usage errors, and a bad lease directory', wasiSkip('no host lease'), () => {
+  const dir = freshLeaseDir()
+  try {
+    // Listing makes no ids: neither the identity rule of a Kubernetes pod nor SNOWID_LEASE=off stops it.
+    let r = runCli(['leases', `--lease-dir=${dir}`], { KUBERNETES_SERVICE_HOST: '10.96.0.1', SNOWID_LEASE: 'off' })
+    assert.equal(r.status, 0, r.stderr)
+    assert.equal(r.stdout, 'no slot of this host has a lease file\n')
+    assert.equal(runCli(['leases', '--json', '--lease-dir', dir]).stdout, '[]\n')
+    for (const [args, message] of [
+      [['leases', 'extra'], /leases: expected no arguments, found "extra"/],
+      [['leases', '--lease-dir'], /--lease-dir: expected a directory, found nothing/],
+      [['leases', '--lease-dir='], /--lease-dir: expected a directory, found an empty path/],
+      [['3', '--lease-dir', dir], /--lease-dir applies to snowid leases only/],
+      [['leases', '--encoding', 'hex'], /leases: --encoding applies to ids only/],
+    ]) {
+      r = runCli(args)
+      assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`)
+      assert.match(r.stderr, message)
+      assert.equal(r.stdout, '')
+    }
+    const file = path.join(dir, 'file')
+    fs.writeFileSync(file, '')
+    r = runCli(['leases', '--lease-dir', file])
+    assert.equal(r.status, 1)
+    assert.match(r.stderr, /\(ERR_SNOWID_LEASE_DIR\)\n$/)
+    assert.equal(r.stdout, '')
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
 })

@@ -136,6 +136,7 @@ test('workerSlots resolves the configuration as processes started with env would
   // it as undefined (unset in the child, as cluster.fork does).
   const r = runNode(
     `const snowid = require('.')
+    const slotOf = ({ datacenterId, workerId, pid }) => ({ datacenterId, workerId, pid })
     const pick = s => ({ automatic: s.automatic, workerIdSource: s.workerIdSource, datacenterIdSource: s.datacenterIdSource, warning: s.warning && s.warning.slice(0, 19) })
     const none = { SNOWID_WORKER_ID: undefined }
     const out = {
@@ -148,7 +149,7 @@ test('workerSlots resolves the configuration as processes started with env would
     try { snowid.workerSlots({ ...none, KUBERNETES_SERVICE_HOST: '10.96.0.1' }) } catch (e) { out.k8s = e.code }
     // The slot this process holds, found among every datacenter id's.
     const d = snowid.decode(snowid.nextId())
-    out.recorded = snowid.workerSlots(none).recorded.filter(r => r.pid === process.pid)
+    out.recorded = snowid.workerSlots(none).recorded.filter(r => r.pid === process.pid).map(slotOf)
     out.held = { datacenterId: d.datacenterId, workerId: d.workerId, pid: process.pid }
     console.log(JSON.stringify(out))`,
     { SNOWID_WORKER_ID: '3', SNOWID_DATACENTER_ID: '5' },
@@ -170,11 +171,12 @@ test('workerSlots resolves the configuration as processes started with env would
 
   const unchosen = runNode(
     `const snowid = require('.')
+    const slotOf = ({ datacenterId, workerId, pid }) => ({ datacenterId, workerId, pid })
     const pick = s => ({ automatic: s.automatic, datacenterIdSource: s.datacenterIdSource, warning: s.warning && s.warning.slice(0, 19) })
     const out = { none: pick(snowid.workerSlots()), container: pick(snowid.workerSlots({ container: 'docker' })) }
     try { snowid.workerSlots({ KUBERNETES_SERVICE_HOST: '10.96.0.1' }) } catch (e) { out.k8s = e.code }
     const d = snowid.decode(snowid.nextId())
-    out.recorded = snowid.workerSlots().recorded.filter(r => r.pid === process.pid)
+    out.recorded = snowid.workerSlots().recorded.filter(r => r.pid === process.pid).map(slotOf)
     out.held = { datacenterId: d.datacenterId, workerId: d.workerId, pid: process.pid }
     console.log(JSON.stringify(out))`,
   )

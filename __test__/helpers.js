@@ -316,9 +316,25 @@ function fnv1a(text) {
   return h.toString(16).padStart(16, '0')
 }
 
-/** A lease record as snowid writes it (version 1), with `marks` as [clockBack, Unix ms] pairs. */
-function encodeRecord({ seq = 1, pid = 1, marks }) {
-  const body = `snowid-lease v1 seq=${seq} pid=${pid} marks=${marks.map(([c, m]) => `${c}:${m}`).join(',')}`
+/**
+ * A lease record: version 2 as snowid writes it (with `since`, `host` and `command`), or version 1 (`version: 1`, as
+ * earlier versions wrote it), with `marks` as [clockBack, Unix ms] pairs.
+ */
+function encodeRecord({ version = 2, seq = 1, pid = 1, marks, since = 0, host = '', command = '' }) {
+  const pairs = marks.map(([c, m]) => `${c}:${m}`).join(',')
+  // A byte outside printable ASCII, and %, as %XX; in the host name a space too.
+  const escaped = (text, space) =>
+    [...Buffer.from(text, 'utf8')]
+      .map(b =>
+        (b > 0x20 && b < 0x7f && b !== 0x25) || (space && b === 0x20)
+          ? String.fromCharCode(b)
+          : `%${b.toString(16).toUpperCase().padStart(2, '0')}`,
+      )
+      .join('')
+  const body =
+    version === 1
+      ? `snowid-lease v1 seq=${seq} pid=${pid} marks=${pairs}`
+      : `snowid-lease v2 seq=${seq} pid=${pid} since=${since} marks=${pairs} host=${escaped(host, false)} cmd=${escaped(command, true)}`
   const line = `${body} sum=${fnv1a(body)}`
   return Buffer.from(line.padEnd(RECORD_SIZE - 1, ' ') + '\n', 'latin1')
 }

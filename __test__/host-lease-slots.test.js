@@ -36,11 +36,16 @@ function readMarks(file) {
       .subarray(off, off + RECORD_SIZE)
       .toString('latin1')
       .trimEnd()
-    const m = /^(snowid-lease v1 seq=(\d+) pid=(\d+) marks=([\d:,]*)) sum=([0-9a-f]{16})$/.exec(text)
-    if (!m || fnv1a(m[1]) !== m[5]) continue
-    if (!best || Number(m[2]) > best.seq) {
-      const marks = m[4] ? m[4].split(',').map(p => p.split(':').map(Number)) : []
-      best = { seq: Number(m[2]), pid: Number(m[3]), marks }
+    // Version 2 (since, host and command around the marks) or version 1.
+    const m =
+      /^(snowid-lease (?:v1 seq=(\d+) pid=(\d+) |v2 seq=(\d+) pid=(\d+) since=\d+ )marks=([\d:,]*)(?: host=\S* cmd=.*)?) sum=([0-9a-f]{16})$/.exec(
+        text,
+      )
+    if (!m || fnv1a(m[1]) !== m[7] || (m[2] === undefined) !== m[1].includes(' host=')) continue
+    const [seq, pid] = m[2] === undefined ? [m[4], m[5]] : [m[2], m[3]]
+    if (!best || Number(seq) > best.seq) {
+      const marks = m[6] ? m[6].split(',').map(p => p.split(':').map(Number)) : []
+      best = { seq: Number(seq), pid: Number(pid), marks }
     }
   }
   return best
@@ -242,7 +247,7 @@ test('a garbage slot file and an unusable lease directory give coded errors, and
   const out = probe({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' })
   assert.equal(out.id, undefined)
   assert.equal(out.error.code, 'ERR_SNOWID_LEASE_CORRUPT')
-  assert.match(out.error.message, /dc0-worker0\.lease": expected a snowid lease record \(version 1\)/)
+  assert.match(out.error.message, /dc0-worker0\.lease": expected a snowid lease record \(version 2 or 1\)/)
   assert.doesNotMatch(out.error.message, /this is not/, "the file's content is never echoed")
   // The automatic lease moves on to the next slot.
   const auto = probe({ SNOWID_LEASE_DIR: dir })

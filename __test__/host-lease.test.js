@@ -122,7 +122,7 @@ test(
     assert.deepEqual(ra.errors, {})
     assert.equal(duplicates(ra.ids, rb.ids), 0)
     assert.ok(
-      fs.readFileSync(file, 'latin1').startsWith('snowid-lease v1 '),
+      fs.readFileSync(file, 'latin1').startsWith('snowid-lease v2 '),
       'the holder writes its record in the new file',
     )
   },

@@ -110,6 +110,9 @@ const s: SnowidStats = stats()
 const counters: number[] = [s.leadMs, s.clockBack, s.clockBackEvents, s.waits, s.markWrites, gen.stats().markWrites]
 const slots: WorkerSlots = workerSlots({ SNOWID_DATACENTER_ID: '1' })
 const recorded: number[] = slots.recorded.map(r => r.datacenterId + r.workerId + r.pid)
+const holders: Array<[boolean, number | null, string | null, string | null]> = [...slots.recorded, ...slots.gone].map(
+  r => [r.live, r.since, r.host, r.command],
+)
 const automatic: boolean = slots.automatic && slots.datacenterIdSource === 'lease'
 const workerFrom: ConfigSource = slots.workerIdSource
 const warning: string | null = slots.warning

@@ -8,6 +8,9 @@ const USAGE = `Usage:
   snowid decode [id...]   print the fields of each id as JSON, one object per line; with no ids, read them
                           from stdin, separated by spaces or lines (snowid 3 | snowid decode)
   snowid config           print the effective configuration and where each value came from
+  snowid leases           print who holds which worker id on this host: each slot with a lease file, its
+                          process's pid, whether it still holds it (live) or has gone, since when, and its
+                          command line
   snowid sql postgres     print the SQL that creates snowid/postgres's lease table, with a row per slot
   snowid sql mysql        print the SQL that creates snowid/mysql's lease table, with a row per slot
   snowid sql postgres --functions
@@ -29,6 +32,8 @@ Options:
            snowid_workers); the rows are those of the layout's datacenter and worker bits
   --datacenter-id <n>, --worker-id <n>
            with --generator: the slot the database holds (default: datacenter 0, the layout's highest worker id)
+  --lease-dir <dir>
+           with snowid leases: the lease directory to read (default: SNOWID_LEASE_DIR, else the generator's default)
   --help   print this help (also: snowid help)
   --version
            print snowid's version
@@ -63,6 +68,7 @@ function parseArgs(argv) {
   const words = []
   let encoding
   let table
+  let leaseDir
   const slot = {}
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
@@ -74,6 +80,8 @@ function parseArgs(argv) {
       slot[arg.slice(0, at)] = parseSlot(arg.slice(0, at), arg.slice(at + 1))
     } else if (arg === '--encoding') encoding = parseEncoding(argv[++i])
     else if (arg.startsWith('--encoding=')) encoding = parseEncoding(arg.slice('--encoding='.length))
+    else if (arg === '--lease-dir') leaseDir = parseLeaseDir(argv[++i])
+    else if (arg.startsWith('--lease-dir=')) leaseDir = parseLeaseDir(arg.slice('--lease-dir='.length))
     else if (arg === '--table') table = parseTable(argv[++i])
     else if (arg.startsWith('--table=')) table = parseTable(arg.slice('--table='.length))
     else if (arg.startsWith('-') && !/^-\d/.test(arg)) throw new UsageError(`unknown option ${shown(arg)}`)
@@ -89,8 +97,15 @@ function parseArgs(argv) {
     datacenterId: slot['--datacenter-id'],
     encoding,
     table,
+    leaseDir,
     words,
   }
+}
+
+function parseLeaseDir(text) {
+  if (text === undefined || text === '')
+    throw new UsageError(`--lease-dir: expected a directory, found ${text === '' ? 'an empty path' : 'nothing'}`)
+  return text
 }
 
 function parseSlot(name, text) {
@@ -192,6 +207,58 @@ async function idsFromStdin() {
   return ids
 }
 
+/**
+ * `snowid leases`: who holds which worker id. This host's slots (hostLeases), from its lease directory; a store's
+ * holders, with a store option, come from the store branch below.
+ */
+function printLeases(rest, { json, leaseDir }) {
+  if (rest.length > 0) throw new UsageError(`leases: expected no arguments, found ${shown(rest[0])}`)
+  // The store branch: with --redis, --postgres, --mysql or --etcd, that store's holders (its module's
+  // listHolders) are listed here instead of the host's.
+  const slots = hostLeases(leaseDir)
+  process.stdout.write(json ? JSON.stringify(slots) + '\n' : hostLeaseTable(slots))
+}
+
+/**
+ * This host's slots with a lease file (workerSlots: the live holders, then those that have gone), of every
+ * datacenter id of the layout, sorted by slot. Only the lease directory, its namespace and the layout are read from
+ * the environment: a worker or datacenter id configured there would narrow the list, and the identity rule is about
+ * making ids, which listing does not.
+ */
+function hostLeases(leaseDir) {
+  const vars = {
+    SNOWID_DATACENTER_ID: undefined,
+    datacenterId: undefined,
+    SNOWID_WORKER_ID: undefined,
+    workerId: undefined,
+    SNOWID_WORKER_ID_FROM: undefined,
+    SNOWID_LEASE: undefined,
+    SNOWID_SINGLE_INSTANCE: 'true',
+  }
+  if (leaseDir !== undefined) vars.SNOWID_LEASE_DIR = leaseDir
+  const { recorded, gone } = snowid.workerSlots(vars)
+  return [...recorded, ...gone].sort((a, b) => a.datacenterId - b.datacenterId || a.workerId - b.workerId)
+}
+
+// Control characters of a command line (C0, DEL, C1), as escapes: a table row stays one line, and the terminal's.
+const visible = text => text.replace(/\p{Cc}/gu, c => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
+
+function hostLeaseTable(slots) {
+  if (slots.length === 0) return 'no slot of this host has a lease file\n'
+  const rows = slots.map(s => [
+    `${s.datacenterId}/${s.workerId}`,
+    String(s.pid),
+    s.live ? 'live' : 'gone',
+    s.since === null ? '-' : new Date(s.since).toISOString(),
+    s.command === null ? '-' : visible(s.command),
+  ])
+  const all = [['SLOT', 'PID', 'STATE', 'SINCE', 'COMMAND'], ...rows]
+  const widths = all[0].map((_, i) => Math.max(...all.map(r => r[i].length)))
+  return (
+    all.map(r => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ')).join('\n') + '\n'
+  )
+}
+
 function printConfig(json) {
   const config = snowid.config()
   if (json) {
@@ -208,7 +275,8 @@ function printConfig(json) {
 }
 
 async function main(argv) {
-  const { json, help, version, functions, generator, workerId, datacenterId, encoding, table, words } = parseArgs(argv)
+  const { json, help, version, functions, generator, workerId, datacenterId, encoding, table, leaseDir, words } =
+    parseArgs(argv)
   const [command, ...rest] = words
   if (help || command === 'help') {
     process.stdout.write(USAGE + '\n')
@@ -226,6 +294,11 @@ async function main(argv) {
     [datacenterId !== undefined, '--datacenter-id'],
   ].find(([given]) => given)
   if (command !== 'sql' && sqlOnly) throw new UsageError(`${sqlOnly[1]} applies to snowid sql only`)
+  if (command !== 'leases' && leaseDir !== undefined) throw new UsageError('--lease-dir applies to snowid leases only')
+  if (command === 'leases') {
+    if (encoding) throw new UsageError('leases: --encoding applies to ids only')
+    return printLeases(rest, { json, leaseDir })
+  }
   if (command === 'sql') {
     if (encoding) throw new UsageError('sql: --encoding applies to ids only')
     return printSql(rest, { json, functions, generator, table, workerId, datacenterId })

@@ -8,19 +8,46 @@ use napi_derive::napi;
 use crate::core::config::{Config, Options, Source};
 use crate::core::identity::{check, lease_dir};
 use crate::core::layout::max_value;
+use crate::core::lease::SlotHolder;
 use crate::core::time::{Clock, SystemClock};
 
 use super::env::{read_env_object, JsEnv, Overlay};
 use super::errors::raise;
 use super::report::ConfigSource;
 
-/// A slot whose lease file names a process.
-#[napi(object)]
+/// A slot whose lease file names a process: its holder, or (in `gone`) its last holder.
+#[napi(object, use_nullable = true)]
 pub struct SlotRecord {
     pub datacenter_id: u32,
     pub worker_id: u32,
-    /// The process that holds the slot: its lease file names it, and (on Linux) it holds the file's lock.
+    /// The process the slot's lease file names. In `recorded` it holds the slot (on Linux, it holds the file's lock;
+    /// on Windows, the slot's claim); in `gone` it no longer does.
     pub pid: u32,
+    /// Whether that process holds the slot now: `true` in `recorded`, `false` in `gone`.
+    pub live: bool,
+    /// Unix ms at which that process took the slot, or `null` when its lease file does not say (a version-1 record).
+    pub since: Option<f64>,
+    /// Its host name, or `null` when its lease file does not say.
+    pub host: Option<String>,
+    /// Its command line (arguments joined by spaces, at most 256 bytes, cut on a character boundary), or `null`
+    /// when its lease file does not say.
+    pub command: Option<String>,
+}
+
+impl From<SlotHolder> for SlotRecord {
+    fn from(h: SlotHolder) -> SlotRecord {
+        let text = |s: String| Some(s).filter(|s| !s.is_empty());
+        let r = h.record;
+        SlotRecord {
+            datacenter_id: h.datacenter_id,
+            worker_id: h.worker_id,
+            pid: r.pid,
+            live: h.live,
+            since: Some(r.since as f64).filter(|&s| s > 0.0),
+            host: text(r.host),
+            command: text(r.command),
+        }
+    }
 }
 
 /// The worker-id slots of a configuration on this host, and what its processes' first ids would meet.
@@ -43,6 +70,10 @@ pub struct WorkerSlots {
     /// The slots a live process holds, read without taking any lock: of every datacenter id the automatic lease
     /// would search (all of them, when it picks the datacenter id), else of `datacenterId`. Empty when leases are off.
     pub recorded: Vec<SlotRecord>,
+    /// The slots of the same datacenter ids whose lease file names a process that no longer holds them (it exited,
+    /// was killed, or let the slot go): their last holder, for the record. Free to take, unless their marks reach
+    /// ahead of the clock. Empty when leases are off.
+    pub gone: Vec<SlotRecord>,
     /// The warning each process would give (`SNOWID_IDENTITY_UNCHOSEN`) for an identity no one chose in a plain
     /// container, or `null`.
     pub warning: Option<String>,
@@ -51,7 +82,7 @@ pub struct WorkerSlots {
 /// The worker-id slots that processes started with `env` (merged over this process's `process.env`, as
 /// `cluster.fork(env)` does: a variable given as `undefined` is unset) would use, their configuration resolved as
 /// theirs will be: their datacenter id, how many worker ids there are, whether the automatic lease gives them their
-/// ids, which slots' lease files name a live process, and the identity rule as their first ids would meet it. It
+/// ids, which slots' lease files name a live process (and which a process that has gone), with who they are, and the identity rule as their first ids would meet it. It
 /// takes no lock and starts nothing. `snowid/cluster` uses it to fork.
 /// @throws {Error} `ERR_SNOWID_IDENTITY_REQUIRED` where their first ids would be refused: no identity chosen where
 /// replicas are the norm (see docs/guarantees.md).
@@ -76,11 +107,13 @@ pub fn worker_slots(
     let automatic = config.lease.value && config.worker_id.source == Source::Lease;
     let from_lease = automatic && config.datacenter_id.source == Source::Lease;
     let mut recorded = Vec::new();
+    let mut gone = Vec::new();
     if config.lease.value {
         let datacenters = if from_lease { 0..=max_value(config.datacenter_bits.value) as u32 } else { dc..=dc };
         let dir = lease_dir(&config).map_err(|e| raise(raw, &e))?;
-        for (datacenter_id, worker_id, pid) in dir.recorded(datacenters).map_err(|e| raise(raw, &e))? {
-            recorded.push(SlotRecord { datacenter_id, worker_id, pid });
+        for holder in dir.holders(datacenters).map_err(|e| raise(raw, &e))? {
+            let list = if holder.live { &mut recorded } else { &mut gone };
+            list.push(SlotRecord::from(holder));
         }
     }
     Ok(WorkerSlots {
@@ -92,6 +125,7 @@ pub fn worker_slots(
         lease: config.lease.value,
         automatic,
         recorded,
+        gone,
         warning,
     })
 }

@@ -155,7 +155,7 @@ fn marks_passed(dir: &Path) {
 /// Writes a slot file for `(datacenter_id, worker_id)` in `dir` whose earlier holder left `marks`.
 fn left_behind(dir: &Path, datacenter_id: u32, worker_id: u32, marks: Vec<(u32, u64)>) {
     std::fs::create_dir_all(dir).unwrap();
-    let record = Record { seq: 1, pid: 1, marks }.encode().unwrap();
+    let record = Record { seq: 1, pid: 1, marks, ..Record::default() }.encode().unwrap();
     std::fs::write(dir.join(format!("dc{datacenter_id}-worker{worker_id}.lease")), record).unwrap();
 }
 

@@ -121,6 +121,19 @@ pub enum Trouble {
     Failed(Error),
 }
 
+/// A slot whose file holds a valid record, as a listing finds it: that record, and whether the process it names
+/// still holds the slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotHolder {
+    pub datacenter_id: u32,
+    pub worker_id: u32,
+    /// The slot file's newest valid record: its last holder's pid, host name, command line and since when.
+    pub record: Record,
+    /// Whether that process holds the slot now (see [`Backend::holders`]); `false`: it has gone (it exited or was
+    /// killed, or let the slot go), and the file keeps its record for the holders that come after.
+    pub live: bool,
+}
+
 /// An open lease directory of one platform.
 pub trait Backend: Sized + Send + Sync {
     /// A held slot's file.
@@ -138,9 +151,18 @@ pub trait Backend: Sized + Send + Sync {
     /// file's lock. A file that is not a slot file is `ERR_SNOWID_LEASE_CORRUPT` (and is left as found).
     fn attempt(&self, datacenter_id: u32, worker_id: u32) -> Result<Attempt<Taken<Self::File>>>;
 
+    /// Every slot of the datacenter ids `datacenters` whose file holds a valid record, sorted, each with whether
+    /// the process the record names holds the slot now, without taking any lock. Files that cannot be read, or
+    /// are not slot files, are left out.
+    fn holders(&self, datacenters: RangeInclusive<u32>) -> Result<Vec<SlotHolder>>;
+
     /// The (datacenterId, workerId, pid) of every slot of the datacenter ids `datacenters` held by a live process,
-    /// sorted, without taking any lock. Files that cannot be read, or are not slot files, are left out.
-    fn recorded(&self, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>>;
+    /// sorted, without taking any lock: the live ones of [`Backend::holders`] (what the tests compare).
+    #[cfg(test)]
+    fn recorded(&self, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
+        let holders = self.holders(datacenters)?;
+        Ok(holders.into_iter().filter(|h| h.live).map(|h| (h.datacenter_id, h.worker_id, h.record.pid)).collect())
+    }
 }
 
 /// A held slot's file: where its records are written, found again from the configured path before each write.
@@ -247,9 +269,9 @@ pub trait Os: Sized + Send + Sync + 'static {
     /// The pid the record of the slot file `name` (at `path`) in `dir` names, when it is a regular file with one.
     fn holder(dir: &std::fs::File, name: &Self::Name, path: &Path) -> Option<u32>;
 
-    /// The (datacenterId, workerId, pid) of every slot of `datacenters` held by a live process in the directory,
-    /// sorted (see [`Backend::recorded`]).
-    fn recorded(dir: &Dir<Self>, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>>;
+    /// Every slot of `datacenters` whose file in the directory holds a valid record, sorted, with whether its
+    /// holder lives (see [`Backend::holders`]).
+    fn holders(dir: &Dir<Self>, datacenters: RangeInclusive<u32>) -> Result<Vec<SlotHolder>>;
 }
 
 /// An open lease directory.

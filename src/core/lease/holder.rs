@@ -69,7 +69,8 @@ struct Loss {
 
 impl Lease {
     /// A lease of the slot whose file at `path` was just taken, with the record its earlier holders left. It names
-    /// this process as the holder at once, keeping the earlier marks, before it is returned.
+    /// this process as the holder at once (pid, host name, command line, and `now` as the time it took the slot),
+    /// keeping the earlier marks, before it is returned.
     pub(super) fn take(
         path: PathBuf,
         datacenter_id: u32,
@@ -78,7 +79,9 @@ impl Lease {
         previous: Record,
         now: u64,
     ) -> Result<Lease> {
-        let held = Held { file, record: previous.clone(), loss: Loss::default() };
+        let (host, command) = super::process::this_process();
+        let record = Record { since: now, host: host.clone(), command: command.clone(), ..previous.clone() };
+        let held = Held { file, record, loss: Loss::default() };
         let lease = Lease { path, datacenter_id, worker_id, previous, held: Mutex::new(held) };
         lease.advance(now, |_| Ok(()))?;
         Ok(lease)

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::super::error::{quote_path, Code, Result};
-use super::backend::{limit_of, Attempt, Backend, Dir, Holder, Opened, Os, Sharing, SlotFile, Taken, Trouble};
+use super::backend::{
+    limit_of, Attempt, Backend, Dir, Holder, Opened, Os, Sharing, SlotFile, SlotHolder, Taken, Trouble,
+};
 use super::files::{dir_error, failed, read_records, record_pid, write_record};
 use super::record::{read_file, Record};
 use super::space::{path_name, slot_name, space_claim, Space};
@@ -90,8 +92,8 @@ impl<O: Os> Backend for HostDir<O> {
         Ok(Attempt::Taken(Taken { file, previous }))
     }
 
-    fn recorded(&self, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
-        O::recorded(&self.0, datacenters)
+    fn holders(&self, datacenters: RangeInclusive<u32>) -> Result<Vec<SlotHolder>> {
+        O::holders(&self.0, datacenters)
     }
 }
 

@@ -14,6 +14,7 @@
 //!   loaded copy of snowid sees); `host`, the slot logic written once over `Os`; `unix` (Linux, macOS, the BSDs,
 //!   Android) and `windows`, which supply it, and `none` (WASI), which stands in for the whole backend;
 //! - [`record`]: the slot file's format, and `files`: slot files read and checked alike on every platform;
+//!   `process`: what a record says of its holder (host name, command line);
 //! - [`space`]: the id space of a host's slots, and the names of a slot's claims;
 //! - `slots`: which slot a process takes ([`LeaseDir`]);
 //! - `holder`: a slot this process holds ([`Lease`]), the fence of its generators;
@@ -29,6 +30,7 @@ mod holder;
 mod host;
 #[cfg(not(any(unix, windows)))]
 mod none;
+mod process;
 #[cfg_attr(not(any(unix, windows)), allow(dead_code))]
 pub mod record;
 mod repair;
@@ -40,7 +42,7 @@ mod unix;
 #[cfg(windows)]
 mod windows;
 
-pub use backend::{CopyClaim, Sharing};
+pub use backend::{CopyClaim, Sharing, SlotHolder};
 pub use holder::Lease;
 pub use record::Record;
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::ops::RangeInclusive;
 use std::path::Path;
 
 use super::super::error::{Class, Code, Error, Result};
-use super::backend::{Attempt, Backend, CopyClaim, Sharing, SlotFile, Taken, Trouble};
+use super::backend::{Attempt, Backend, CopyClaim, Sharing, SlotFile, SlotHolder, Taken, Trouble};
 use super::record::Record;
 use super::space::Space;
 
@@ -46,7 +46,7 @@ impl Backend for NoDir {
         match *self {}
     }
 
-    fn recorded(&self, _datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
+    fn holders(&self, _datacenters: RangeInclusive<u32>) -> Result<Vec<SlotHolder>> {
         match *self {}
     }
 }

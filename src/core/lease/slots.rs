@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 
 use super::super::error::{quote_path, Class, Code, Error, Result};
 use super::super::time::{Clock, SystemClock};
-use super::backend::{Attempt, Backend, Holder, Sharing, Taken};
+use super::backend::{Attempt, Backend, Holder, Sharing, SlotHolder, Taken};
 use super::holder::Lease;
 use super::record::Record;
 use super::repair;
@@ -246,7 +246,14 @@ impl<B: Backend> LeaseDir<B> {
 
     /// The (datacenterId, workerId, pid) of every slot of the datacenter ids `datacenters` held by a live process,
     /// sorted, without taking any lock (see [`Backend::recorded`]).
+    #[cfg(test)]
     pub fn recorded(&self, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
         self.backend.recorded(datacenters)
+    }
+
+    /// Every slot of the datacenter ids `datacenters` whose file holds a valid record, sorted, with whether its
+    /// holder lives, without taking any lock (see [`Backend::holders`]).
+    pub fn holders(&self, datacenters: RangeInclusive<u32>) -> Result<Vec<SlotHolder>> {
+        self.backend.holders(datacenters)
     }
 }

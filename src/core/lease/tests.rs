@@ -87,7 +87,11 @@ fn among_datacenter_ids_it_fills_datacenter_0_then_1_and_skips_what_it_cannot_us
     }
     // (1, 0) reserved far ahead by an earlier holder: `usable` refuses it, so it is skipped, its marks kept.
     let far = SystemClock.now_ms() + 3_600_000;
-    std::fs::write(dir.slot_path(1, 0), Record { seq: 3, pid: 1, marks: vec![(0, far)] }.encode().unwrap()).unwrap();
+    std::fs::write(
+        dir.slot_path(1, 0),
+        Record { seq: 3, pid: 1, marks: vec![(0, far)], ..Record::default() }.encode().unwrap(),
+    )
+    .unwrap();
     let usable = |r: &Record| r.marks.iter().all(|&(_, m)| m < far);
     let auto = dir.acquire_auto(0..=3, 4, &usable).unwrap();
     assert_eq!((auto.datacenter_id(), auto.worker_id()), (1, 1));
@@ -198,7 +202,7 @@ fn only_a_slot_a_live_process_holds_is_listed() {
     let me = std::process::id();
     dir.acquire(2, 0, "workerId", "").unwrap();
     // A record naming this process on a slot it does not hold (a stale file, or a forged one).
-    let forged = Record { seq: 1, pid: me, marks: vec![] }.encode().unwrap();
+    let forged = Record { seq: 1, pid: me, ..Record::default() }.encode().unwrap();
     std::fs::write(dir.slot_path(2, 1), &forged).unwrap();
     assert_eq!(dir.recorded(2..=2).unwrap(), vec![(2, 0, me)]);
     // Over several datacenter ids at once, in order; a file whose name spells the numbers otherwise is no slot's.
@@ -207,6 +211,16 @@ fn only_a_slot_a_live_process_holds_is_listed() {
     std::fs::write(t.join("dc3-worker01.lease"), &forged).unwrap();
     assert_eq!(dir.recorded(0..=3).unwrap(), vec![(0, 3, me), (2, 0, me), (3, 1, me)]);
     assert_eq!(dir.recorded(1..=2).unwrap(), vec![(2, 0, me)]);
+    // The listing of every slot with a record shows the forged one as gone, and the held one as this process's.
+    let holders = dir.holders(2..=2).unwrap();
+    let seen: Vec<_> = holders.iter().map(|h| (h.worker_id, h.record.pid, h.live)).collect();
+    assert_eq!(seen, vec![(0, me, true), (1, me, false)]);
+    let (host, command) = super::process::this_process();
+    let held = holders.first().unwrap();
+    assert!(!command.is_empty(), "the command line is recorded");
+    assert_eq!((&held.record.host, &held.record.command), (host, command));
+    let now = SystemClock.now_ms();
+    assert!(held.record.since > now - 60_000 && held.record.since <= now, "since: when the slot was taken");
 }
 
 /// The child half of [`one_id_space_is_one_set_of_slots_whatever_the_directory`]: with `LEASE_TEST_HOLDER` set

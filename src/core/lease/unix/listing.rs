@@ -9,17 +9,17 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 
 use super::super::super::error::Result;
-use super::super::backend::{Dir, Os};
+use super::super::backend::{Dir, Os, SlotHolder};
 use super::super::files::{dir_error, read_records};
 use super::super::record::read_file;
 use super::super::space::slot_of;
 use super::files::{check_slot_file, open_at};
 
-/// The (datacenterId, workerId, pid) of every slot of the datacenter ids `datacenters` held by a live process,
-/// sorted, without taking any lock: the pid its file names, where that process holds the file's lock (on Linux, as
-/// `/proc/locks` shows; elsewhere the file's word is taken). Files that cannot be read, or are not regular files
-/// of a lease's size, are left out.
-pub(super) fn recorded<O: Os>(dir: &Dir<O>, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
+/// Every slot of the datacenter ids `datacenters` whose file holds a valid record, sorted, without taking any lock:
+/// live where the process its record names holds the file's lock (on Linux, as `/proc/locks` shows; elsewhere the
+/// file's word is taken while a process has that pid). Files that cannot be read, or are not regular files of a
+/// lease's size, are left out.
+pub(super) fn holders<O: Os>(dir: &Dir<O>, datacenters: RangeInclusive<u32>) -> Result<Vec<SlotHolder>> {
     let entries = std::fs::read_dir(&dir.path).map_err(|e| dir_error(&dir.path, "listing it", &e))?;
     let locks = flock_holders();
     let mut out = Vec::new();
@@ -38,15 +38,28 @@ pub(super) fn recorded<O: Os>(dir: &Dir<O>, datacenters: RangeInclusive<u32>) ->
             continue;
         };
         let record = read_records(&file).ok().and_then(|b| read_file(&b, &path).ok().flatten());
-        if let Some(r) = record {
-            let holds = locks.as_ref().is_none_or(|l| l.contains(&FlockHolder::of(r.pid, &m)));
-            if holds {
-                out.push((datacenter, worker, r.pid));
-            }
+        if let Some(record) = record {
+            let live = match &locks {
+                Some(l) => l.contains(&FlockHolder::of(record.pid, &m)),
+                None => pid_exists(record.pid),
+            };
+            out.push(SlotHolder { datacenter_id: datacenter, worker_id: worker, record, live });
         }
     }
-    out.sort_unstable();
+    out.sort_unstable_by_key(|h| (h.datacenter_id, h.worker_id));
     Ok(out)
+}
+
+/// Whether a process has the pid `pid` (of any user): where no lock list says who holds a file, a record whose pid
+/// no process has is of a holder that has gone.
+fn pid_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 sends nothing; kill only checks that the process exists and may be signalled.
+    let sent = unsafe { libc::kill(pid, 0) };
+    sent == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// A process holding an exclusive `flock` on a file, as `/proc/locks` names them: pid, device, inode.

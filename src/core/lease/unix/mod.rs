@@ -22,7 +22,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::super::error::{quote_path, Class, Code, Error, Result};
-use super::backend::{Dir, Opened, Os, Sharing};
+use super::backend::{Dir, Opened, Os, Sharing, SlotHolder};
 use super::files::{dir_error, dir_problem};
 use super::host::HostDir;
 use claim::{inode_name, Claim};
@@ -144,8 +144,8 @@ impl Os for Unix {
         holder_in(dir, name, path)
     }
 
-    fn recorded(dir: &Dir<Unix>, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
-        listing::recorded(dir, datacenters)
+    fn holders(dir: &Dir<Unix>, datacenters: RangeInclusive<u32>) -> Result<Vec<SlotHolder>> {
+        listing::holders(dir, datacenters)
     }
 }
 

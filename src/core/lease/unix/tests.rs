@@ -79,7 +79,7 @@ fn a_file_it_cannot_be_sure_of_stops_the_holder() {
     let lease = dir.acquire(7, 2, "workerId", "").unwrap();
     lease.reserve(0, 5_000, 1_000).unwrap();
     // Marks ahead of the clock: another holder's ids may reach there.
-    let ahead = Record { seq: 3, pid: 1, marks: vec![(1, 9_000)] }.encode().unwrap();
+    let ahead = Record { seq: 3, pid: 1, marks: vec![(1, 9_000)], ..Record::default() }.encode().unwrap();
     std::fs::write(t.join("ahead"), ahead).unwrap();
     std::fs::rename(t.join("ahead"), lease.path()).unwrap();
     let e = lease.reserve(0, 6_000, 1_000).unwrap_err();
@@ -140,7 +140,7 @@ fn a_directory_replaced_under_a_holder_stops_its_generator_with_no_id_asked() {
     std::fs::create_dir(&other).unwrap();
     std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o700)).unwrap();
     let theirs = other.join("dc1-worker3.lease");
-    std::fs::write(&theirs, Record { seq: 1, pid: 4242, marks: vec![] }.encode().unwrap()).unwrap();
+    std::fs::write(&theirs, Record { seq: 1, pid: 4242, ..Record::default() }.encode().unwrap()).unwrap();
     let locked = File::open(&theirs).unwrap();
     locked.try_lock().unwrap();
     let new_dir = std::fs::metadata(&other).unwrap();

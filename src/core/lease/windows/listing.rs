@@ -5,7 +5,7 @@
 use std::ops::RangeInclusive;
 
 use super::super::super::error::Result;
-use super::super::backend::{Dir, Os};
+use super::super::backend::{Dir, Os, SlotHolder};
 use super::super::files::{dir_error, read_records};
 use super::super::record::read_file;
 use super::super::space::slot_of;
@@ -13,13 +13,10 @@ use super::claim::{id_name, Claim};
 use super::dir::check_slot_file;
 use super::sys::{self, FileId};
 
-/// The (datacenterId, workerId, pid) of every slot of the datacenter ids `datacenters` held by a live process,
-/// sorted, without taking any lock: the pid its file names, where the slot's claim by this directory is held. Files
-/// that cannot be read, or are not regular files of a lease's size, are left out.
-pub(super) fn recorded<O: Os<Id = FileId>>(
-    dir: &Dir<O>,
-    datacenters: RangeInclusive<u32>,
-) -> Result<Vec<(u32, u32, u32)>> {
+/// Every slot of the datacenter ids `datacenters` whose file holds a valid record, sorted, without taking any lock:
+/// live where the slot's claim by this directory is held. Files that cannot be read, or are not regular files of a
+/// lease's size, are left out.
+pub(super) fn holders<O: Os<Id = FileId>>(dir: &Dir<O>, datacenters: RangeInclusive<u32>) -> Result<Vec<SlotHolder>> {
     let entries = std::fs::read_dir(&dir.path).map_err(|e| dir_error(&dir.path, "listing it", &e))?;
     let mut out = Vec::new();
     for entry in entries.flatten() {
@@ -34,12 +31,11 @@ pub(super) fn recorded<O: Os<Id = FileId>>(
             continue;
         };
         let record = read_records(&file).ok().and_then(|b| read_file(&b, &path).ok().flatten());
-        if let Some(r) = record {
-            if Claim::held(&id_name(dir.id, datacenter, worker)).unwrap_or(false) {
-                out.push((datacenter, worker, r.pid));
-            }
+        if let Some(record) = record {
+            let live = Claim::held(&id_name(dir.id, datacenter, worker)).unwrap_or(false);
+            out.push(SlotHolder { datacenter_id: datacenter, worker_id: worker, record, live });
         }
     }
-    out.sort_unstable();
+    out.sort_unstable_by_key(|h| (h.datacenter_id, h.worker_id));
     Ok(out)
 }

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::super::error::Result;
-use super::backend::{Dir, Opened, Os, Sharing};
+use super::backend::{Dir, Opened, Os, Sharing, SlotHolder};
 use super::host::HostDir;
 use claim::{id_name, Claim};
 pub use copies::WinCopyClaim;
@@ -111,8 +111,8 @@ impl Os for Windows {
         holder_at(name)
     }
 
-    fn recorded(dir: &Dir<Windows>, datacenters: RangeInclusive<u32>) -> Result<Vec<(u32, u32, u32)>> {
-        listing::recorded(dir, datacenters)
+    fn holders(dir: &Dir<Windows>, datacenters: RangeInclusive<u32>) -> Result<Vec<SlotHolder>> {
+        listing::holders(dir, datacenters)
     }
 }
 

@@ -51,7 +51,7 @@ fn the_lock_is_one_byte_past_the_records_so_readers_never_wait() {
     assert!(!try_lock_byte(&other, LOCK_BYTE).unwrap(), "another handle of this process cannot lock it");
     assert!(try_lock_byte(&other, LOCK_BYTE - 1).unwrap(), "the byte before it, in the records, is free");
     // A file locked by a handle this lease did not make is held too, and its record names the holder.
-    std::fs::write(dir.slot_path(7, 3), Record { seq: 1, pid: 4242, marks: vec![] }.encode().unwrap()).unwrap();
+    std::fs::write(dir.slot_path(7, 3), Record { seq: 1, pid: 4242, ..Record::default() }.encode().unwrap()).unwrap();
     let locked = sys::open_held(&dir.slot_path(7, 3), true).unwrap();
     assert!(try_lock_byte(&locked, LOCK_BYTE).unwrap());
     assert!(matches!(dir.attempt(7, 3).unwrap(), Attempt::Held(Holder::Here(Some(4242)))));
@@ -96,7 +96,7 @@ fn the_listing_looks_at_a_claim_without_keeping_it() {
     // The slot stays this process's, and free slots stay free.
     let t2 = TempDir::new("recorded-2");
     let other = private(&t2);
-    std::fs::write(other.slot_path(2, 1), Record { seq: 1, pid: 7, marks: vec![] }.encode().unwrap()).unwrap();
+    std::fs::write(other.slot_path(2, 1), Record { seq: 1, pid: 7, ..Record::default() }.encode().unwrap()).unwrap();
     assert_eq!(other.recorded(2..=2).unwrap(), vec![]);
     assert!(matches!(other.attempt(2, 1).unwrap(), Attempt::Taken(_)));
 }
