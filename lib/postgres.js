@@ -322,10 +322,11 @@ END $snowid$`,
     }
     holderColumn = await verify()
     if (!holderColumn) {
-      // A table made by an earlier version: the holder column is added when the role may (it owns the table); else
-      // the lease goes on without recording its holders.
+      // A table made by an earlier version: the holder column is added when the role may (it owns the table), waiting
+      // at most 400 ms for the table's lock, since the statements of other holders queue behind it; else the lease
+      // goes on without recording its holders.
       try {
-        await timed(takeMs, `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS holder text`, [])
+        await timed(500, `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS holder text`, [])
         holderColumn = true
       } catch {
         holderColumn = false

@@ -100,7 +100,7 @@ local function try(w, anyMark)
   if not must('SET', leaseKey, token, 'NX', 'PX', ttl) then return nil end
   if not ok then return {w, 'corrupt', m} end
   -- Who holds it, for listHolders only: a write that fails leaves the take as it is.
-  if ARGV[10] ~= '' then call('HSET', marksKey, 'holder', ARGV[10]) end
+  if ARGV[10] ~= '' then pcall(redis.call, 'HSET', marksKey, 'holder', ARGV[10]) end
   local raised, forgotten = 0, 0
   if m[3] and (m[3] ~= replid or (tonumber(m[4]) or 0) > offset) then forgotten = 1 end
   if mark and (not m[2] or string.match(m[2], '^%d%d?%d?$')) then
@@ -149,12 +149,12 @@ return 1
 
 // Gives the lease back if it still holds our token. With ARGV[2], first lowers the mark to it: the generator has
 // stopped, and ARGV[2] is the time of its last id, so the next holder need not wait for the deadline's mark.
-// The holder record goes with it.
+// The holder record goes with it (emptied with HSET, which the lease's ACL has; a failure leaves the release as it is).
 const RELEASE =
   PRELUDE +
   `
 if must('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-call('HDEL', KEYS[2], 'holder')
+pcall(redis.call, 'HSET', KEYS[2], 'holder', '')
 if ARGV[2] and ARGV[2] ~= '' then
   local ok, old = call('HGET', KEYS[2], 'until')
   if ok and old and string.match(old, '^%d+$') and tonumber(ARGV[2]) < tonumber(old) then
@@ -167,6 +167,7 @@ return must('DEL', KEYS[1])
 // Each slot of a datacenter as listHolders reads it (KEYS: each slot's lease and marks keys, in order): its lease
 // key's token (false when free), the milliseconds left of its TTL, and the marks' holder record (false when none).
 // Only slots that are held, or whose holder record is left (a holder that stopped without releasing), are returned.
+// Listing needs PTTL besides the lease's commands.
 const LIST =
   PRELUDE +
   `
@@ -174,7 +175,7 @@ local out = {}
 for w = 0, #KEYS / 2 - 1 do
   local token = must('GET', KEYS[2 * w + 1])
   local ok, holder = call('HGET', KEYS[2 * w + 2], 'holder')
-  if not ok then holder = false end
+  if not ok or holder == '' then holder = false end
   if token or holder then
     out[#out + 1] = {w, token or false, token and must('PTTL', KEYS[2 * w + 1]) or -2, holder or false}
   end
