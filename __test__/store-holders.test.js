@@ -199,49 +199,59 @@ test('snowid leases: usage errors name what is wrong, and a password is not show
   assert.doesNotMatch(err.stderr, /secret/)
 })
 
-test('postgres: a table of an earlier version, with no holder column, lists holders as unknown, then gets the column', {
-  timeout: 120_000,
-}, async t => {
-  const server = await STORES.postgres.start()
-  if (!server) {
-    reportMissing(t, ...STORES.postgres.missing)
-    return
-  }
-  t.after(() => server.stop())
-  const { client, close } = connect('postgres', server.url)
-  t.after(() => close())
-  const { listHolders, acquireWorkerId, tableSql } = require('../lib/postgres.js')
-  // The table as an earlier version made it: the DDL of today less the holder column, held by an earlier version's
-  // take (a token, no holder).
-  const old = tableSql('old_workers', { datacenterBits: 1, workerBits: 2 }).replace(/\s*holder text,/, '')
-  assert.doesNotMatch(old, /holder text/)
-  await client.query(old)
-  await client.query(
-    `UPDATE old_workers SET token = 'earlier', expires_at = clock_timestamp() + interval '1 hour' WHERE datacenter_id = 0 AND worker_id = 0`,
-  )
-  const listed = await listHolders({ client, table: 'old_workers', datacenterId: 0 })
-  assert.strictEqual(listed.length, 1)
-  assert.deepStrictEqual(
-    [listed[0].workerId, listed[0].host, listed[0].pid, listed[0].command, listed[0].live],
-    [0, null, null, null, true],
-  )
-  // A lease of this version adds the column, and records itself.
-  const lease = await acquireWorkerId({
-    client,
-    table: 'old_workers',
-    datacenterId: 0,
-    ttlMs: TTL_MS,
-    snowflake: { workerBits: 2, datacenterBits: 1 },
-  })
-  t.after(() => lease.release())
-  const [column] = (
-    await client.query(
-      `SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'old_workers' AND column_name = 'holder'`,
+// A table as an earlier version made it: today's DDL less the holder column; and the SQL to run on it.
+const LEGACY = {
+  postgres: {
+    drop: /\s*holder text,/,
+    held: `UPDATE old_workers SET token = 'earlier', expires_at = clock_timestamp() + interval '1 hour' WHERE datacenter_id = 0 AND worker_id = 0`,
+    columns: `SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'old_workers' AND column_name = 'holder'`,
+    sql: async (client, text) => (await client.query(text)).rows,
+  },
+  mysql: {
+    drop: /\s*holder text NULL,/,
+    held: `UPDATE old_workers SET token = 'earlier', expires_ms = (UNIX_TIMESTAMP() + 3600) * 1000 WHERE datacenter_id = 0 AND worker_id = 0`,
+    columns: `SELECT count(*) AS n FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'old_workers' AND column_name = 'holder'`,
+    sql: async (client, text) => (await client.promise().query(text))[0],
+  },
+}
+
+for (const kind of Object.keys(LEGACY)) {
+  test(`${kind}: a table of an earlier version, with no holder column, lists holders as unknown, then gets the column`, {
+    timeout: 120_000,
+  }, async t => {
+    const server = await STORES[kind].start()
+    if (!server) {
+      reportMissing(t, ...STORES[kind].missing)
+      return
+    }
+    t.after(() => server.stop())
+    const { client, close } = connect(kind, server.url)
+    t.after(() => close())
+    const { sql, drop, held, columns } = LEGACY[kind]
+    const { listHolders, acquireWorkerId, tableSql } = require(`../lib/${kind}.js`)
+    const old = tableSql('old_workers', { datacenterBits: 1, workerBits: 2 }).replace(drop, '')
+    assert.doesNotMatch(old, /holder text/)
+    await sql(client, old)
+    // Held by an earlier version's take: a token, no holder.
+    await sql(client, held)
+    const listed = await listHolders({ client, table: 'old_workers', datacenterId: 0 })
+    assert.deepStrictEqual(
+      listed.map(h => [h.workerId, h.host, h.pid, h.command, h.live]),
+      [[0, null, null, null, true]],
     )
-  ).rows
-  assert.strictEqual(column.n, 1)
-  const mine = (await listHolders({ client, table: 'old_workers', datacenterId: 0 })).find(
-    h => h.workerId === lease.workerId,
-  )
-  assert.deepStrictEqual([mine.pid, mine.host, mine.live], [process.pid, os.hostname(), true])
-})
+    // A lease of this version adds the column, and records itself.
+    const lease = await acquireWorkerId({
+      client,
+      table: 'old_workers',
+      datacenterId: 0,
+      ttlMs: TTL_MS,
+      snowflake: { workerBits: 2, datacenterBits: 1 },
+    })
+    t.after(() => lease.release())
+    assert.strictEqual(Number((await sql(client, columns))[0].n), 1)
+    const mine = (await listHolders({ client, table: 'old_workers', datacenterId: 0 })).find(
+      h => h.workerId === lease.workerId,
+    )
+    assert.deepStrictEqual([mine.pid, mine.host, mine.live], [process.pid, os.hostname(), true])
+  })
+}
