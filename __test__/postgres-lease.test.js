@@ -124,6 +124,7 @@ async function main() {
               'mark_ms bigint',
               'clock_back integer',
               'written_on text',
+              'holder text',
             ],
           )
           assert.equal(
