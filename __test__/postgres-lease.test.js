@@ -110,6 +110,7 @@ async function main() {
               'mark_ms bigint',
               'clock_back integer',
               'written_on text',
+              'holder text',
             ],
           )
           assert.equal(

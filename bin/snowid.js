@@ -17,6 +17,10 @@ const USAGE = `Usage:
   snowid sql mysql --functions
                           print SQL functions that read ids of the configured layout and epoch
                           (snowid_timestamp, snowid_worker_id, snowid_min_id_at, ...)
+  snowid leases --redis <url> | --postgres <url> | --mysql <url> | --etcd <url>
+                          print who holds each worker id of that store's lease (slot, host, pid, since, deadline);
+                          a holder whose lease ran out is shown as gone. Uses the client installed beside snowid:
+                          ioredis or redis, pg or postgres, mysql2, etcd3
   snowid sql postgres --generator
   snowid sql mysql --generator
                           print the SQL that installs snowid_next_id() (ids made by the database, for a
@@ -28,10 +32,12 @@ Options:
            print ids in that fixed-width text (with count), or read the ids given in it (with decode)
   --json   print one JSON value: an array of id strings, an array of decoded ids, the config object, or the SQL
   --table <name>
-           with sql postgres or mysql: the lease table's name, schema-qualified if you like (default:
-           snowid_workers); the rows are those of the layout's datacenter and worker bits
+           with sql postgres or mysql, or leases --postgres or --mysql: the lease table's name,
+           schema-qualified if you like (default: snowid_workers); the rows are those of the layout's
+           datacenter and worker bits
   --datacenter-id <n>, --worker-id <n>
-           with --generator: the slot the database holds (default: datacenter 0, the layout's highest worker id)
+           with --generator: the slot the database holds (default: datacenter 0, the layout's highest worker id);
+           --datacenter-id with leases and a store: only that datacenter's slots (default: every datacenter)
   --lease-dir <dir>
            with snowid leases: the lease directory to read (default: SNOWID_LEASE_DIR, else the generator's default)
   --help   print this help (also: snowid help)
@@ -69,6 +75,7 @@ function parseArgs(argv) {
   let encoding
   let table
   let leaseDir
+  let store
   const slot = {}
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
@@ -82,7 +89,11 @@ function parseArgs(argv) {
     else if (arg.startsWith('--encoding=')) encoding = parseEncoding(arg.slice('--encoding='.length))
     else if (arg === '--lease-dir') leaseDir = parseLeaseDir(argv[++i])
     else if (arg.startsWith('--lease-dir=')) leaseDir = parseLeaseDir(arg.slice('--lease-dir='.length))
-    else if (arg === '--table') table = parseTable(argv[++i])
+    else if (STORES.includes(arg.split('=')[0].slice(2))) {
+      if (store) throw new UsageError(`expected one store URL, found --${store.kind} and ${arg.split('=')[0]}`)
+      const kind = arg.split('=')[0].slice(2)
+      store = { kind, url: parseUrl(kind, arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[++i]) }
+    } else if (arg === '--table') table = parseTable(argv[++i])
     else if (arg.startsWith('--table=')) table = parseTable(arg.slice('--table='.length))
     else if (arg.startsWith('-') && !/^-\d/.test(arg)) throw new UsageError(`unknown option ${shown(arg)}`)
     else words.push(arg)
@@ -98,6 +109,7 @@ function parseArgs(argv) {
     encoding,
     table,
     leaseDir,
+    store,
     words,
   }
 }
@@ -120,6 +132,129 @@ function parseTable(text) {
   if (text === undefined || text === '')
     throw new UsageError(`--table: expected a table name, found ${text === '' ? 'an empty name' : 'nothing'}`)
   return text
+}
+
+// The stores whose lease `snowid leases` lists, as their options name them (--redis <url>, ...).
+const STORES = ['redis', 'postgres', 'mysql', 'etcd']
+
+function parseUrl(kind, text) {
+  if (text === undefined || text === '' || text.startsWith('--'))
+    throw new UsageError(`--${kind}: expected the store's URL, found ${text === undefined ? 'nothing' : shown(text)}`)
+  return text
+}
+
+/** Errors that are the user's setup, not a bug: one line on stderr, exit status 1. */
+class SetupError extends Error {}
+
+// The clients `snowid leases` can use for each store, in the order tried, as the user installed them: found from the
+// working directory first (the project's node_modules), then from snowid's own place.
+const CLIENTS = { redis: ['ioredis', 'redis'], postgres: ['pg', 'postgres'], mysql: ['mysql2'], etcd: ['etcd3'] }
+
+function loadClient(kind) {
+  for (const name of CLIENTS[kind]) {
+    for (const paths of [[process.cwd()], undefined]) {
+      let file
+      try {
+        file = require.resolve(name, paths ? { paths } : undefined)
+      } catch {
+        continue
+      }
+      return { name, module: require(file) }
+    }
+  }
+  const names = CLIENTS[kind]
+  throw new SetupError(
+    `leases --${kind}: expected ${names.join(' or ')} installed (the client snowid/${kind} uses), found ${names.length > 1 ? 'neither' : 'none'}: npm install ${names[0]}`,
+  )
+}
+
+/** A connected client of `kind` to `url`, and how to close it: `{ client, close }`. */
+async function connectClient(kind, url) {
+  const { name, module } = loadClient(kind)
+  if (name === 'ioredis') {
+    const Redis = module.default ?? module.Redis ?? module
+    const client = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: true })
+    client.on('error', () => {})
+    return { client, close: () => client.disconnect() }
+  }
+  if (name === 'redis') {
+    const client = module.createClient({ url })
+    client.on('error', () => {})
+    await client.connect()
+    return { client, close: () => client.disconnect() }
+  }
+  if (name === 'pg') {
+    const client = new module.Client({ connectionString: url })
+    client.on('error', () => {})
+    await client.connect()
+    return { client, close: () => client.end() }
+  }
+  if (name === 'postgres') {
+    const client = module(url, { max: 1, onnotice: () => {} })
+    return { client, close: () => client.end({ timeout: 1 }) }
+  }
+  if (name === 'mysql2') {
+    const client = await require(
+      require.resolve('mysql2/promise', { paths: [require.resolve('mysql2')] }),
+    ).createConnection(url)
+    return { client, close: () => client.end() }
+  }
+  const client = new module.Etcd3({ hosts: url })
+  return { client, close: () => client.close() }
+}
+
+/**
+ * `snowid leases --<store> <url>`: who holds each slot of that store's lease (listHolders), as a table or JSON. A
+ * client's connection error is said in one line.
+ */
+async function printStoreLeases({ kind, url }, { json, table, datacenterId }) {
+  if (table !== undefined && kind !== 'postgres' && kind !== 'mysql')
+    throw new UsageError(`leases: --table applies to --postgres and --mysql only`)
+  let connected
+  try {
+    connected = await connectClient(kind, url)
+  } catch (err) {
+    if (err instanceof SetupError) throw err
+    // The URL as shown, without its password.
+    const safe = url.replace(/\/\/([^/@:]*):[^/@]*@/, '//$1:***@')
+    throw new SetupError(
+      `leases --${kind}: cannot connect to ${shown(safe)}: ${String((err && err.message) || err).slice(0, 200)}`,
+    )
+  }
+  let holders
+  try {
+    const options = { client: connected.client }
+    if (table !== undefined) options.table = table
+    if (datacenterId !== undefined) options.datacenterId = datacenterId
+    holders = await require(`../lib/${kind}.js`).listHolders(options)
+  } finally {
+    await Promise.resolve(connected.close()).catch(() => {})
+  }
+  if (json) {
+    process.stdout.write(JSON.stringify(holders) + '\n')
+    return
+  }
+  const time = ms => (ms === null ? '-' : new Date(ms).toISOString())
+  const rows = [['SLOT', 'STATE', 'HOST', 'PID', 'SINCE', 'DEADLINE', 'COMMAND']]
+  for (const h of holders) {
+    rows.push([
+      `${h.datacenterId}/${h.workerId}`,
+      h.live ? 'live' : 'gone',
+      h.host ?? '(unknown)',
+      h.pid === null ? '-' : String(h.pid),
+      time(h.since),
+      time(h.deadline),
+      h.command ?? '-',
+    ])
+  }
+  const widths = rows[0].map((_, c) => Math.max(...rows.map(r => r[c].length)))
+  const text = rows.map(r =>
+    r
+      .map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c])))
+      .join('  ')
+      .trimEnd(),
+  )
+  process.stdout.write(`${text.join('\n')}\n${holders.length === 0 ? '(no slot is held)\n' : ''}`)
 }
 
 const DIALECTS = ['postgres', 'mysql']
@@ -207,14 +342,8 @@ async function idsFromStdin() {
   return ids
 }
 
-/**
- * `snowid leases`: who holds which worker id. This host's slots (hostLeases), from its lease directory; a store's
- * holders, with a store option, come from the store branch below.
- */
-function printLeases(rest, { json, leaseDir }) {
-  if (rest.length > 0) throw new UsageError(`leases: expected no arguments, found ${shown(rest[0])}`)
-  // The store branch: with --redis, --postgres, --mysql or --etcd, that store's holders (its module's
-  // listHolders) are listed here instead of the host's.
+/** `snowid leases` without a store option: this host's slots (hostLeases), from its lease directory. */
+function printLeases({ json, leaseDir }) {
   const slots = hostLeases(leaseDir)
   process.stdout.write(json ? JSON.stringify(slots) + '\n' : hostLeaseTable(slots))
 }
@@ -275,7 +404,7 @@ function printConfig(json) {
 }
 
 async function main(argv) {
-  const { json, help, version, functions, generator, workerId, datacenterId, encoding, table, leaseDir, words } =
+  const { json, help, version, functions, generator, workerId, datacenterId, encoding, table, leaseDir, store, words } =
     parseArgs(argv)
   const [command, ...rest] = words
   if (help || command === 'help') {
@@ -293,12 +422,10 @@ async function main(argv) {
     [workerId !== undefined, '--worker-id'],
     [datacenterId !== undefined, '--datacenter-id'],
   ].find(([given]) => given)
+  if (command === 'leases') return leases(rest, { json, table, datacenterId, store, leaseDir, encoding, sqlOnly })
+  if (store) throw new UsageError(`--${store.kind} applies to snowid leases only`)
+  if (leaseDir !== undefined) throw new UsageError('--lease-dir applies to snowid leases only')
   if (command !== 'sql' && sqlOnly) throw new UsageError(`${sqlOnly[1]} applies to snowid sql only`)
-  if (command !== 'leases' && leaseDir !== undefined) throw new UsageError('--lease-dir applies to snowid leases only')
-  if (command === 'leases') {
-    if (encoding) throw new UsageError('leases: --encoding applies to ids only')
-    return printLeases(rest, { json, leaseDir })
-  }
   if (command === 'sql') {
     if (encoding) throw new UsageError('sql: --encoding applies to ids only')
     return printSql(rest, { json, functions, generator, table, workerId, datacenterId })
@@ -311,6 +438,23 @@ async function main(argv) {
   }
   if (rest.length > 0) throw new UsageError(`expected at most one count, found ${shown(rest[0])}`)
   return printIds(parseCount(command), json, encoding)
+}
+
+/** `snowid leases`: with a store URL, that store's holders. */
+function leases(rest, { json, table, datacenterId, store, leaseDir, encoding, sqlOnly }) {
+  if (rest.length > 0) throw new UsageError(`leases: expected no arguments, found ${shown(rest[0])}`)
+  if (encoding) throw new UsageError('leases: --encoding applies to ids only')
+  if (store && leaseDir !== undefined)
+    throw new UsageError(`leases: expected --lease-dir or --${store.kind}, found both`)
+  if (store) {
+    const misplaced = sqlOnly && !['--table', '--datacenter-id'].includes(sqlOnly[1]) ? sqlOnly[1] : null
+    if (misplaced) throw new UsageError(`${misplaced} applies to snowid sql only`)
+    return printStoreLeases(store, { json, table, datacenterId })
+  }
+  if (sqlOnly && ['--table', '--datacenter-id'].includes(sqlOnly[1]))
+    throw new UsageError(`leases: ${sqlOnly[1]} applies with --redis, --postgres, --mysql or --etcd only`)
+  if (sqlOnly) throw new UsageError(`${sqlOnly[1]} applies to snowid sql only`)
+  return printLeases({ json, leaseDir })
 }
 
 // Output that cannot be written: a reader that went away (`snowid 1000000 | head -1`) ends the CLI quietly, as it
@@ -327,6 +471,9 @@ main(process.argv.slice(2)).catch(err => {
     // One line: the whole help would push the mistake off the screen.
     process.stderr.write(`snowid: ${err.message} (snowid --help shows the usage)\n`)
     process.exitCode = 2
+  } else if (err instanceof SetupError) {
+    process.stderr.write(`snowid: ${err.message}\n`)
+    process.exitCode = 1
   } else if (snowid.isSnowidError(err)) {
     process.stderr.write(`snowid: ${err.message} (${err.code})\n`)
     process.exitCode = 1

@@ -1,5 +1,5 @@
 // Typings of `snowid/etcd`, written by hand. The lease object and its events are lib/store-lease.d.ts's.
-import type { LeaseOptions, SnowidLeaseError, StoreLease } from './store-lease'
+import type { LeaseOptions, SnowidLeaseError, StoreHolder, StoreLease } from './store-lease'
 
 /**
  * An etcd3 client (`new Etcd3({ hosts })` from the `etcd3` package), or a namespace of one (`client.namespace(...)`).
@@ -41,3 +41,14 @@ export declare function acquireWorkerId(options: EtcdAcquireOptions): Promise<Et
 
 /** As `acquireWorkerId`, and configures the process's default generator with the slot, before its first id. */
 export declare function configureWorkerId(options: EtcdAcquireOptions): Promise<EtcdLease>
+
+export type { StoreHolder } from './store-lease'
+
+/**
+ * Who holds the slots: of `options.datacenterId`, or of every datacenter of the layout when it is left out; with the
+ * same client and `keyPrefix` as the leases. Each slot held, with its holder's host, pid, start time and command line (null
+ * when unknown), the Unix ms its TTL ends, and `live`. A holder that stopped without releasing is listed as not live
+ * once its TTL has passed; one that released is not listed. It reads only the lease keys.
+ * @throws the store's `..._UNAVAILABLE` code when it does not answer; `ERR_SNOWID_INVALID_ARGUMENT` for bad options.
+ */
+export declare function listHolders(options: EtcdAcquireOptions): Promise<StoreHolder[]>

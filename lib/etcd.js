@@ -27,7 +27,7 @@
 // hand, etcd wiped and started again) waits one TTL before use.
 
 const { randomUUID } = require('node:crypto')
-const { StoreLease, startLease, codedError } = require('./store-lease.js')
+const { StoreLease, startLease, listHolders: listStoreHolders, codedError } = require('./store-lease.js')
 const { claimFreeSlot } = require('./slot-choice.js')
 
 const DEFAULT_PREFIX = 'snowid'
@@ -92,6 +92,9 @@ function etcdStore(options, o) {
   const dc = `${prefix}/${o.datacenterId}/`
   const leaseKey = w => `${dc}${w}/lease`
   const marksKey = w => `${dc}${w}/marks`
+  // Who holds the slot (lib/store-lease.js's holder record), for listHolders only: written by the take, with no etcd
+  // lease, so that a holder that stops without releasing stays listed (as not live); deleted by the release.
+  const holderKey = w => `${dc}${w}/holder`
   const initKey = `${dc}init`
   const incarnationKey = `${prefix}/incarnation`
   // ttlMs in whole seconds, rounded up: the key lives at least as long as the lease says.
@@ -182,7 +185,7 @@ function etcdStore(options, o) {
       const kv = res.kvs[0]
       return kv && res.header ? `${res.header.cluster_id}:${text(kv.value)}` : null
     },
-    async take(token, preferred, only, { now, until, limit, incarnation }) {
+    async take(token, preferred, only, { now, until, limit, incarnation, holder }) {
       const lease = client.lease(ttlSeconds, { autoKeepAlive: false })
       leases.set(token, lease)
       try {
@@ -221,6 +224,7 @@ function etcdStore(options, o) {
           }
           const ops = [client.put(leaseKey(w)).value(token).lease(id)]
           if (marks && until > marks.until) ops.push(client.put(marksKey(w)).value(marksValue(until, 0, incarnation)))
+          if (holder) ops.push(client.put(holderKey(w)).value(holder))
           const txn = await client
             .if(leaseKey(w), 'Create', '==', 0)
             .and(marksKey(w), 'Mod', '==', s.rev)
@@ -279,6 +283,12 @@ function etcdStore(options, o) {
       }
     },
     async release(w, token, last) {
+      // The holder record goes first, while the token still holds the slot; it never stops the release.
+      await client
+        .if(leaseKey(w), 'Value', '==', token)
+        .then(client.delete().key(holderKey(w)))
+        .commit()
+        .catch(() => {})
       if (last !== null) {
         const [kv] = (await client.get(marksKey(w)).exec()).kvs
         const old = kv ? readMarks(w, text(kv.value)) : undefined
@@ -297,6 +307,41 @@ function etcdStore(options, o) {
     },
     async abandon(token) {
       await revoke(token)
+    },
+    /** Every slot of the datacenter that is held or has a holder record; the TTL left is its etcd lease's. */
+    async list() {
+      const res = await client.getAll().prefix(dc).exec()
+      const slots = new Map()
+      const slot = w => {
+        if (!slots.has(w)) slots.set(w, { workerId: w, token: null, lease: null, holder: null })
+        return slots.get(w)
+      }
+      for (const kv of res.kvs) {
+        const m = /^(\d+)\/(lease|holder)$/.exec(text(kv.key).slice(dc.length))
+        if (!m || Number(m[1]) >= o.slotCount) continue
+        const s = slot(Number(m[1]))
+        if (m[2] === 'holder') s.holder = text(kv.value)
+        else {
+          s.token = text(kv.value)
+          s.lease = String(kv.lease)
+        }
+      }
+      const list = []
+      for (const s of slots.values()) {
+        let ttl = -1
+        if (s.token !== null && s.lease !== '0') {
+          const live = await client.leaseClient.leaseTimeToLive({ ID: s.lease })
+          ttl = Number(live.TTL)
+        }
+        list.push({
+          workerId: s.workerId,
+          token: s.token,
+          holder: s.holder,
+          held: s.token !== null && (s.lease === '0' || ttl > 0),
+          remainingMs: ttl > 0 ? ttl * 1000 : null,
+        })
+      }
+      return list
     },
   }
 }
@@ -324,4 +369,12 @@ function configureWorkerId(options) {
   return startLease(options, ['keyPrefix'], etcdStore, EtcdLease, true)
 }
 
-module.exports = { acquireWorkerId, configureWorkerId, EtcdLease }
+/**
+ * The holders of the slots in etcd (of `options.datacenterId`, else of every datacenter): see lib/etcd.d.ts. A
+ * holder that stopped without releasing stays listed, not live, until a take of its slot.
+ */
+function listHolders(options) {
+  return listStoreHolders(options, ['keyPrefix'], etcdStore)
+}
+
+module.exports = { acquireWorkerId, configureWorkerId, listHolders, EtcdLease }

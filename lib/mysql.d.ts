@@ -1,5 +1,5 @@
 // Typings of `snowid/mysql`, written by hand. The lease object and its events are lib/store-lease.d.ts's.
-import type { LeaseOptions, SnowidLeaseError, StoreLease } from './store-lease'
+import type { LeaseOptions, SnowidLeaseError, StoreHolder, StoreLease } from './store-lease'
 
 /**
  * A mysql2 client: a Pool or a Connection, from `mysql2` or `mysql2/promise`. snowid runs one statement at a time
@@ -40,3 +40,14 @@ export declare function configureWorkerId(options: MysqlAcquireOptions): Promise
 
 /** The DDL of the lease table with a row per slot of the layout, as `snowid sql mysql` prints it. */
 export declare function tableSql(table?: string, layout?: { datacenterBits?: number; workerBits?: number }): string
+
+export type { StoreHolder } from './store-lease'
+
+/**
+ * Who holds the slots: of `options.datacenterId`, or of every datacenter of the layout when it is left out; with the
+ * same client and `table` as the leases. Each slot held, with its holder's host, pid, start time and command line (null
+ * when unknown), the Unix ms its TTL ends, and `live`. A holder that stopped without releasing is listed as not live
+ * once its TTL has passed; one that released is not listed. It makes no table; a table of an earlier version lists its holders as unknown until a lease of this version takes a row.
+ * @throws the store's `..._UNAVAILABLE` code when it does not answer; `ERR_SNOWID_INVALID_ARGUMENT` for bad options.
+ */
+export declare function listHolders(options: MysqlAcquireOptions): Promise<StoreHolder[]>

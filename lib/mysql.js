@@ -35,7 +35,14 @@
 // snowid/postgres.
 
 const { createHash } = require('node:crypto')
-const { StoreLease, startLease, codedError, tableMissing, timedOut } = require('./store-lease.js')
+const {
+  StoreLease,
+  startLease,
+  listHolders: listStoreHolders,
+  codedError,
+  tableMissing,
+  timedOut,
+} = require('./store-lease.js')
 
 const DEFAULT_TABLE = 'snowid_workers'
 const MAX_MARK = Number.MAX_SAFE_INTEGER
@@ -75,7 +82,7 @@ function quoteTable(name) {
 }
 
 // The lease table's columns, as information_schema's COLUMN_TYPE names them, and whether each may be NULL.
-/** @type {Array<[string, string, boolean]>} */
+/** @type {Array<[string, string, boolean, string?]>} */
 const COLUMNS = [
   ['datacenter_id', 'int', false],
   ['worker_id', 'int', false],
@@ -84,6 +91,8 @@ const COLUMNS = [
   ['mark_ms', 'bigint', true],
   ['clock_back', 'int', true],
   ['written_on', 'bigint', true],
+  // Who holds the row (lib/store-lease.js's holder record), for listHolders only; a table without it still works.
+  ['holder', 'text', true, 'optional'],
 ]
 const KEY = 'datacenter_id, worker_id'
 
@@ -111,6 +120,7 @@ function createTable(t, dcLo, dcHi, workerBits) {
   mark_ms bigint NULL,
   clock_back int NULL,
   written_on bigint NULL,
+  holder text NULL,
   PRIMARY KEY (${KEY})
 ) ENGINE=InnoDB
 SELECT ${dcLo} + (n.i >> ${workerBits}) AS datacenter_id, n.i & ${mask} AS worker_id, 0 AS mark_ms
@@ -247,6 +257,8 @@ function mysqlStore(options, o) {
   // The database of the table, and whether the server is MariaDB: both as the last prepare() or incarnation() found.
   let db = schema
   let mariadb = null
+  // Whether the table has the holder column, as the last prepare() found.
+  let holderColumn = false
   // How long the server lets a statement wait and run: a little under the time the lease waits for its answer.
   const takeMs = Math.floor(o.takeTimeoutMs * 0.8)
   const renewMs = Math.max(Math.floor(o.renewTimeoutMs * 0.8), 10)
@@ -279,7 +291,19 @@ function mysqlStore(options, o) {
         if (!(err && err.code === 'ER_TABLE_EXISTS_ERROR')) throw err
       }
     }
-    await verify(db)
+    holderColumn = await verify(db)
+    if (!holderColumn && mariadb) {
+      // A table made by an earlier version: MariaDB adds the holder column when the user may (ALTER on the table),
+      // waiting at most a second for the table's lock, since the statements of other holders queue behind it; else
+      // the lease goes on without recording its holders. MySQL 8 has no per-statement lock timeout for ALTER TABLE
+      // (nor ADD COLUMN IF NOT EXISTS): there the column is left to the operator (docs/across-hosts.md).
+      try {
+        await query(bounded(`ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS holder text NULL`, 1000, true), [])
+        holderColumn = true
+      } catch {
+        holderColumn = false
+      }
+    }
     await timed(
       takeMs,
       `INSERT IGNORE INTO ${t} (datacenter_id, worker_id) SELECT ?, n.i FROM ${series(o.slotCount)} WHERE n.i < ?`,
@@ -322,6 +346,7 @@ function mysqlStore(options, o) {
         ) + hint,
       )
     }
+    return /(^|, )holder /.test(String(found.columns))
   }
 
   const rowName = workerId => `the row (${dc}, ${workerId}) of ${table}`
@@ -357,18 +382,19 @@ function mysqlStore(options, o) {
       const identity = `${row.id}:${uuid}:${db}.${name}:${row.created}`
       return BigInt(`0x${createHash('sha256').update(identity).digest('hex').slice(0, 15)}`).toString()
     },
-    async take(token, preferred, only, { now, limit }) {
+    async take(token, preferred, only, { now, limit, holder }) {
+      const record = holderColumn && holder ? [holder] : []
       // Only rows snowid wrote are taken, and none whose mark is at or past `limit`. The mark is raised by the
       // renewal that follows, so `confirmed` is false.
       const filter = `${free} AND (? < 0 OR NOT ? OR worker_id = ?)`
       const args = [dc, o.slotCount, preferred, only, preferred]
       const claimed = await timed(
         takeMs,
-        `UPDATE ${t} SET token = ?, expires_ms = ${expiry}
+        `UPDATE ${t} SET token = ?, expires_ms = ${expiry}${record.length ? ', holder = ?' : ''}
          WHERE ${filter} AND ${valid} AND (mark_ms IS NULL OR mark_ms < ?)
          ORDER BY (worker_id = ?) DESC, (mark_ms IS NOT NULL AND mark_ms < ?) DESC, worker_id
          LIMIT 1`,
-        [token, ...args, limit, preferred, now],
+        [token, ...record, ...args, limit, preferred, now],
       )
       if (claimed.affectedRows === 1) {
         const [row] = await timed(
@@ -429,6 +455,27 @@ function mysqlStore(options, o) {
         [last, last, last, dc, workerId, token],
       )
     },
+    /** Every row of the datacenter that has a token: held while its expiry is ahead by the database's clock. */
+    async list() {
+      const select = holder => `SELECT worker_id, token, ${holder} AS holder, expires_ms > ${NOW_MS} AS held,
+           CAST(expires_ms - ${NOW_MS} AS CHAR) AS remaining
+         FROM ${t} WHERE datacenter_id = ? AND token IS NOT NULL ORDER BY worker_id`
+      let rows
+      try {
+        rows = await query(select('holder'), [dc])
+      } catch (err) {
+        // A table made by an earlier version, which no lease of this one has taken from yet.
+        if (!(err && err.code === 'ER_BAD_FIELD_ERROR')) throw err
+        rows = await query(select('NULL'), [dc])
+      }
+      return rows.map(r => ({
+        workerId: Number(r.worker_id),
+        token: String(r.token),
+        holder: r.holder === null ? null : String(r.holder),
+        held: Number(r.held) === 1,
+        remainingMs: r.remaining === null ? null : Number(r.remaining),
+      }))
+    },
     async abandon(token) {
       await timed(giveBackMs, `UPDATE ${t} SET token = NULL, expires_ms = NULL WHERE datacenter_id = ? AND token = ?`, [
         dc,
@@ -451,8 +498,9 @@ function tableProblem(found) {
       .map(c => [c.slice(0, c.indexOf(' ')), c.slice(c.indexOf(' ') + 1).replace(/^(int|bigint)\(\d+\)/, '$1')]),
   )
   const want = new Map(COLUMNS.map(([n, type, nullable]) => [n, nullable ? `${type} null` : type]))
+  const optional = COLUMNS.filter(c => c[3] === 'optional').map(([n]) => n)
   const wrong = [
-    ...[...want.keys()].filter(n => !have.has(n)).map(n => `no ${n}`),
+    ...[...want.keys()].filter(n => !have.has(n) && !optional.includes(n)).map(n => `no ${n}`),
     ...[...want].filter(([n, type]) => have.has(n) && have.get(n) !== type).map(([n]) => `${n} ${have.get(n)}`),
     ...[...have.keys()].filter(n => !want.has(n)).map(n => `an extra ${n}`),
   ]
@@ -484,6 +532,15 @@ function configureWorkerId(options) {
   return startLease(options, ['table'], mysqlStore, MysqlLease, true)
 }
 
-module.exports = { acquireWorkerId, configureWorkerId, MysqlLease, tableSql }
+/**
+ * The holders of the slots in MySQL or MariaDB (of `options.datacenterId`, else of every datacenter): see
+ * lib/mysql.d.ts. Makes no table. A holder that stopped without releasing stays listed, not live, until a take of
+ * its row.
+ */
+function listHolders(options) {
+  return listStoreHolders(options, ['table'], mysqlStore)
+}
+
+module.exports = { acquireWorkerId, configureWorkerId, listHolders, MysqlLease, tableSql }
 // For snowid/sql's generator, which names the same table: not part of the public exports.
 module.exports[Symbol.for('snowid.mysql.quoteTable')] = quoteTable

@@ -1,5 +1,5 @@
 // Typings of `snowid/postgres`, written by hand. The lease object and its events are lib/store-lease.d.ts's.
-import type { LeaseOptions, SnowidLeaseError, StoreLease } from './store-lease'
+import type { LeaseOptions, SnowidLeaseError, StoreHolder, StoreLease } from './store-lease'
 
 /**
  * A PostgreSQL client: a `pg` Pool or Client (connected), or a postgres.js `sql`. snowid runs one parameterized
@@ -44,3 +44,14 @@ export declare function configureWorkerId(options: PostgresAcquireOptions): Prom
 
 /** The DDL of the lease table with a row per slot of the layout, in one statement, as `snowid sql postgres` prints it. */
 export declare function tableSql(table?: string, layout?: { datacenterBits?: number; workerBits?: number }): string
+
+export type { StoreHolder } from './store-lease'
+
+/**
+ * Who holds the slots: of `options.datacenterId`, or of every datacenter of the layout when it is left out; with the
+ * same client and `table` as the leases. Each slot held, with its holder's host, pid, start time and command line (null
+ * when unknown), the Unix ms its TTL ends, and `live`. A holder that stopped without releasing is listed as not live
+ * once its TTL has passed; one that released is not listed. It makes no table; a table of an earlier version lists its holders as unknown until a lease of this version takes a row.
+ * @throws the store's `..._UNAVAILABLE` code when it does not answer; `ERR_SNOWID_INVALID_ARGUMENT` for bad options.
+ */
+export declare function listHolders(options: PostgresAcquireOptions): Promise<StoreHolder[]>

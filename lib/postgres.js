@@ -31,7 +31,14 @@
 // locally only, and PostgreSQL says so in a warning: that renewal or take does not count
 // (ERR_SNOWID_STORE_NOT_REPLICATED), as pg reports warnings (postgres.js gives them only to its own onnotice).
 
-const { StoreLease, startLease, codedError, tableMissing, timedOut } = require('./store-lease.js')
+const {
+  StoreLease,
+  startLease,
+  listHolders: listStoreHolders,
+  codedError,
+  tableMissing,
+  timedOut,
+} = require('./store-lease.js')
 
 const DEFAULT_TABLE = 'snowid_workers'
 // The mark is Unix ms, exact as a JS number; clockBack has at most 10 bits.
@@ -75,6 +82,8 @@ const COLUMNS = [
   ['mark_ms', 'bigint', 'bigint'],
   ['clock_back', 'integer', 'integer'],
   ['written_on', 'text', 'text'],
+  // Who holds the row (lib/store-lease.js's holder record), for listHolders only; a table without it still works.
+  ['holder', 'text', 'text', 'optional'],
 ]
 // The server history a write is made on: the system identifier and the WAL timeline being written (a promoted
 // standby's is new). pg_control_system() and pg_walfile_name() need no privilege. The table's oid follows it in the
@@ -233,7 +242,7 @@ function tableProblem(found) {
       .map(c => [c.slice(0, c.indexOf(' ')), c.slice(c.indexOf(' ') + 1)]),
   )
   const wrong = [
-    ...COLUMNS.filter(([n]) => !have.has(n)).map(([n]) => `no ${n}`),
+    ...COLUMNS.filter(([n, , , optional]) => !have.has(n) && !optional).map(([n]) => `no ${n}`),
     ...COLUMNS.filter(([n, , type]) => have.has(n) && have.get(n) !== type).map(([n]) => `${n} ${have.get(n)}`),
     ...[...have.keys()].filter(n => !COLUMNS.some(([c]) => c === n)).map(n => `an extra ${n}`),
   ]
@@ -286,6 +295,8 @@ function postgresStore(options, o) {
   const renewMs = Math.max(Math.floor(o.renewTimeoutMs * 0.8), 10)
   const giveBackMs = 4000
   const timed = (ms, text, params, watch) => query(bounded(text, params, ms), [], watch)
+  // Whether the table has the holder column, as the last prepare() found.
+  let holderColumn = false
 
   /**
    * Makes the table when missing, with a fresh row for every slot (of every datacenter, when they are not too many),
@@ -309,7 +320,18 @@ END $snowid$`,
       // is there either way.
       if (!['23505', '42P07', '42710'].includes(err && err.code)) throw err
     }
-    await verify()
+    holderColumn = await verify()
+    if (!holderColumn) {
+      // A table made by an earlier version: the holder column is added when the role may (it owns the table), waiting
+      // at most 400 ms for the table's lock, since the statements of other holders queue behind it; else the lease
+      // goes on without recording its holders.
+      try {
+        await timed(500, `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS holder text`, [])
+        holderColumn = true
+      } catch {
+        holderColumn = false
+      }
+    }
     await timed(
       takeMs,
       `INSERT INTO ${t} (datacenter_id, worker_id) SELECT $1, g FROM generate_series(0, $2 - 1) AS g ON CONFLICT DO NOTHING`,
@@ -317,7 +339,10 @@ END $snowid$`,
     )
   }
 
-  /** Checks that the table the name leads to is a permanent table with the lease's columns and primary key. */
+  /**
+   * Checks that the table the name leads to is a permanent table with the lease's columns and primary key; resolves
+   * to whether it has the holder column.
+   */
   async function verify() {
     const [found] = await query(
       `SELECT c.relkind::text AS kind, c.relpersistence::text AS persistence,
@@ -344,6 +369,7 @@ END $snowid$`,
         ) + hint,
       )
     }
+    return /(^|, )holder /.test(String(found.columns))
   }
 
   const rowName = workerId => `the row (${dc}, ${workerId}) of ${table}`
@@ -384,7 +410,10 @@ END $snowid$`,
       const [row] = await timed(takeMs, `SELECT ${ORIGIN} || ':' || to_regclass($1)::oid::text AS incarnation`, [t])
       return row ? row.incarnation : null
     },
-    async take(token, preferred, only, { now, until, limit, incarnation }) {
+    async take(token, preferred, only, { now, until, limit, incarnation, holder }) {
+      // The holder record goes in hex, as the statement inlines its parameters (see `bounded`).
+      const record = holderColumn && holder ? Buffer.from(holder, 'utf8').toString('hex') : null
+      const setHolder = record === null ? '' : `, holder = convert_from(decode($10::text, 'hex'), 'UTF8')`
       // A free row is taken only when its mark and clockBack are ones snowid wrote; else it is reported, untouched.
       // Rows whose mark is at or past `limit` are skipped: the earliest such mark is returned when none is taken.
       const free = `datacenter_id = $1 AND worker_id < $2
@@ -402,7 +431,7 @@ END $snowid$`,
            UPDATE ${t} AS s SET token = $3, expires_at = ${expiry},
              mark_ms = GREATEST(COALESCE(s.mark_ms, 0), $8::bigint),
              clock_back = CASE WHEN $8::bigint > COALESCE(s.mark_ms, -1) THEN 0 ELSE s.clock_back END,
-             written_on = $9::text
+             written_on = $9::text${setHolder}
            FROM pick
            WHERE s.datacenter_id = $1 AND s.worker_id = pick.worker_id
              AND (pick.mark_ms IS NULL OR pick.mark_ms BETWEEN 0 AND ${MAX_MARK})
@@ -413,7 +442,7 @@ END $snowid$`,
                 (SELECT count(*) FROM took)::int AS taken, pick.written_on AS seen,
                 CASE WHEN pick.worker_id IS NULL THEN (SELECT min(mark_ms)::text FROM ${t} WHERE ${free} AND mark_ms >= $7::bigint) END AS ahead
          FROM (SELECT 1) AS one LEFT JOIN pick ON true`,
-        [dc, o.slotCount, token, preferred, only, now, limit, until, incarnation],
+        [dc, o.slotCount, token, preferred, only, now, limit, until, incarnation, record],
         'acquire',
       )
       const [row] = rows
@@ -461,6 +490,28 @@ END $snowid$`,
         [dc, workerId, token, last],
       )
     },
+    /** Every row of the datacenter that has a token: held while its expiry is ahead by the database's clock. */
+    async list() {
+      const select = holder => `SELECT worker_id, token, ${holder} AS holder,
+           COALESCE(expires_at > clock_timestamp(), false) AS held,
+           CASE WHEN isfinite(expires_at) THEN round(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint::text END AS remaining
+         FROM ${t} WHERE datacenter_id = $1 AND token IS NOT NULL ORDER BY worker_id`
+      let rows
+      try {
+        rows = await timed(giveBackMs, select('holder'), [dc])
+      } catch (err) {
+        // A table made by an earlier version, which no lease of this one has taken from yet.
+        if (!(err && err.code === '42703')) throw err
+        rows = await timed(giveBackMs, select('NULL::text'), [dc])
+      }
+      return rows.map(r => ({
+        workerId: Number(r.worker_id),
+        token: r.token,
+        holder: r.holder,
+        held: r.held === true,
+        remainingMs: r.remaining === null ? null : Number(r.remaining),
+      }))
+    },
     async abandon(token) {
       await timed(
         giveBackMs,
@@ -494,6 +545,15 @@ function configureWorkerId(options) {
   return startLease(options, ['table'], postgresStore, PostgresLease, true)
 }
 
-module.exports = { acquireWorkerId, configureWorkerId, PostgresLease, tableSql }
+/**
+ * The holders of the slots in PostgreSQL (of `options.datacenterId`, else of every datacenter): see
+ * lib/postgres.d.ts. Makes no table. A holder that stopped without releasing stays listed, not live, until a take of
+ * its row.
+ */
+function listHolders(options) {
+  return listStoreHolders(options, ['table'], postgresStore)
+}
+
+module.exports = { acquireWorkerId, configureWorkerId, listHolders, PostgresLease, tableSql }
 // For snowid/sql's generator, which names the same table: not part of the public exports.
 module.exports[Symbol.for('snowid.postgres.quoteTable')] = quoteTable

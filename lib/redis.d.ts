@@ -1,5 +1,5 @@
 // Typings of `snowid/redis`, written by hand. The lease object and its events are lib/store-lease.d.ts's.
-import type { LeaseOptions, SnowidLeaseError, StoreLease } from './store-lease'
+import type { LeaseOptions, SnowidLeaseError, StoreHolder, StoreLease } from './store-lease'
 
 /**
  * A connected Redis client: ioredis (`new Redis(...)`, through Sentinel or not, or `new Redis.Cluster(...)`), or
@@ -51,3 +51,14 @@ export declare function acquireWorkerId(options: RedisAcquireOptions): Promise<R
  * slot. Call it before the default generator's first id. After a loss it takes back only the same slot.
  */
 export declare function configureWorkerId(options: RedisAcquireOptions): Promise<RedisLease>
+
+export type { StoreHolder } from './store-lease'
+
+/**
+ * Who holds the slots: of `options.datacenterId`, or of every datacenter of the layout when it is left out; with the
+ * same client and `keyPrefix` as the leases. Each slot held, with its holder's host, pid, start time and command line (null
+ * when unknown), the Unix ms its TTL ends, and `live`. A holder that stopped without releasing is listed as not live
+ * once its TTL has passed; one that released is not listed. It reads only the lease keys.
+ * @throws the store's `..._UNAVAILABLE` code when it does not answer; `ERR_SNOWID_INVALID_ARGUMENT` for bad options.
+ */
+export declare function listHolders(options: RedisAcquireOptions): Promise<StoreHolder[]>

@@ -26,7 +26,7 @@
 // this module supplies the Redis primitives.
 
 const { randomUUID } = require('node:crypto')
-const { StoreLease, startLease, codedError } = require('./store-lease.js')
+const { StoreLease, startLease, listHolders: listStoreHolders, codedError } = require('./store-lease.js')
 
 const DEFAULT_PREFIX = 'snowid'
 
@@ -61,7 +61,8 @@ end
 `
 
 // Takes a free slot of a datacenter: KEYS are each slot's lease and marks keys, in order, then the replicas key.
-// ARGV[9] is the incarnation, written with a mark the take raises; the one the marks record is returned last. The
+// ARGV[9] is the incarnation, written with a mark the take raises; the one the marks record is returned last.
+// ARGV[10] is the holder record (lib/store-lease.js), kept in the marks' field holder for listHolders. The
 // preferred slot first when given (ARGV[3] >= 0), and only that one when ARGV[4] is 'only'; then one whose mark is
 // before ARGV[5] (usable at once); then the lowest. A slot whose mark is at or past ARGV[7] is skipped (the generator
 // could not start past it). The slot taken gets its mark raised to ARGV[6], as a renewal does, when it has a mark
@@ -98,6 +99,8 @@ local function try(w, anyMark)
   if not anyMark and not (mark and mark < now) then return nil end
   if not must('SET', leaseKey, token, 'NX', 'PX', ttl) then return nil end
   if not ok then return {w, 'corrupt', m} end
+  -- Who holds it, for listHolders only: a write that fails leaves the take as it is.
+  if ARGV[10] ~= '' then pcall(redis.call, 'HSET', marksKey, 'holder', ARGV[10]) end
   local raised, forgotten = 0, 0
   if m[3] and (m[3] ~= replid or (tonumber(m[4]) or 0) > offset) then forgotten = 1 end
   if mark and (not m[2] or string.match(m[2], '^%d%d?%d?$')) then
@@ -146,10 +149,12 @@ return 1
 
 // Gives the lease back if it still holds our token. With ARGV[2], first lowers the mark to it: the generator has
 // stopped, and ARGV[2] is the time of its last id, so the next holder need not wait for the deadline's mark.
+// The holder record goes with it (emptied with HSET, which the lease's ACL has; a failure leaves the release as it is).
 const RELEASE =
   PRELUDE +
   `
 if must('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+pcall(redis.call, 'HSET', KEYS[2], 'holder', '')
 if ARGV[2] and ARGV[2] ~= '' then
   local ok, old = call('HGET', KEYS[2], 'until')
   if ok and old and string.match(old, '^%d+$') and tonumber(ARGV[2]) < tonumber(old) then
@@ -157,6 +162,25 @@ if ARGV[2] and ARGV[2] ~= '' then
   end
 end
 return must('DEL', KEYS[1])
+`
+
+// Each slot of a datacenter as listHolders reads it (KEYS: each slot's lease and marks keys, in order): its lease
+// key's token (false when free), the milliseconds left of its TTL, and the marks' holder record (false when none).
+// Only slots that are held, or whose holder record is left (a holder that stopped without releasing), are returned.
+// Listing needs PTTL besides the lease's commands.
+const LIST =
+  PRELUDE +
+  `
+local out = {}
+for w = 0, #KEYS / 2 - 1 do
+  local token = must('GET', KEYS[2 * w + 1])
+  local ok, holder = call('HGET', KEYS[2 * w + 2], 'holder')
+  if not ok or holder == '' then holder = false end
+  if token or holder then
+    out[#out + 1] = {w, token or false, token and must('PTTL', KEYS[2 * w + 1]) or -2, holder or false}
+  end
+end
+return out
 `
 
 // The dataset's incarnation: the random id ARGV[1] in KEYS[1], unless the key holds one already.
@@ -349,7 +373,7 @@ function redisStore(options, o) {
       const { reply } = await run(INCARNATION, [incarnationKey], [randomUUID()], 0, 0)
       return reply === null || reply === undefined ? null : String(reply)
     },
-    async take(token, preferred, only, { now, until: raise, limit, incarnation }) {
+    async take(token, preferred, only, { now, until: raise, limit, incarnation, holder }) {
       const args = [
         token,
         o.ttlMs,
@@ -360,6 +384,7 @@ function redisStore(options, o) {
         limit,
         given ?? 'auto',
         incarnation ?? '',
+        holder ?? '',
       ]
       // The take's WAIT asks for as many replicas as the last take found; the script says how many it needs now.
       const { reply, acks } = await run(ACQUIRE, [...allKeys, replicasKey], args, replicas, waitMs)
@@ -424,6 +449,21 @@ function redisStore(options, o) {
     async release(workerId, token, last) {
       await run(RELEASE, slotKeys(workerId), [token, last === null ? '' : last], 0, 0)
     },
+    async list() {
+      const { reply } = await run(LIST, allKeys, [], 0, 0)
+      return Array.from(reply ?? [], ([w, token, pttl, holder]) => {
+        const left = Number(pttl)
+        const held = typeof token === 'string' || Buffer.isBuffer(token)
+        return {
+          workerId: Number(w),
+          token: held ? String(token) : null,
+          holder: holder === null || holder === false || holder === undefined ? null : String(holder),
+          // PTTL is -1 for a key with no TTL (set by hand), -2 for one gone since GET.
+          held: held && (left > 0 || left === -1),
+          remainingMs: held && left >= 0 ? left : null,
+        }
+      })
+    },
     async abandon(token) {
       await run(
         ABANDON,
@@ -460,4 +500,12 @@ function configureWorkerId(options) {
   return startLease(options, ['keyPrefix', 'replicas'], redisStore, RedisLease, true)
 }
 
-module.exports = { acquireWorkerId, configureWorkerId, RedisLease }
+/**
+ * The holders of the slots in Redis (of `options.datacenterId`, else of every datacenter): see lib/redis.d.ts.
+ * A holder that stopped without releasing stays listed, not live, until a take of its slot.
+ */
+function listHolders(options) {
+  return listStoreHolders(options, ['keyPrefix', 'replicas'], redisStore)
+}
+
+module.exports = { acquireWorkerId, configureWorkerId, listHolders, RedisLease }

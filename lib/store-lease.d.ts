@@ -96,6 +96,44 @@ export interface StoreTakeTimes {
   limit: number
   /** The store's incarnation (`Store.incarnation`), recorded with the mark the take raises; null when unknown. */
   incarnation: string | null
+  /** The holder record (JSON of the token, host, pid, since and command), written beside the token for `list`, where
+   * the store has room for it. It never decides who holds: a store that cannot write it takes the slot all the same. */
+  holder?: string
+}
+
+/** A slot as a store's `list` reads it (see `Store.list`). */
+export interface StoreListed {
+  workerId: number
+  /** The token that holds the slot; null when none does (a holder record its last holder left is listed). */
+  token: string | null
+  /** The holder record as stored (`StoreTakeTimes.holder`); null when there is none. */
+  holder: string | null
+  /** Whether `token` holds the slot now, by the store's clock: its TTL has not run out. */
+  held: boolean
+  /** Milliseconds left of the slot's TTL, by the store's clock (negative once passed); null when it has none or the
+   * store no longer keeps it. */
+  remainingMs: number | null
+}
+
+/** A holder of a store's slot, as `listHolders` of snowid/redis, snowid/postgres, snowid/mysql and snowid/etcd gives it. */
+export interface StoreHolder {
+  datacenterId: number
+  workerId: number
+  /** The holder's host name (`os.hostname()`); null when unknown: a slot taken by a version that records none, or by
+   * the database's own generator (`snowid sql ... --generator`). */
+  host: string | null
+  /** The holder's process id; null when unknown. */
+  pid: number | null
+  /** When the holder's process started, Unix ms; null when unknown. */
+  since: number | null
+  /** The holder's command line (`process.argv`, joined by spaces), at most 256 characters; null when unknown. */
+  command: string | null
+  /** Unix ms when the slot's TTL ends (by the store's clock, as of the listing); null when the store does not keep it
+   * (a slot held for good, or a Redis key or etcd lease already gone). */
+  deadline: number | null
+  /** Whether the slot is held now: its TTL has not run out. A holder that stopped without releasing is listed with
+   * `live: false` once its TTL has passed, until its slot is taken again; a holder that released is not listed. */
+  live: boolean
 }
 
 /** A slot a take got (see `Store.take`). */
@@ -173,6 +211,12 @@ export interface Store {
   prepare?(): Promise<unknown>
   /** Why a call made for `what` got no answer in time (`err`), as a coded error, when the store can tell; else null. */
   explain?(what: string, err: any): Promise<Error | null>
+  /**
+   * The slots of the datacenter that are held, or that keep a holder record of a holder that did not release, for
+   * `listHolders`. Makes nothing (no table, no key); a table of an earlier version, with no holder column, lists its
+   * holders as unknown.
+   */
+  list?(): Promise<StoreListed[]>
 }
 
 /** A lease's settings, read from its options by lib/store-lease.js, as a store module's `makeStore` gets them. */
@@ -205,6 +249,16 @@ export declare function startLease<O extends LeaseOptions, L extends StoreLease>
   Lease: new (...args: any[]) => L,
   configure: boolean,
 ): Promise<L>
+
+/**
+ * The holders of a store's slots: of `options.datacenterId`, or of every datacenter of the layout when it is left out;
+ * `makeStore` is called once per datacenter, and its store's `list` gives the records read into `StoreHolder`s.
+ */
+export declare function listHolders<O extends LeaseOptions>(
+  options: O,
+  storeOptions: string[],
+  makeStore: (options: O, o: LeaseSettings) => Store,
+): Promise<StoreHolder[]>
 
 /** An error of class `Class` with a `code` (and a `cause`, when given). */
 export declare function codedError<E extends Error>(

@@ -17,6 +17,7 @@
 
 const { EventEmitter } = require('node:events')
 const { randomUUID } = require('node:crypto')
+const os = require('node:os')
 const snowid = require('../index.js')
 const { codedError, isSnowidCode } = require('./codes.js')
 // Sets a generator's lease deadline and takes in an earlier holder's mark; not reachable from user code.
@@ -588,6 +589,7 @@ async function takeSlot(store, o, preferred = -1, only = false) {
     at.incarnation = store.incarnation
       ? ((await withTimeout(store, store.incarnation(), o.takeTimeoutMs)) ?? null)
       : null
+    at.holder = holderRecord(token)
     taking = store.take(token, preferred, only, at)
     taken = await withTimeout(store, taking, o.takeTimeoutMs)
   } catch (err) {
@@ -688,4 +690,88 @@ function configureDefault(snowflake) {
   }
 }
 
-module.exports = { StoreLease, startLease, codedError, tableMissing, timedOut }
+// Who holds a slot, for operators (listHolders): recorded with each take, beside the token. It never decides who
+// holds: a record whose token is not the slot's is an unknown holder, and liveness is the store's TTL alone.
+
+/** The longest command line a holder record keeps, in characters. */
+const MAX_COMMAND = 256
+/** The longest host name a holder record keeps (a DNS name's limit). */
+const MAX_HOST = 255
+
+/** This process as a holder: host name, pid, start time (Unix ms) and command line (bounded). */
+function holderInfo() {
+  return {
+    host: String(os.hostname()).slice(0, MAX_HOST),
+    pid: process.pid,
+    since: Math.round(Date.now() - process.uptime() * 1000),
+    command: process.argv.join(' ').slice(0, MAX_COMMAND),
+  }
+}
+
+/** The holder record a take writes beside `token`: JSON of `holderInfo()` and the token it goes with. */
+function holderRecord(token) {
+  return JSON.stringify({ token, ...holderInfo() })
+}
+
+/**
+ * A holder record as read (`raw`, a string or null) for the slot held by `token` (null when no token holds it): its
+ * host, pid, since and command, each null when the record is missing, unreadable, or written for another token (an
+ * earlier holder's, under a take by a version that records none).
+ */
+function readHolder(raw, token) {
+  const unknown = { host: null, pid: null, since: null, command: null }
+  if (typeof raw !== 'string' || raw.length > 4096) return unknown
+  let r
+  try {
+    r = JSON.parse(raw)
+  } catch {
+    return unknown
+  }
+  // A slot no token holds shows the record its last holder left, when it stopped without releasing.
+  if (r === null || typeof r !== 'object' || (token !== null && r.token !== token)) return unknown
+  return {
+    host: typeof r.host === 'string' ? r.host.slice(0, MAX_HOST) : null,
+    pid: Number.isSafeInteger(r.pid) && r.pid > 0 ? r.pid : null,
+    since: Number.isSafeInteger(r.since) && r.since >= 0 ? r.since : null,
+    command: typeof r.command === 'string' ? r.command.slice(0, MAX_COMMAND) : null,
+  }
+}
+
+/**
+ * Lists the holders of a store's slots: of the datacenter `options.datacenterId`, or of every datacenter of the
+ * layout when it is left out. Each store's `list()` gives its raw records; this reads them into one shape. Makes
+ * nothing in the store (no table, no key).
+ */
+async function listHolders(options, storeOptions, makeStore) {
+  const every = readingOptions(
+    () => options !== null && typeof options === 'object' && options.datacenterId === undefined,
+  )
+  const o = readOptions(every ? { ...options, datacenterId: 0 } : options, storeOptions)
+  const dcs = every ? Array.from({ length: 2 ** o.datacenterBits }, (_, d) => d) : [o.datacenterId]
+  const holders = []
+  for (const datacenterId of dcs) {
+    const store = readingOptions(() => makeStore(options, { ...o, datacenterId }))
+    if (!store.list) {
+      throw codedError(TypeError, 'ERR_SNOWID_INVALID_ARGUMENT', `listHolders: ${store.name} cannot list its holders`)
+    }
+    let records
+    try {
+      records = await withTimeout(store, store.list(), o.takeTimeoutMs)
+    } catch (err) {
+      throw await explainedError(store, 'listHolders', err)
+    }
+    const now = Date.now()
+    for (const r of records) {
+      holders.push({
+        datacenterId,
+        workerId: r.workerId,
+        ...readHolder(r.holder, r.token),
+        deadline: typeof r.remainingMs === 'number' && Number.isFinite(r.remainingMs) ? now + r.remainingMs : null,
+        live: r.held === true,
+      })
+    }
+  }
+  return holders.sort((a, b) => a.datacenterId - b.datacenterId || a.workerId - b.workerId)
+}
+
+module.exports = { StoreLease, startLease, listHolders, codedError, tableMissing, timedOut }
