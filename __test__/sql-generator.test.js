@@ -107,7 +107,9 @@ async function main() {
   test("the slot is the database's: app leases never take it, and it is never installed twice nor on an app's slot", async () => {
     await sql('CREATE SCHEMA s1; CREATE SCHEMA s2; CREATE SCHEMA s3')
     await sql(tableSql('s1.small', SMALL))
-    await sql(`SET search_path TO s1; ${postgresGenerator(SMALL, { table: 's1.small' })}; RESET search_path`)
+    await sql(
+      `SET search_path TO s1; ${postgresGenerator(SMALL, { table: 's1.small', ttlMs: 100 })}; RESET search_path`,
+    )
     const [row] = await sql(`SELECT token, expires_at::text AS e FROM s1.small WHERE worker_id = 1`)
     assert.match(row.token, /^snowid-database:/)
     assert.equal(row.e, 'infinity')
@@ -158,7 +160,8 @@ async function main() {
 
   test('16 sessions in transactions that commit or roll back, an app lease alongside, and a crash: no id twice', async t => {
     await sql(tableSql())
-    await sql(`${postgresFunctions(LAYOUT)}\n${postgresGenerator(LAYOUT)}`)
+    // A TTL of 100 ms: the slot of a table just made is held that long, within maxLeadMs, so no call is refused.
+    await sql(`${postgresFunctions(LAYOUT)}\n${postgresGenerator(LAYOUT, { ttlMs: 100 })}`)
     await sql('CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowid_next_id(), n int NOT NULL)')
     const appClient = new Pool({ ...settings, max: 2 })
     appClient.on('error', () => {})
