@@ -51,8 +51,8 @@ function lazy(name, load) {
 
 // The names of the exports `lazy` defines, for `import { decode } from 'snowid'`: cjs-module-lexer reads this
 // line, which never runs.
-// biome-ignore lint/suspicious/noAssignInExpressions: read by cjs-module-lexer only
 0 &&
+  // biome-ignore lint/suspicious/noAssignInExpressions: read by cjs-module-lexer only
   (module.exports = {
     Snowflake,
     SnowflakeLayout,
