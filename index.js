@@ -1,7 +1,7 @@
 'use strict'
 
-// The package's entry: it only composes. The module's functions are the native binding's, made for this realm
-// (lib/addon.js), with `decode`, `nextIds`, `nextIdStrings`, `encode` and `parse` completed in JS over the native ones
+// The package's entry: it only composes. The module's functions are the native binding's, made this realm's in a
+// test runner's vm realm (lib/addon.js), with `decode`, `nextIds`, `nextIdStrings`, `encode` and `parse` completed in JS over the native ones
 // (lib/decode.js, lib/batches.js, lib/encoding.js), and `isId` and the refusal of decimal ids with leading zeros
 // (lib/ids.js); the classes are lib/snowflake.js's; on the WASI build, the default generator's id functions claim it
 // for their thread on their first call (lib/wasi-threads.js); the error codes are lib/codes.js's. The first id needs none of those lib/ files, so each export made from them is loaded the first time

@@ -11,7 +11,7 @@ const { decoder } = require('./decode.js')
 const { canonicalIds, idGuard } = require('./ids.js')
 
 // The native classes' methods and constructors, made this realm's (lib/addon.js): each takes the core first, and
-// throws this realm's errors. The core is passed as an argument, not as `this`: Deno does not give a native function
+// throws this realm's errors; so do the functions they return. The core is passed as an argument, not as `this`: Deno does not give a native function
 // the `this` it was called with.
 const native = {}
 for (const [Class, names] of [
@@ -36,7 +36,7 @@ const fence = realm.wrap(binding.fenceSnowflake)
 /** A `Snowflake` core's methods: its hot ones and batch halves (`__install`), the rest bound to it. */
 function snowflakeMethods(core) {
   const own = native.Snowflake
-  const [nextId, nextIdString, timestampOf, fill, scratchIds, joinedIds] = own.__install(core)
+  const [nextId, nextIdString, timestampOf, fill, scratchIds, joinedIds] = own.__install(core).map(realm.wrap)
   return {
     nextId,
     nextIdString,
@@ -44,7 +44,7 @@ function snowflakeMethods(core) {
     nextIdStrings: stringsOf(nextIdString, joinedIds),
     timestampOf: canonicalIds(timestampOf),
     isId: idGuard('Snowflake.prototype.isId', timestampOf),
-    decode: decoder(own.__decoder(core), false),
+    decode: decoder(realm.wrap(own.__decoder(core)), false),
     minIdAt: own.minIdAt.bind(undefined, core),
     maxIdAt: own.maxIdAt.bind(undefined, core),
     config: own.config.bind(undefined, core),
@@ -57,7 +57,7 @@ function layoutMethods(core) {
   const own = native.SnowflakeLayout
   const timestampOf = own.timestampOf.bind(undefined, core)
   return {
-    decode: decoder(own.__decoder(core), false),
+    decode: decoder(realm.wrap(own.__decoder(core)), false),
     timestampOf: canonicalIds(timestampOf),
     isId: idGuard('SnowflakeLayout.prototype.isId', timestampOf),
     minIdAt: own.minIdAt.bind(undefined, core),

@@ -4,7 +4,6 @@
 //! call starts nothing.
 
 use std::ptr;
-use std::rc::Rc;
 
 use napi::bindgen_prelude::FromNapiValue;
 use napi::{sys, Result, Status};
@@ -14,11 +13,10 @@ use crate::core::generator::Generator;
 use crate::core::id::push_joined;
 use crate::core::time::SystemClock;
 
-use super::errors::{check, raise, raise_in};
+use super::errors::{check, raise};
 #[cfg(target_os = "wasi")]
 use super::module_instance::emnapi_sync_memory;
 use super::module_instance::{sync_scratch, Scratch, DECODE_FIELDS, SCRATCH_IDS};
-use super::realm::Realm;
 use super::values::{describe, type_of};
 
 /// The largest batch `nextIds` and `nextIdStrings` make in one call.
@@ -177,14 +175,11 @@ pub(crate) fn joined_ids_impl<'g>(
 
 /// The fast half of a small `nextIds(count)`: the next `count` ids written to the scratch's ids, for `index.js` to
 /// copy out. `count` is a number from 1 to [`SCRATCH_IDS`]: `index.js` sends anything else to `next_ids_impl`.
-/// `realm` is the calling realm, set only to throw a coded error (see `realm`): `generator` sets it itself to start
-/// a generator, so that a call of a started one sets nothing.
 pub(crate) fn scratch_ids_impl<'g>(
     env: sys::napi_env,
     generator: impl FnOnce() -> CoreResult<&'g Generator<SystemClock>>,
     scratch: Result<&Scratch>,
     arg: sys::napi_value,
-    realm: Option<&Rc<Realm>>,
 ) -> Result<sys::napi_value> {
     let mut n = 0f64;
     // SAFETY: `arg` is a value of this call; a non-number gives an error status.
@@ -195,12 +190,12 @@ pub(crate) fn scratch_ids_impl<'g>(
             format!("snowid: a scratch batch of 1 to {SCRATCH_IDS} ids, found {n}"),
         ));
     }
-    let generator = generator().map_err(|e| raise_in(env, realm, &e))?;
+    let generator = generator().map_err(|e| raise(env, &e))?;
     let scratch = scratch?;
     // SAFETY: the ids start DECODE_FIELDS * 8 bytes into a buffer of DECODE_FIELDS + SCRATCH_IDS 8-byte elements
     // that its reference keeps alive, 8-byte aligned; `n` is at most SCRATCH_IDS.
     let ids = unsafe { std::slice::from_raw_parts_mut(scratch.data.add(DECODE_FIELDS * 8).cast::<u64>(), n as usize) };
-    generator.fill(ids).map_err(|e| raise_in(env, realm, &e))?;
+    generator.fill(ids).map_err(|e| raise(env, &e))?;
     sync_scratch(env, scratch.ids)?;
     // A callback that returns no value returns `undefined` to JS.
     Ok(ptr::null_mut())

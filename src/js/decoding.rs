@@ -7,7 +7,6 @@
 //! all, for as long as that layout is current.
 
 use std::ptr;
-use std::rc::Rc;
 
 use napi::{sys, Result};
 
@@ -15,9 +14,8 @@ use crate::core::error::Result as CoreResult;
 use crate::core::layout::Layout;
 
 use super::errors::{check, raise};
-use super::functions::{call_in_realm, owning_function, InRealm};
+use super::functions::{call_with_data, owning_function};
 use super::module_instance::{env_scratch, scratch_of, sync_scratch, Scratch, DECODE_FIELDS};
-use super::realm::{self, Realm};
 use super::values::{decimal, read_id};
 
 /// The native half of a decode: `arg` read as an id and split by `layout`; its number fields written to `scratch`,
@@ -56,31 +54,22 @@ pub(crate) fn decode_fields(
     unsafe { decimal(env, id) }
 }
 
-/// The data of an instance's `decodeFields`: its layout, the realm that asked for it (see `realm`), and the scratch
-/// of the module instance it was made in.
+/// The data of an instance's `decodeFields`: its layout, and the scratch of the module instance it was made in.
 struct LayoutDecoder {
     layout: Layout,
-    realm: Option<Rc<Realm>>,
     scratch: *const Scratch,
 }
 
-impl InRealm for LayoutDecoder {
-    fn realm(&self) -> Option<&Rc<Realm>> {
-        self.realm.as_ref()
-    }
-}
-
 unsafe extern "C" fn layout_decode_fields(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    // SAFETY: the data is the `LayoutDecoder` `layout_decoder` gave this function (see `call_in_realm`); its scratch
+    // SAFETY: the data is the `LayoutDecoder` `layout_decoder` gave this function (see `call_with_data`); its scratch
     // is this env's (see `scratch_of`).
     let decode = |arg, d: &LayoutDecoder| decode_fields(env, Ok((0, d.layout)), unsafe { scratch_of(d.scratch) }, arg);
-    unsafe { call_in_realm(env, info, decode) }
+    unsafe { call_with_data(env, info, decode) }
 }
 
-/// The native half of an instance's `decode`: a function of one id that decodes it with `layout`, of the calling
-/// realm.
+/// The native half of an instance's `decode`: a function of one id that decodes it with `layout`.
 pub(crate) fn layout_decoder(env: sys::napi_env, layout: Layout) -> Result<sys::napi_value> {
-    let decoder = LayoutDecoder { layout, realm: realm::current(env), scratch: env_scratch(env) };
+    let decoder = LayoutDecoder { layout, scratch: env_scratch(env) };
     owning_function(env, c"decodeFields", layout_decode_fields, Box::new(decoder))
 }
 

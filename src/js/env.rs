@@ -1,6 +1,6 @@
-//! The environment variables a configuration reads: the calling realm's JS `process.env` (see `realm`: Jest's copy in
-//! a test file, this thread's otherwise), so that values assigned from JS count on every runtime (Bun does not pass
-//! such assignments down to the OS environment) and in every realm, and, for the default generator, each variable
+//! The environment variables a configuration reads: a JS `process.env` (the one the calling JS gave for the call,
+//! such as Jest's copy in a test file, else this thread's), so that values assigned from JS count on every runtime
+//! (Bun does not pass such assignments down to the OS environment), and, for the default generator, each variable
 //! remembered from its first read. Only its own properties are variables: a property of `Object.prototype` is not.
 
 use std::cell::RefCell;
@@ -16,10 +16,10 @@ use crate::core::env::{EnvSource, ProcessSnapshot, VAR_PREFIX};
 use crate::core::error::{Code, Error as CoreError, Result as CoreResult};
 
 use super::errors::{check, check_reading};
-use super::realm;
+use super::module_instance::caller_env;
 use super::values::{own_entries, own_key_names, type_of};
 
-/// The calling realm's `process.env`, read one variable at a time; the OS environment when the runtime has no
+/// The `process.env` a call reads (see [`JsEnv::new`]), one variable at a time; the OS environment when the runtime has no
 /// `process.env` object. Lives for one call from JS.
 pub(crate) struct JsEnv {
     env: sys::napi_env,
@@ -34,17 +34,17 @@ pub(crate) struct JsEnv {
 }
 
 thread_local! {
-    /// The `process.env` that `index.js` found, as it loaded on this thread in the module instance's own realm, to be
-    /// Node's own view of the OS environment (see [`register_os_backed`]).
+    /// The `process.env` that `lib/addon.js` found, as it loaded on this thread in the module instance's own global,
+    /// to be Node's own view of the OS environment (see [`register_os_backed`]).
     static OS_BACKED: std::cell::Cell<Option<sys::napi_ref>> = const { std::cell::Cell::new(None) };
 }
 
-/// For `index.js`, on Node's main thread only, in the module instance's own realm: `object` is `process.env` as Node
+/// For `lib/addon.js`, on Node's main thread only, in the module instance's own global: `object` is `process.env` as Node
 /// made it, whose every read, write and delete goes to the OS environment. While `process.env` is still that object,
 /// variables are read from the OS environment directly, with the same result and a fraction of the cost of reading
 /// them, and listing them, through N-API (a `new Snowflake()` reads them all). Bun keeps assignments to
 /// `process.env` from the OS environment, a `worker_thread`'s `process.env` is its own copy, and so is Jest's in a
-/// test file's realm, so there it is read through N-API.
+/// test file's `vm` context, so there it is read through N-API.
 pub(crate) fn register_os_backed(env: sys::napi_env, object: sys::napi_value) -> Result<()> {
     // The WASI build's environment is the one its wasm instance was given when it started, not the OS's.
     if cfg!(target_os = "wasi") {
@@ -74,11 +74,17 @@ fn is_os_backed(env: sys::napi_env, object: sys::napi_value) -> bool {
 }
 
 impl JsEnv {
-    /// The calling realm's `process.env`; the OS environment if there is none, or it cannot be reached, or it is
-    /// Node's own view of the OS environment (see [`register_os_backed`]).
+    /// The `process.env` the calling JS gave for this call (`lib/addon.js`, in a `vm` context such as a Jest test
+    /// file's, whose `process.env` is its own), else the global `process.env`; the OS environment if there is none, or
+    /// it cannot be reached, or it is Node's own view of the OS environment (see [`register_os_backed`]).
     pub(crate) fn new(env: sys::napi_env) -> JsEnv {
-        let object = realm::global(env).and_then(|global| property_object(env, global, c"process").ok().flatten());
-        let object = object.and_then(|process| property_object(env, process, c"env").ok().flatten());
+        let object = caller_env(env).or_else(|| {
+            let mut global = ptr::null_mut();
+            // SAFETY: `env` is the live env of the current call.
+            let got = unsafe { sys::napi_get_global(env, &mut global) } == sys::Status::napi_ok;
+            let process = got.then(|| property_object(env, global, c"process").ok().flatten()).flatten();
+            process.and_then(|process| property_object(env, process, c"env").ok().flatten())
+        });
         let object = object.filter(|o| !is_os_backed(env, *o));
         let process = object.is_none().then(|| ProcessSnapshot::take(wanted()));
         JsEnv { env, object, process, own: RefCell::new(None), failed: RefCell::new(None) }

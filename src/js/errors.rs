@@ -6,19 +6,8 @@ use napi::{sys, Result, Status};
 
 use crate::core::error::{Class, Code, Error as CoreError};
 
-use super::realm;
-
-/// Throws `e` as a JS error of its class with its `code`: of the calling realm's class (see `realm`), else of the
-/// module instance's.
+/// Throws `e` as a JS error of its class with its `code`.
 pub(crate) fn throw(env: sys::napi_env, e: &CoreError) {
-    if let Some(class) = realm::error_class(env, e.class()) {
-        if throw_new(env, class, e).is_ok() {
-            return;
-        }
-        let mut thrown = std::ptr::null_mut();
-        // SAFETY: `env` is the live env of the current call.
-        unsafe { sys::napi_get_and_clear_last_exception(env, &mut thrown) };
-    }
     let code = CString::new(e.code().as_str()).unwrap_or_default();
     let msg = CString::new(e.message().replace('\0', "\\0")).unwrap_or_default();
     // SAFETY: `env` is the live env of the current call; both strings are NUL-terminated and outlive the calls.
@@ -31,33 +20,10 @@ pub(crate) fn throw(env: sys::napi_env, e: &CoreError) {
     }
 }
 
-/// Throws `new class(message)` with `e`'s message and `code`, as `napi_throw_error` makes its errors.
-fn throw_new(env: sys::napi_env, class: sys::napi_value, e: &CoreError) -> Result<()> {
-    let string = |text: &str| -> Result<sys::napi_value> {
-        let mut value = std::ptr::null_mut();
-        // SAFETY: the length is passed explicitly.
-        check(unsafe { sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut value) })?;
-        Ok(value)
-    };
-    // As the C strings of `napi_throw_error` must: no NUL.
-    let (message, code) = (string(&e.message().replace('\0', "\\0"))?, string(e.code().as_str())?);
-    let mut error = std::ptr::null_mut();
-    // SAFETY: plain N-API calls on values of the current call; `class` is a constructor of the calling realm.
-    check(unsafe { sys::napi_new_instance(env, class, 1, &message, &mut error) })?;
-    check(unsafe { sys::napi_set_named_property(env, error, c"code".as_ptr(), code) })?;
-    check(unsafe { sys::napi_throw(env, error) })
-}
-
 /// Throws `e` and returns the napi error that tells napi-rs an exception is already pending.
 pub(crate) fn raise(env: sys::napi_env, e: &CoreError) -> napi::Error {
     throw(env, e);
     napi::Error::from_status(Status::PendingException)
-}
-
-/// [`raise`] with `realm` as the calling realm (see `realm::calling`), for a call that sets it only when it fails.
-#[cold]
-pub(crate) fn raise_in(env: sys::napi_env, realm: Option<&std::rc::Rc<realm::Realm>>, e: &CoreError) -> napi::Error {
-    realm::calling(realm, || raise(env, e))
 }
 
 pub(crate) fn check(status: sys::napi_status) -> Result<()> {

@@ -1,11 +1,9 @@
 //! The module's own functions, over the default generator: the hot calls made from plain N-API callbacks (`nextId`,
 //! `nextIdString`, `timestampOf`, and the native halves of `decode`, `nextIds` and `nextIdStrings`, which `index.js`
-//! completes), made for each realm that loads `index.js` (`__realm`, see `realm`), and the rest as napi-rs functions,
-//! which `index.js` makes its realm's with `wrap`.
+//! completes), made for each load of `lib/addon.js` (`__module`), and the rest as napi-rs functions.
 
 use std::ffi::CStr;
 use std::ptr;
-use std::rc::Rc;
 
 use napi::bindgen_prelude::Object;
 use napi::{sys, Env, JsValue, Result, Unknown};
@@ -21,43 +19,32 @@ use super::default::{
 };
 use super::env::{register_os_backed, JsEnv};
 use super::errors::{check, raise};
-use super::functions::{call_in_realm, call_with_data, data_of, id_call, in_realm, owning_function, Callback, InRealm};
+use super::functions::{call_with_data, id_call, owning_function, Callback};
 use super::module_instance::{env_scratch, make_instance, make_scratch, scratch_of, Scratch};
 use super::options::read_options;
-use super::realm::{self, Realm};
 use super::report::{report, stats_of, SnowidConfig, SnowidStats};
 use super::values::{bigint, decimal, read_time, IdBigInt, Raw};
 
-/// What the module's functions made for a realm keep: the realm, and the scratch of their module instance.
-struct RealmModule {
-    realm: Rc<Realm>,
+/// What the module's functions keep: the scratch of their module instance.
+struct ModuleFunction {
     scratch: *const Scratch,
-}
-
-impl InRealm for RealmModule {
-    fn realm(&self) -> Option<&Rc<Realm>> {
-        Some(&self.realm)
-    }
 }
 
 /// The module's `nextId` and `nextIdString`, over the default generator (see `id_call`).
 #[inline(always)]
 unsafe fn module_id(
     env: sys::napi_env,
-    info: sys::napi_callback_info,
     make: unsafe fn(sys::napi_env, u64) -> Result<sys::napi_value>,
 ) -> sys::napi_value {
-    // SAFETY: the data is the `RealmModule` `realm_functions` gave this function (see `call_in_realm`).
-    let module = || unsafe { data_of::<RealmModule>(env, info) };
-    unsafe { id_call(env, DEFAULT.get().map(|(g, _)| g), module, || default_generator(env), make) }
+    unsafe { id_call(env, DEFAULT.get().map(|(g, _)| g), || default_generator(env), make) }
 }
 
-unsafe extern "C" fn module_next_id(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    unsafe { module_id(env, info, bigint) }
+unsafe extern "C" fn module_next_id(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {
+    unsafe { module_id(env, bigint) }
 }
 
-unsafe extern "C" fn module_next_id_string(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    unsafe { module_id(env, info, decimal) }
+unsafe extern "C" fn module_next_id_string(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {
+    unsafe { module_id(env, decimal) }
 }
 
 /// On WASI, a bigint or a string made in wasm costs more than the call itself: emnapi builds each in JS, reading
@@ -74,8 +61,8 @@ unsafe fn id_out(_env: sys::napi_env, id: u64) -> Result<sys::napi_value> {
 }
 
 #[cfg(target_os = "wasi")]
-unsafe extern "C" fn module_next_id_out(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    unsafe { module_id(env, info, id_out) }
+unsafe extern "C" fn module_next_id_out(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {
+    unsafe { module_id(env, id_out) }
 }
 
 #[cfg(target_os = "wasi")]
@@ -93,43 +80,40 @@ extern "C" {
 }
 
 unsafe extern "C" fn module_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    unsafe { call_in_realm::<RealmModule>(env, info, |arg, _| next_ids_impl(env, || default_generator(env), arg)) }
+    unsafe { call_with_data::<ModuleFunction>(env, info, |arg, _| next_ids_impl(env, || default_generator(env), arg)) }
 }
 
 unsafe extern "C" fn module_scratch_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    // The small batch, like `nextId`, sets its realm only to start the generator or to throw.
-    let f = |arg, m: &RealmModule| {
-        let realm = m.realm();
+    let f = |arg, m: &ModuleFunction| {
         let generator = || match DEFAULT.get() {
             Some((g, _)) => Ok(g),
-            None => realm::calling(realm, || default_generator(env)),
+            None => default_generator(env),
         };
         // SAFETY: the scratch is this env's (see `scratch_of`).
-        scratch_ids_impl(env, generator, unsafe { scratch_of(m.scratch) }, arg, realm)
+        scratch_ids_impl(env, generator, unsafe { scratch_of(m.scratch) }, arg)
     };
-    unsafe { call_with_data::<RealmModule>(env, info, f) }
+    unsafe { call_with_data::<ModuleFunction>(env, info, f) }
 }
 
 unsafe extern "C" fn module_joined_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    unsafe { call_in_realm::<RealmModule>(env, info, |arg, _| joined_ids_impl(env, || default_generator(env), arg)) }
+    unsafe {
+        call_with_data::<ModuleFunction>(env, info, |arg, _| joined_ids_impl(env, || default_generator(env), arg))
+    }
 }
 
 unsafe extern "C" fn module_timestamp_of(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    unsafe { call_in_realm::<RealmModule>(env, info, |arg, _| timestamp_impl(env, default_layout(env), arg)) }
+    unsafe { call_with_data::<ModuleFunction>(env, info, |arg, _| timestamp_impl(env, default_layout(env), arg)) }
 }
 
 unsafe extern "C" fn module_decode_fields(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     // SAFETY: the scratch is this env's (see `scratch_of`).
-    let f =
-        |arg, m: &RealmModule| decode_fields(env, counted_default_layout(env), unsafe { scratch_of(m.scratch) }, arg);
-    unsafe { call_in_realm::<RealmModule>(env, info, f) }
+    let f = |arg, m: &ModuleFunction| {
+        decode_fields(env, counted_default_layout(env), unsafe { scratch_of(m.scratch) }, arg)
+    };
+    unsafe { call_with_data::<ModuleFunction>(env, info, f) }
 }
 
-unsafe extern "C" fn realm_wrap(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    unsafe { call_in_realm::<RealmModule>(env, info, |arg, m| in_realm(env, &m.realm, arg)) }
-}
-
-/// The module's hot calls, made from plain callbacks, for the realm `index.js` runs in.
+/// The module's hot calls, made from plain callbacks.
 const MODULE_FUNCTIONS: &[(&CStr, Callback)] = &[
     (c"nextId", module_next_id),
     #[cfg(target_os = "wasi")]
@@ -140,34 +124,24 @@ const MODULE_FUNCTIONS: &[(&CStr, Callback)] = &[
     (c"joinedIds", module_joined_ids),
     (c"decodeFields", module_decode_fields),
     (c"scratchIds", module_scratch_ids),
-    (c"wrap", realm_wrap),
 ];
 
-/// For `index.js`, once per realm that loads it: the module's functions for that realm, whose global object is
-/// `global` (see `realm`), in an object: `nextId`, `nextIdString`, `nextIds`, `timestampOf`, and the halves
-/// `index.js` completes (`joinedIds`, `decodeFields`, `scratchIds`); and `wrap(fn)`, which makes a function of the
-/// binding that realm's (see `functions::in_realm`). With `osBacked`, on Node's main thread, and in the module
-/// instance's own realm, that realm's `process.env` is Node's own view of the OS environment (see
-/// `env::register_os_backed`).
-#[napi(skip_typescript, js_name = "__realm")]
-pub fn realm_functions(env: Env, global: Object, os_backed: bool) -> Result<Raw> {
-    let (env, global) = (env.raw(), global.raw());
-    let realm = Realm::new(env, global);
-    let (mut own_global, mut own, mut object) = (ptr::null_mut(), false, ptr::null_mut());
-    // SAFETY: plain N-API calls on values of this call.
-    check(unsafe { sys::napi_get_global(env, &mut own_global) })?;
-    check(unsafe { sys::napi_strict_equals(env, own_global, global, &mut own) })?;
-    if os_backed && own {
-        let process = realm::property(env, global, c"process");
-        if let Some(process_env) = process.and_then(|p| realm::property(env, p, c"env")) {
-            register_os_backed(env, process_env)?;
-        }
+/// For `lib/addon.js`, once per load: the module's hot functions in an object: `nextId`, `nextIdString`, `nextIds`,
+/// `timestampOf`, and the halves `index.js` completes (`joinedIds`, `decodeFields`, `scratchIds`). `processEnv`, given
+/// only on Node's main thread by the file loaded in the module instance's own global, is Node's own view of the OS
+/// environment (see `env::register_os_backed`).
+#[napi(skip_typescript, js_name = "__module")]
+pub fn module_functions(env: Env, process_env: Option<Object>) -> Result<Raw> {
+    let env = env.raw();
+    if let Some(process_env) = process_env {
+        register_os_backed(env, process_env.raw())?;
     }
+    let mut object = ptr::null_mut();
+    // SAFETY: plain N-API calls on values of this call.
     check(unsafe { sys::napi_create_object(env, &mut object) })?;
     let scratch = env_scratch(env);
     for &(name, cb) in MODULE_FUNCTIONS {
-        let data = Box::new(RealmModule { realm: Rc::clone(&realm), scratch });
-        let f = owning_function(env, name, cb, data)?;
+        let f = owning_function(env, name, cb, Box::new(ModuleFunction { scratch }))?;
         check(unsafe { sys::napi_set_named_property(env, object, name.as_ptr(), f) })?;
     }
     Ok(Raw(object))

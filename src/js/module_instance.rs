@@ -42,6 +42,9 @@ struct Instance {
     scratch: Scratch,
     /// This module instance's `Snowflake` class (napi-rs keeps one per thread: the last instance loaded).
     snowflake: sys::napi_ref,
+    /// The object exported as `__caller`, whose `env` the JS that calls a function may set for the length of the
+    /// call to the `process.env` its configuration reads (see `env::JsEnv::new`).
+    caller: sys::napi_ref,
     /// The `Snowflake` cores this module instance made, by resolved configuration, as weak references: a core stays
     /// for as long as a `Snowflake` uses it (see `snowflake::snowflake_core`).
     cores: RefCell<Cores>,
@@ -90,15 +93,19 @@ pub(crate) fn make_scratch(env: sys::napi_env) -> Result<(Scratch, sys::napi_val
 }
 
 /// Makes the state of the module instance whose exports are `exports`, as its env's instance data: its `Snowflake`
-/// class, and `scratch`.
+/// class, `scratch`, and the object it exports as `__caller`.
 pub(crate) fn make_instance(env: sys::napi_env, exports: sys::napi_value, scratch: Scratch) -> Result<()> {
-    let (mut class, mut snowflake) = (ptr::null_mut(), ptr::null_mut());
-    // SAFETY: plain N-API calls on values of this call; the reference is never released, so the class lives as long
-    // as the env.
+    let (mut class, mut snowflake, mut holder, mut caller) =
+        (ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    // SAFETY: plain N-API calls on values of this call; the references are never released, so the class and the
+    // holder live as long as the env.
     check(unsafe { sys::napi_get_named_property(env, exports, c"Snowflake".as_ptr(), &mut class) })?;
     check(unsafe { sys::napi_create_reference(env, class, 1, &mut snowflake) })?;
+    check(unsafe { sys::napi_create_object(env, &mut holder) })?;
+    check(unsafe { sys::napi_create_reference(env, holder, 1, &mut caller) })?;
+    check(unsafe { sys::napi_set_named_property(env, exports, c"__caller".as_ptr(), holder) })?;
     let cores = RefCell::new(Cores { by_config: HashMap::default(), sweep_at: FIRST_SWEEP });
-    let instance = Box::into_raw(Box::new(Instance { scratch, snowflake, cores }));
+    let instance = Box::into_raw(Box::new(Instance { scratch, snowflake, caller, cores }));
     // SAFETY: the env owns `instance` from here, and frees it with `drop_instance` when it ends.
     let set = check(unsafe { sys::napi_set_instance_data(env, instance.cast(), Some(drop_instance), ptr::null_mut()) });
     if let Err(e) = set {
@@ -122,6 +129,25 @@ unsafe fn env_instance<'a>(env: sys::napi_env) -> Option<&'a Instance> {
     }
     // SAFETY: see above.
     unsafe { (data as *const Instance).as_ref() }
+}
+
+/// The `process.env` that the JS calling now gave for this call (`__caller.env`, see [`Instance::caller`]), when it
+/// is an object.
+pub(crate) fn caller_env(env: sys::napi_env) -> Option<sys::napi_value> {
+    // SAFETY: the instance is read only in a call in `env`.
+    let instance = unsafe { env_instance(env) }?;
+    let (mut holder, mut key, mut own, mut value, mut kind) =
+        (ptr::null_mut(), ptr::null_mut(), false, ptr::null_mut(), 0);
+    // SAFETY: the holder's reference lives as long as the env; its `env` is an own data property that the package's
+    // JS sets (a property of `Object.prototype` is not read), so reading it runs no JS.
+    let read = unsafe { sys::napi_get_reference_value(env, instance.caller, &mut holder) } == sys::Status::napi_ok
+        && !holder.is_null()
+        && unsafe { sys::napi_create_string_utf8(env, c"env".as_ptr(), 3, &mut key) } == sys::Status::napi_ok
+        && unsafe { sys::napi_has_own_property(env, holder, key, &mut own) } == sys::Status::napi_ok
+        && own
+        && unsafe { sys::napi_get_property(env, holder, key, &mut value) } == sys::Status::napi_ok
+        && unsafe { sys::napi_typeof(env, value, &mut kind) } == sys::Status::napi_ok;
+    (read && kind == sys::ValueType::napi_object).then_some(value)
 }
 
 /// The scratch of the module instance `env` belongs to, or null before `module::install` made it, for a function

@@ -1,9 +1,8 @@
 //! A `Snowflake`'s core: its configuration and its generator, started by its first id, and its hot methods, made
-//! from plain N-API callbacks whose data is the core's generator and the realm that asked for them.
+//! from plain N-API callbacks whose data is the core's generator.
 
 use std::ffi::CStr;
 use std::ptr;
-use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
 
 use napi::{sys, Result};
@@ -20,9 +19,8 @@ use super::batches::{joined_ids_impl, next_ids_impl, scratch_ids_impl};
 use super::decoding::timestamp_impl;
 use super::default::warn_once;
 use super::errors::check;
-use super::functions::{call_in_realm, call_with_data, data_of, finish, id_call, owning_function, Callback, InRealm};
+use super::functions::{call_with_data, data_of, finish, id_call, owning_function, Callback};
 use super::module_instance::{env_scratch, scratch_of, Scratch};
-use super::realm::{self, Realm};
 use super::values::{bigint, decimal, Raw};
 
 /// A `Snowflake`'s generator, started by its first id: an object used only to read ids takes no host lease.
@@ -72,18 +70,11 @@ impl SnowflakeGenerator {
     }
 }
 
-/// What each of a `Snowflake` core's functions keeps: its generator, the realm that asked for the functions (see
-/// `realm`), and the scratch of the module instance it was made in.
+/// What each of a `Snowflake` core's functions keeps: its generator, and the scratch of the module instance it was
+/// made in.
 pub(crate) struct InstanceFunction {
     generator: Arc<SnowflakeGenerator>,
-    realm: Option<Rc<Realm>>,
     scratch: *const Scratch,
-}
-
-impl InRealm for InstanceFunction {
-    fn realm(&self) -> Option<&Rc<Realm>> {
-        self.realm.as_ref()
-    }
 }
 
 /// An instance's `nextId` and `nextIdString`, over its generator (see `id_call`).
@@ -93,11 +84,11 @@ unsafe fn instance_id(
     info: sys::napi_callback_info,
     make: unsafe fn(sys::napi_env, u64) -> Result<sys::napi_value>,
 ) -> sys::napi_value {
-    // SAFETY: the data is the `InstanceFunction` `install_instance` gave this function (see `call_in_realm`).
+    // SAFETY: the data is the `InstanceFunction` `install_instance` gave this function (see `call_with_data`).
     let Some(f) = (unsafe { data_of::<InstanceFunction>(env, info) }) else {
         return unsafe { finish::<Raw>(env, Err(napi::Error::from_status(napi::Status::GenericFailure))) };
     };
-    unsafe { id_call(env, f.generator.generator.get(), || Some(f), || f.generator.get(env), make) }
+    unsafe { id_call(env, f.generator.generator.get(), || f.generator.get(env), make) }
 }
 
 unsafe extern "C" fn instance_next_id(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
@@ -109,27 +100,27 @@ unsafe extern "C" fn instance_next_id_string(env: sys::napi_env, info: sys::napi
 }
 
 unsafe extern "C" fn instance_next_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    unsafe { call_in_realm::<InstanceFunction>(env, info, |arg, f| next_ids_impl(env, || f.generator.get(env), arg)) }
+    unsafe { call_with_data::<InstanceFunction>(env, info, |arg, f| next_ids_impl(env, || f.generator.get(env), arg)) }
 }
 
 unsafe extern "C" fn instance_joined_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    unsafe { call_in_realm::<InstanceFunction>(env, info, |arg, f| joined_ids_impl(env, || f.generator.get(env), arg)) }
+    unsafe {
+        call_with_data::<InstanceFunction>(env, info, |arg, f| joined_ids_impl(env, || f.generator.get(env), arg))
+    }
 }
 
 unsafe extern "C" fn instance_timestamp_of(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    unsafe { call_in_realm::<InstanceFunction>(env, info, |arg, f| timestamp_impl(env, Ok(f.generator.layout), arg)) }
+    unsafe { call_with_data::<InstanceFunction>(env, info, |arg, f| timestamp_impl(env, Ok(f.generator.layout), arg)) }
 }
 
 unsafe extern "C" fn instance_scratch_ids(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    // The small batch, like `nextId`, sets its realm only to start the generator or to throw.
     let call = |arg, f: &InstanceFunction| {
-        let realm = f.realm();
         let generator = || match f.generator.generator.get() {
             Some(g) => Ok(g),
-            None => realm::calling(realm, || f.generator.get(env)),
+            None => f.generator.get(env),
         };
         // SAFETY: the scratch is this env's (see `scratch_of`).
-        scratch_ids_impl(env, generator, unsafe { scratch_of(f.scratch) }, arg, realm)
+        scratch_ids_impl(env, generator, unsafe { scratch_of(f.scratch) }, arg)
     };
     unsafe { call_with_data::<InstanceFunction>(env, info, call) }
 }
@@ -146,15 +137,15 @@ const INSTANCE_FUNCTIONS: [(&CStr, Callback); 6] = [
     (c"joinedIds", instance_joined_ids),
 ];
 
-/// A `Snowflake` core's hot methods and batch halves, in that order, as one array for `index.js`: functions of the
-/// calling realm, whose scratch is this call's env's (the one its `index.js` reads).
+/// A `Snowflake` core's hot methods and batch halves, in that order, as one array for `index.js`: functions whose
+/// scratch is this call's env's (the one its `index.js` reads).
 pub(crate) fn install_instance(env: sys::napi_env, generator: &Arc<SnowflakeGenerator>) -> Result<sys::napi_value> {
     let mut array = ptr::null_mut();
     // SAFETY: plain N-API calls on values of this call.
     check(unsafe { sys::napi_create_array_with_length(env, INSTANCE_FUNCTIONS.len(), &mut array) })?;
-    let (realm, scratch) = (realm::current(env), env_scratch(env));
+    let scratch = env_scratch(env);
     for (i, (name, cb)) in INSTANCE_FUNCTIONS.into_iter().enumerate() {
-        let data = InstanceFunction { generator: Arc::clone(generator), realm: realm.clone(), scratch };
+        let data = InstanceFunction { generator: Arc::clone(generator), scratch };
         let f = owning_function(env, name, cb, Box::new(data))?;
         check(unsafe { sys::napi_set_element(env, array, i as u32, f) })?;
     }

@@ -11,7 +11,6 @@ use crate::core::error::{quote, Code, Error as CoreError, Result as CoreResult, 
 use crate::core::id::{self, Decimal, EXPECTED_ID};
 
 use super::errors::{check, check_reading, raise};
-use super::realm;
 
 /// An id, or the error that replaces it, converted to a JS `bigint` (or thrown) without taking `Env` as a
 /// parameter: napi-rs hands the env to `to_napi_value`.
@@ -83,8 +82,8 @@ pub(crate) fn option_value(env: sys::napi_env, value: sys::napi_value) -> Result
 }
 
 /// The own properties of a plain object argument named `what`, as (key, value) pairs. `undefined` and `null` have
-/// none. Anything else that is not a plain object (one whose prototype is `null` or `Object.prototype`, of the calling
-/// realm or of the module instance's) is a coded `TypeError`: a `Map`, a `Date`, an array or a class instance would
+/// none. Anything else that is not a plain object (one whose prototype is `null` or an `Object.prototype`, of the
+/// module instance's realm or of another, see [`is_plain`]) is a coded `TypeError`: a `Map`, a `Date`, an array or a class instance would
 /// otherwise pass as "no options". So is a non-enumerable or symbol key, which is never read, and a getter or Proxy
 /// trap that throws.
 pub(crate) fn own_entries(
@@ -136,9 +135,11 @@ fn short(name: &str) -> String {
     }
 }
 
-/// Whether an object's prototype is `null`, or the `Object.prototype` of the calling realm (see `realm`) or of the
-/// module instance's: an object literal of either, or an object that JS (Jest's `process.env`, `structuredClone`)
-/// made in the other.
+/// Whether an object's prototype is `null`, or an `Object.prototype`: the module instance's, or that of another
+/// realm (a `vm` context such as a Jest or Vitest test file's, whose object literals the binding is given as they
+/// are): an object of null prototype whose own `constructor` is a function named `Object` with it as its
+/// `prototype`. So an object literal of either, or an object that JS (Jest's `process.env`, `structuredClone`) made in
+/// the other, is plain; an array, a `Map`, a `Date` or a class instance (whose prototype has a prototype) is not.
 fn is_plain(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<bool> {
     let mut proto = ptr::null_mut();
     // SAFETY: `value` is an object of the current call; `proto` is a valid out-pointer.
@@ -146,30 +147,41 @@ fn is_plain(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<bo
     if type_of(env, proto)? == sys::ValueType::napi_null {
         return Ok(true);
     }
-    let same = |other: sys::napi_value| -> Result<bool> {
-        let mut same = false;
-        // SAFETY: both are values of the current call.
-        check(unsafe { sys::napi_strict_equals(env, proto, other, &mut same) })?;
-        Ok(same)
-    };
-    if let Some(realm_proto) = realm::object_prototype(env) {
-        if same(realm_proto)? {
-            return Ok(true);
-        }
+    let mut above = ptr::null_mut();
+    // SAFETY: `proto` is an object of the current call (the prototype of an object is an object or null).
+    check_reading(env, unsafe { sys::napi_get_prototype(env, proto, &mut above) }, what)?;
+    if type_of(env, above)? != sys::ValueType::napi_null {
+        return Ok(false);
     }
-    let (mut global, mut object, mut object_proto) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-    // SAFETY: plain N-API reads of the global `Object` and its prototype, on the live env of this call.
-    check(unsafe { sys::napi_get_global(env, &mut global) })?;
-    check_reading(env, unsafe { sys::napi_get_named_property(env, global, c"Object".as_ptr(), &mut object) }, what)?;
-    if type_of(env, object)? != sys::ValueType::napi_function {
+    let (mut key, mut own) = (ptr::null_mut(), false);
+    // SAFETY: plain N-API calls on values of the current call; "constructor" is 11 bytes.
+    check(unsafe { sys::napi_create_string_utf8(env, c"constructor".as_ptr(), 11, &mut key) })?;
+    check_reading(env, unsafe { sys::napi_has_own_property(env, proto, key, &mut own) }, what)?;
+    if !own {
+        return Ok(false);
+    }
+    let (mut constructor, mut prototype, mut name) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    check_reading(env, unsafe { sys::napi_get_property(env, proto, key, &mut constructor) }, what)?;
+    if type_of(env, constructor)? != sys::ValueType::napi_function {
         return Ok(false);
     }
     check_reading(
         env,
-        unsafe { sys::napi_get_named_property(env, object, c"prototype".as_ptr(), &mut object_proto) },
+        unsafe { sys::napi_get_named_property(env, constructor, c"prototype".as_ptr(), &mut prototype) },
         what,
     )?;
-    same(object_proto)
+    let mut same = false;
+    // SAFETY: both are values of the current call.
+    check(unsafe { sys::napi_strict_equals(env, proto, prototype, &mut same) })?;
+    if !same {
+        return Ok(false);
+    }
+    check_reading(env, unsafe { sys::napi_get_named_property(env, constructor, c"name".as_ptr(), &mut name) }, what)?;
+    if type_of(env, name)? != sys::ValueType::napi_string {
+        return Ok(false);
+    }
+    // SAFETY: `name` is a string.
+    Ok(unsafe { String::from_napi_value(env, name) }? == "Object")
 }
 
 /// The own enumerable string keys of `value` (for example `process.env`'s variable names).
