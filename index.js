@@ -3,7 +3,7 @@
 // The package's entry: it only composes. The module's functions are the native binding's, made for this realm
 // (lib/addon.js), with `decode`, `nextIds`, `nextIdStrings`, `encode` and `parse` completed in JS over the native ones
 // (lib/decode.js, lib/batches.js, lib/encoding.js), and `isId` and the refusal of decimal ids with leading zeros
-// (lib/ids.js); the classes are lib/snowflake.js's; on the WASI build, the default
+// (lib/ids.js), and `watch` (lib/diagnostics.js); the classes are lib/snowflake.js's; on the WASI build, the default
 // generator's id functions claim it for their thread on their first call (lib/wasi-threads.js); the error codes are
 // lib/codes.js's.
 
@@ -12,8 +12,9 @@ const { idsOf, stringsOf } = require('./lib/batches.js')
 const { isSnowidError } = require('./lib/codes.js')
 const { decoder } = require('./lib/decode.js')
 const { encode, parse } = require('./lib/encoding.js')
+const { watcher } = require('./lib/diagnostics.js')
 const { canonicalIds, idGuard } = require('./lib/ids.js')
-const { Snowflake, SnowflakeLayout, timestampReader } = require('./lib/snowflake.js')
+const { Snowflake, SnowflakeLayout, statsOf, timestampReader } = require('./lib/snowflake.js')
 
 const config = realm.wrap(binding.config)
 // On WASI the first call of each id function claims the default generator's identity for this thread.
@@ -39,4 +40,5 @@ module.exports.nextIdStrings = claimed(stringsOf(realm.nextIdString, realm.joine
 module.exports.parse = parse
 module.exports.stats = realm.wrap(binding.stats)
 module.exports.timestampOf = canonicalIds(realm.timestampOf)
+module.exports.watch = watcher(module.exports.stats, statsOf)
 module.exports.workerSlots = realm.wrap(binding.workerSlots)
