@@ -8,9 +8,13 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const dc = require('node:diagnostics_channel')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-require('./helpers.js').isolateLeases()
+const { isolateLeases, runNode } = require('./helpers.js')
+isolateLeases()
 
 const snowid = require('../index.js')
 const { reportMissing, startRedis } = require('./servers.js')
@@ -126,4 +130,71 @@ test('what happened while nobody subscribed is never published', async t => {
 test('watch() refuses a bad intervalMs with a coded error', () => {
   for (const intervalMs of [0, -1, 1.5, '10', 2 ** 31])
     assert.throws(() => snowid.watch({ intervalMs }), { code: 'ERR_SNOWID_INVALID_ARGUMENT' })
+})
+
+// libfaketime, which steps a running process's wall clock when its offset file is rewritten (Debian's faketime).
+const LIBFAKETIME = ['x86_64-linux-gnu', 'aarch64-linux-gnu', '']
+  .map(dir => path.join('/usr/lib', dir, 'faketime', 'libfaketime.so.1'))
+  .find(file => fs.existsSync(file))
+
+// The clock of a process steps back 1 s: the default generator moves to clockBack 1 (snowid:clock), and a Snowflake
+// with onClockBack 'wait' waits for the clock to catch up (snowid:wait, reason 'clock').
+const STEP_BACK = `
+const dc = require('node:diagnostics_channel')
+const fs = require('node:fs')
+const snowid = require('.')
+const out = []
+const waiter = new snowid.Snowflake({ workerId: 2, onClockBack: 'wait', maxWaitMs: 5000 })
+const name = g => (g === null ? 'default' : g === waiter ? 'waiter' : 'other')
+dc.subscribe('snowid:clock', m => out.push({ channel: 'clock', ...m, generator: name(m.generator) }))
+dc.subscribe('snowid:wait', m => out.push({ channel: 'wait', ...m, generator: name(m.generator) }))
+const stop = snowid.watch({ intervalMs: 20 })
+snowid.nextId()
+waiter.nextId()
+setTimeout(() => {
+  fs.writeFileSync(process.env.OFFSET_FILE, '-1s\\n')
+  snowid.nextId()
+  waiter.nextId()
+  setTimeout(() => {
+    stop()
+    console.log(JSON.stringify({ out, stats: snowid.stats(), waiter: waiter.stats() }))
+  }, 300)
+}, 100)
+`
+
+test('a clock step back is published on snowid:clock, and a wait for the clock on snowid:wait', t => {
+  if (!LIBFAKETIME) {
+    const message = 'libfaketime is not installed (apt-get install faketime)'
+    if (process.env.CI) throw new Error(message)
+    t.diagnostic(`*** SKIPPED: ${message} ***`)
+    t.skip(message)
+    return
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-clock-'))
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const offset = path.join(dir, 'offset')
+  fs.writeFileSync(offset, '+0\n')
+  const r = runNode(STEP_BACK, {
+    SNOWID_WORKER_ID: '1',
+    OFFSET_FILE: offset,
+    LD_PRELOAD: LIBFAKETIME,
+    FAKETIME_TIMESTAMP_FILE: offset,
+    FAKETIME_NO_CACHE: '1',
+    FAKETIME_DONT_FAKE_MONOTONIC: '1',
+  })
+  assert.equal(r.status, 0, r.stderr)
+  const { out, stats, waiter } = JSON.parse(r.stdout)
+  assert.equal(stats.clockBack, 1)
+  assert.deepEqual(
+    out.filter(m => m.channel === 'clock'),
+    [{ channel: 'clock', event: 'clockBack', generator: 'default', clockBack: 1, steps: 1, total: 1 }],
+  )
+  const waits = out.filter(m => m.channel === 'wait')
+  assert.deepEqual(
+    waits.map(({ generator, reason, calls, total }) => ({ generator, reason, calls, total })),
+    [{ generator: 'waiter', reason: 'clock', calls: 1, total: 1 }],
+  )
+  assert.equal(waits[0].ms, waiter.clockWaitMs)
+  assert.ok(waiter.clockWaitMs > 0)
+  assert.deepEqual([waiter.waits, waiter.clockWaits, waiter.clockBackEvents], [1, 1, 0])
 })
