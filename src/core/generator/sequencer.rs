@@ -138,8 +138,9 @@ pub struct State {
     pub(super) deadline: u64,
     /// Why the state was stopped for good (see `Shared::stop`): the error every call returns from then on.
     pub(super) lost: Option<Error>,
-    /// The timestamp an earlier holder's mark set `last` to, while no id has been issued after it: a wait at it is
-    /// a wait for the mark, not for the sequence. `u64::MAX` when there is none.
+    /// The timestamp an earlier holder's mark set `last` to (with its sequence used up, so no id is issued at it): a
+    /// wait while `last` is at it is a wait for the mark, not for the sequence. `last` only moves past it, or back
+    /// under a new clockBack value, which clears it. `u64::MAX` when there is none.
     pub(super) mark_last: u64,
     pub(super) stats: Stats,
 }
@@ -321,15 +322,14 @@ impl State {
             self.highest = self.highest.max(self.last);
             self.clock_back = c;
             self.stats.clock_back_events += 1;
+            // Ids issued from here on are not the mark's: `last` may meet its timestamp again, under the new value.
+            self.mark_last = u64::MAX;
         } else if unix > self.reserved_until {
             self.persist(self.clock_back, unix, now)?;
         }
         let count = want.min(rules.max_sequence + 1 - seq);
         if let Some((kind, began)) = waiting.began.take() {
             self.stats.ended(kind, now.saturating_sub(began));
-        }
-        if ts != self.mark_last {
-            self.mark_last = u64::MAX;
         }
         self.last = ts;
         self.next_seq = seq + count;
