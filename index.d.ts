@@ -269,7 +269,8 @@ export interface WatchOptions {
  * docs/observability.md): every `intervalMs`, while one of the two channels has a subscriber, it reads the counters
  * of the default generator and of every `Snowflake` and publishes what changed since the last reading. Nothing is
  * read while neither channel has a subscriber. Its timer is unref'd. Returns a function that stops it.
- * @throws {RangeError} `ERR_SNOWID_INVALID_ARGUMENT` for an `intervalMs` out of range.
+ * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` for options that are not an object, or an `intervalMs`
+ * that is not an integer from 1 to 2^31 − 1.
  */
 export declare function watch(options?: WatchOptions): () => void
 

@@ -127,9 +127,11 @@ test('what happened while nobody subscribed is never published', async t => {
   await until(() => messages.some(m => m.generator === sf), 'the wait made after subscribing')
 })
 
-test('watch() refuses a bad intervalMs with a coded error', () => {
+test('watch() refuses bad options and a bad intervalMs with a coded error', () => {
   for (const intervalMs of [0, -1, 1.5, '10', 2 ** 31])
-    assert.throws(() => snowid.watch({ intervalMs }), { code: 'ERR_SNOWID_INVALID_ARGUMENT' })
+    assert.throws(() => snowid.watch({ intervalMs }), { code: 'ERR_SNOWID_INVALID_ARGUMENT', name: 'RangeError' })
+  for (const options of [null, 5, 'fast'])
+    assert.throws(() => snowid.watch(options), { code: 'ERR_SNOWID_INVALID_ARGUMENT', name: 'TypeError' })
 })
 
 // libfaketime, which steps a running process's wall clock when its offset file is rewritten (Debian's faketime).

@@ -67,6 +67,13 @@ function publishChanges(generator, before, now) {
  */
 function watcher(defaultStats, statsOf) {
   return function watch(options = {}) {
+    if (typeof options !== 'object' || options === null) {
+      throw codedError(
+        TypeError,
+        'ERR_SNOWID_INVALID_ARGUMENT',
+        `watch: expected options to be an object, found ${options === null ? 'null' : typeof options}`,
+      )
+    }
     const intervalMs = options.intervalMs ?? 1000
     if (!Number.isSafeInteger(intervalMs) || intervalMs < 1 || intervalMs > 2 ** 31 - 1) {
       throw codedError(
@@ -81,7 +88,13 @@ function watcher(defaultStats, statsOf) {
     let baseline = true
     const defaultKey = {}
     const read = (key, generator, stats) => {
-      const now = stats()
+      let now
+      try {
+        now = stats()
+      } catch {
+        // A generator whose counters cannot be read (its realm gone) is skipped; a timer must not throw.
+        return
+      }
       const before = last.get(key) ?? (baseline ? null : ZERO)
       last.set(key, now)
       if (before) publishChanges(generator, before, now)
