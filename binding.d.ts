@@ -407,8 +407,20 @@ export interface SnowidStats {
   clockBack: number
   /** Steps back of the clock that moved clockBack to a new value. */
   clockBackEvents: number
-  /** Calls that had to wait: for the next ms, for the clock to catch up, or for an earlier holder's mark. */
+  /** Calls that had to wait, for any reason: `sequenceWaits + markWaits + clockWaits`. */
   waits: number
+  /** Calls that waited for the next ms because the sequence of the current one was used up at the edge of the lead. */
+  sequenceWaits: number
+  /** Calls that waited for the clock to pass the mark an earlier holder of the slot left. */
+  markWaits: number
+  /** Calls that waited for the clock to catch up after it stepped back (`onClockBack: 'wait'`). */
+  clockWaits: number
+  /** Ms the sequence waits took in all, by the generator's clock (whole ms: a wait within one ms counts 0). */
+  sequenceWaitMs: number
+  /** Ms the mark waits took in all, by the generator's clock. */
+  markWaitMs: number
+  /** Ms the clock waits took in all, by the generator's clock. */
+  clockWaitMs: number
   /** High-water marks written to the lease file. */
   markWrites: number
 }

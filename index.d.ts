@@ -257,3 +257,66 @@ export interface SnowidError extends Error {
  * try { configure({ workerId: 99 }) } catch (e) { if (isSnowidError(e)) console.log(e.code) }
  */
 export declare function isSnowidError(value: unknown): value is SnowidError
+
+/** Options of `watch()`. */
+export interface WatchOptions {
+  /** How often the generators' counters are read while a channel has a subscriber, in ms: 1 to 2^31 − 1 (1000). */
+  intervalMs?: number
+}
+
+/**
+ * Publishes the generators' clockBack steps on `snowid:clock` and their waits on `snowid:wait` (see
+ * docs/observability.md): every `intervalMs`, while one of the two channels has a subscriber, it reads the counters
+ * of the default generator and of every `Snowflake` and publishes what changed since the last reading. Nothing is
+ * read while neither channel has a subscriber. Its timer is unref'd. Returns a function that stops it.
+ * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` for options that are not an object, or an `intervalMs`
+ * that is not an integer from 1 to 2^31 − 1.
+ */
+export declare function watch(options?: WatchOptions): () => void
+
+/** A message on `snowid:wait`: calls of one generator that waited for one reason since the last reading. */
+export interface SnowidWaitMessage {
+  /** The `Snowflake`, or `null` for the default generator. */
+  generator: Snowflake | null
+  /** What the calls waited for: the next ms (their ms's sequence was used up), an earlier holder's mark, or the
+   * clock to catch up after a step back (`onClockBack: 'wait'`). */
+  reason: 'sequence' | 'mark' | 'clock'
+  /** How many calls waited. */
+  calls: number
+  /** How long they waited in all, in whole ms by the generator's clock. */
+  ms: number
+  /** The generator's count of such waits since it started (`stats().sequenceWaits`, `markWaits` or `clockWaits`). */
+  total: number
+}
+
+/** A message on `snowid:clock`: a generator's clock stepped back and it moved to another clockBack value. */
+export interface SnowidClockMessage {
+  event: 'clockBack'
+  /** The `Snowflake`, or `null` for the default generator. */
+  generator: Snowflake | null
+  /** The clockBack value in use now. */
+  clockBack: number
+  /** How many steps back moved clockBack since the last reading. */
+  steps: number
+  /** `stats().clockBackEvents`. */
+  total: number
+}
+
+/** A message on `snowid:lease`: an event of a store lease (`snowid/redis`, `snowid/postgres`, `snowid/mysql`,
+ * `snowid/etcd`). */
+export interface SnowidLeaseMessage {
+  /** `acquired`: taken and in use; `renewed` (`late` when earlier renewals had failed); `renewFailed` (`error`);
+   * `lost` (`error`); `reacquired`: the lost slot taken again; `moved`: another slot taken after a loss
+   * (`previousWorkerId`). */
+  event: 'acquired' | 'renewed' | 'renewFailed' | 'lost' | 'reacquired' | 'moved'
+  /** The store's name: 'Redis', 'PostgreSQL', 'MySQL' or 'etcd'. */
+  store: string
+  datacenterId: number
+  workerId: number
+  /** The lease's deadline (Unix ms) when the event was published; 0 once lost. */
+  deadline: number
+  lease: import('./lib/store-lease').StoreLease
+  late?: boolean
+  error?: SnowidError
+  previousWorkerId?: number
+}

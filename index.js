@@ -3,8 +3,9 @@
 // The package's entry: it only composes. The module's functions are the native binding's, made this realm's in a
 // test runner's vm realm (lib/addon.js), with `decode`, `nextIds`, `nextIdStrings`, `encode` and `parse` completed in JS over the native ones
 // (lib/decode.js, lib/batches.js, lib/encoding.js), and `isId` and the refusal of decimal ids with leading zeros
-// (lib/ids.js); the classes are lib/snowflake.js's; on the WASI build, the default generator's id functions claim it
-// for their thread on their first call (lib/wasi-threads.js); the error codes are lib/codes.js's. The first id needs none of those lib/ files, so each export made from them is loaded the first time
+// (lib/ids.js), and `watch` (lib/diagnostics.js); the classes are lib/snowflake.js's; on the WASI build, the default
+// generator's id functions claim it for their thread on their first call (lib/wasi-threads.js); the error codes are
+// lib/codes.js's. The first id needs none of those lib/ files, so each export made from them is loaded the first time
 // it is read (then it is a plain property), and `require('snowid')` parses only what `nextId()` needs.
 
 const { binding, realm, WASI } = require('./lib/addon.js')
@@ -64,6 +65,7 @@ function lazy(name, load) {
     nextIdStrings,
     parse,
     timestampOf,
+    watch,
   })
 
 // In alphabetical order, as before; the others are assigned one by one, so that `import { nextId } from 'snowid'`
@@ -90,4 +92,7 @@ lazy('nextIdStrings', () => claimed(require('./lib/batches.js').stringsOf(nextId
 lazy('parse', () => require('./lib/encoding.js').parse)
 module.exports.stats = realm.wrap(binding.stats)
 lazy('timestampOf', () => require('./lib/ids.js').canonicalIds(realm.timestampOf))
+lazy('watch', () =>
+  require('./lib/diagnostics.js').watcher(module.exports.stats, require('./lib/snowflake.js').statsOf),
+)
 module.exports.workerSlots = realm.wrap(binding.workerSlots)

@@ -341,7 +341,19 @@ test('stats() reports the lead, clock-back events, waits and mark writes', HOST_
   )
   assert.equal(out.status, 0, out.stderr)
   const { before, after, config } = JSON.parse(out.stdout)
-  assert.deepEqual(before, { leadMs: 0, clockBack: 0, clockBackEvents: 0, waits: 0, markWrites: 0 })
+  assert.deepEqual(before, {
+    leadMs: 0,
+    clockBack: 0,
+    clockBackEvents: 0,
+    waits: 0,
+    sequenceWaits: 0,
+    markWaits: 0,
+    clockWaits: 0,
+    sequenceWaitMs: 0,
+    markWaitMs: 0,
+    clockWaitMs: 0,
+    markWrites: 0,
+  })
   assert.equal(config.maxLeadMs, 1000)
   assert.ok(after.markWrites >= 1)
   assert.ok(after.leadMs >= 0 && after.leadMs <= 1000, `lead ${after.leadMs}`)

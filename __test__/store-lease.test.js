@@ -232,3 +232,27 @@ test("'lost' is never told before the clock reads the deadline, though a timer m
   const at = Date.now()
   assert.ok(at >= deadline, `'lost' came ${deadline - at} ms before the deadline by the clock`)
 })
+
+test("a renewal confirmed after failed ones is published on snowid:lease as 'renewed', late", async t => {
+  const dc = require('node:diagnostics_channel')
+  const messages = []
+  const onMessage = m => messages.push(m)
+  dc.subscribe('snowid:lease', onMessage)
+  t.after(() => dc.unsubscribe('snowid:lease', onMessage))
+  const store = memoryStore()
+  Object.assign(store.slot, { mark: Date.now() - 1, incarnation: 'first' })
+  const lease = await start(store, { ttlMs: 3000, reacquire: false })
+  t.after(() => lease.release())
+  const renew = store.renew
+  let failures = 1
+  store.renew = (...args) => (failures-- > 0 ? Promise.reject(new Error('no answer')) : renew(...args))
+  await once(lease, 'renewed')
+  const mine = messages
+    .filter(m => m.lease === lease)
+    .map(m => [m.event, m.store, m.late ?? null, m.error?.code ?? null])
+  assert.deepEqual(mine, [
+    ['acquired', 'Memory', null, null],
+    ['renewFailed', 'Memory', null, 'ERR_SNOWID_REDIS_UNAVAILABLE'],
+    ['renewed', 'Memory', true, null],
+  ])
+})

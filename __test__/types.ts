@@ -11,7 +11,8 @@ import {
   workerSlots,
   Snowflake,
 } from 'snowid'
-import { timestampOf, minIdAt, maxIdAt, encode, parse } from 'snowid'
+import { timestampOf, minIdAt, maxIdAt, encode, parse, watch } from 'snowid'
+import type { SnowidClockMessage, SnowidLeaseMessage, SnowidWaitMessage } from 'snowid'
 import type {
   DecodedId,
   SnowflakeOptions,
@@ -108,6 +109,13 @@ const leaseSource: ConfigSource = c.sources.datacenterId
 const pm2: ConfigSource = 'pm2'
 const s: SnowidStats = stats()
 const counters: number[] = [s.leadMs, s.clockBack, s.clockBackEvents, s.waits, s.markWrites, gen.stats().markWrites]
+const waited: number[] = [s.sequenceWaits, s.sequenceWaitMs, s.markWaits, s.markWaitMs, s.clockWaits, s.clockWaitMs]
+const stopWatching: () => void = watch({ intervalMs: 500 })
+// @ts-expect-error intervalMs is a number
+watch({ intervalMs: '500' })
+const onWait = (m: SnowidWaitMessage): number => (m.reason === 'sequence' ? m.ms : m.calls)
+const onClock = (m: SnowidClockMessage): number => m.clockBack + m.steps
+const onLease = (m: SnowidLeaseMessage): number => (m.event === 'moved' ? (m.previousWorkerId ?? -1) : m.lease.workerId)
 const slots: WorkerSlots = workerSlots({ SNOWID_DATACENTER_ID: '1' })
 const recorded: number[] = slots.recorded.map(r => r.datacenterId + r.workerId + r.pid)
 const holders: Array<[boolean, number | null, string | null, string | null]> = [...slots.recorded, ...slots.gone].map(

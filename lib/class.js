@@ -42,7 +42,7 @@ function brand() {
 /**
  * A class named `name`. Its constructor throws a coded TypeError without `new`, makes its instance a plain object of
  * its own prototype, and gives it its native core (`makeCore(options)`) in a private field; `made`, when given, is
- * called with each new core. Its methods, named `names`, are the core's functions: `methodsOf(core)` makes them, once
+ * called with each new core and its instance. Its methods, named `names`, are the core's functions: `methodsOf(core)` makes them, once
  * per core, and instances that share a core share them.
  *
  * An instance's methods are its own functions (so they work taken off it), given on its first method access rather
@@ -117,7 +117,7 @@ function brandedClass(name, names, makeCore, methodsOf, made) {
       }
       const c = makeCore(options)
       stamp(this, c)
-      if (made) made(c)
+      if (made) made(c, this)
     },
   }[name]
   Object.defineProperty(Class, 'prototype', { value: proto, writable: false })

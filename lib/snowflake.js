@@ -8,6 +8,7 @@ const { binding, realm, WASI } = require('./addon.js')
 const { idsOf, stringsOf } = require('./batches.js')
 const { brandedClass } = require('./class.js')
 const { decoder } = require('./decode.js')
+const { track } = require('./diagnostics.js')
 const { canonicalIds, idGuard } = require('./ids.js')
 
 // The native classes' methods and constructors, made this realm's (lib/addon.js): each takes the core first, and
@@ -95,7 +96,13 @@ const snowflake = brandedClass(
   ],
   options => snowflakeCore(options),
   snowflakeMethods,
-  WASI ? claimSnowflake : undefined,
+  // Each is watched by `watch()` (lib/diagnostics.js).
+  WASI
+    ? (core, instance) => {
+        track(instance)
+        claimSnowflake(core)
+      }
+    : (_core, instance) => track(instance),
 )
 
 const layout = brandedClass(
@@ -116,6 +123,8 @@ module.exports = {
   Snowflake: snowflake.Class,
   SnowflakeLayout: layout.Class,
   timestampReader,
+  /** A `Snowflake`'s counters, for `watch()`. */
+  statsOf: generator => snowflake.methodsOf(generator).stats(),
   /**
    * For the store leases (lib/store-lease.js): the binding's `fenceSnowflake` on the native core of `snowflake`, a
    * `Snowflake` made here.

@@ -20,6 +20,7 @@ const { randomUUID } = require('node:crypto')
 const os = require('node:os')
 const snowid = require('../index.js')
 const { codedError, isSnowidCode } = require('./codes.js')
+const { publishLease } = require('./diagnostics.js')
 // Sets a generator's lease deadline and takes in an earlier holder's mark; not reachable from user code.
 const { fenceSnowflake } = require('./snowflake.js')
 
@@ -244,7 +245,8 @@ function unavailable(store, what, err) {
 /**
  * A worker-id slot leased from a store. Emits 'renewed' ({ deadline }), 'renewFailed' (error: a renewal the store
  * did not answer, the lease keeps trying until its deadline; or, after a loss, a failed attempt to take a slot
- * again), 'lost' (error) and 'reacquired' (lease).
+ * again), 'lost' (error) and 'reacquired' (lease). The same, its taking and its move to another slot, are published on
+ * `snowid:lease` (lib/diagnostics.js).
  */
 class StoreLease extends EventEmitter {
   #store
@@ -280,6 +282,16 @@ class StoreLease extends EventEmitter {
     this.workerId = workerId
     /** A generator bound to the slot. It throws ERR_SNOWID_LEASE_LOST past the lease's deadline. */
     this.snowflake = null
+  }
+
+  /** Publishes `event` on `snowid:lease`, when it has a subscriber. */
+  #publish(event, more) {
+    publishLease(event, this, this.#store.name, more)
+  }
+
+  /** For `acquire`: publishes the lease's taking. */
+  _acquired() {
+    this.#publish('acquired')
   }
 
   /** Unix ms until which the generator may issue ids: the last confirmed expiry less the margin. */
@@ -397,9 +409,11 @@ class StoreLease extends EventEmitter {
       if (deadline) {
         this.#deadline = deadline
         fenceSnowflake(this.snowflake, deadline)
+        const late = this.#lastFailure !== null
         this.#lastFailure = null
         this.#armExpiry()
         this.emit('renewed', { deadline })
+        this.#publish('renewed', { late })
         this.#schedule()
         return
       }
@@ -420,6 +434,7 @@ class StoreLease extends EventEmitter {
         return
       }
       this.emit('renewFailed', coded)
+      this.#publish('renewFailed', { error: coded })
       // Tried again soon: a renewal that timed out ends two thirds into the TTL, and the deadline comes before the third.
       this.#schedule(Math.max(Math.floor(this.#o.ttlMs / 20), 10))
     } finally {
@@ -443,6 +458,7 @@ class StoreLease extends EventEmitter {
       cause,
     )
     this.emit('lost', err)
+    this.#publish('lost', { error: err })
     if (this.#o.reacquire && !this.#released) this.#reacquire()
   }
 
@@ -461,17 +477,24 @@ class StoreLease extends EventEmitter {
           this.#slot = taken.workerId
           this.#token = taken.token
           if (this.#released) return await giveBack(this.#store, taken)
+          const from = this.workerId
           await this._open(taken)
           this.emit('reacquired', this)
+          this.#publish(from === this.workerId ? 'reacquired' : 'moved', { previousWorkerId: from })
           return
         }
         // Free slots there were, but their marks are too far ahead of this host's clock: say so, and try again.
-        if (taken) this.emit('renewFailed', markAhead(this.#o, taken.ahead, Date.now(), 'every free slot it may take'))
+        if (taken) {
+          const error = markAhead(this.#o, taken.ahead, Date.now(), 'every free slot it may take')
+          this.emit('renewFailed', error)
+          this.#publish('renewFailed', { error })
+        }
       } catch (err) {
         if (taken && taken.token) await giveBack(this.#store, taken)
         if (this.#released) return
         const coded = storeError(this.#store, 'reacquire', err)
         this.emit('renewFailed', coded)
+        this.#publish('renewFailed', { error: coded })
         // Errors that another try cannot mend, and a client its owner ended or closed, stop the attempts.
         if (FINAL.includes(coded.code) || this.#store.closed(err)) return
       }
@@ -644,7 +667,9 @@ async function acquireSlot(store, o, Lease, onDefault) {
     if (taken && taken.token) {
       const lease = new Lease(store, o, taken.workerId, taken.token, onDefault)
       try {
-        return await lease._open(taken)
+        const opened = await lease._open(taken)
+        lease._acquired()
+        return opened
       } catch (err) {
         await lease.release().catch(() => {})
         const coded = await explainedError(store, 'acquire', err)

@@ -200,8 +200,20 @@ pub struct SnowidStats {
     pub clock_back: u32,
     /// Steps back of the clock that moved clockBack to a new value.
     pub clock_back_events: f64,
-    /// Calls that had to wait: for the next ms, for the clock to catch up, or for an earlier holder's mark.
+    /// Calls that had to wait, for any reason: `sequenceWaits + markWaits + clockWaits`.
     pub waits: f64,
+    /// Calls that waited for the next ms because the sequence of the current one was used up at the edge of the lead.
+    pub sequence_waits: f64,
+    /// Calls that waited for the clock to pass the mark an earlier holder of the slot left.
+    pub mark_waits: f64,
+    /// Calls that waited for the clock to catch up after it stepped back (`onClockBack: 'wait'`).
+    pub clock_waits: f64,
+    /// Ms the sequence waits took in all, by the generator's clock (whole ms: a wait within one ms counts 0).
+    pub sequence_wait_ms: f64,
+    /// Ms the mark waits took in all, by the generator's clock.
+    pub mark_wait_ms: f64,
+    /// Ms the clock waits took in all, by the generator's clock.
+    pub clock_wait_ms: f64,
     /// High-water marks written to the lease file.
     pub mark_writes: f64,
 }
@@ -212,6 +224,12 @@ pub(crate) fn stats_of(s: Snapshot) -> SnowidStats {
         clock_back: s.clock_back,
         clock_back_events: s.stats.clock_back_events as f64,
         waits: s.stats.waits as f64,
+        sequence_waits: s.stats.sequence_waits as f64,
+        mark_waits: s.stats.mark_waits as f64,
+        clock_waits: s.stats.clock_waits as f64,
+        sequence_wait_ms: s.stats.sequence_wait_ms as f64,
+        mark_wait_ms: s.stats.mark_wait_ms as f64,
+        clock_wait_ms: s.stats.clock_wait_ms as f64,
         mark_writes: s.stats.mark_writes as f64,
     }
 }

@@ -7,7 +7,7 @@ use super::super::error::{Class, Code, Error, Result};
 use super::super::fence::{mark_of, Fence, Marks};
 use super::super::layout::max_value;
 use super::super::time::{format_iso, Clock};
-use super::sequencer::{ClockBackPolicy, Settings, State};
+use super::sequencer::{ClockBackPolicy, Settings, State, WaitKind};
 
 impl State {
     /// A state for a slot whose earlier holders left `earlier` marks, writing its own marks to `fence`.
@@ -42,11 +42,14 @@ impl State {
                 break;
             }
             if waited == 0 {
-                st.stats.waits += 1;
+                st.stats.began(WaitKind::Mark);
             }
             clock.sleep_ms(need);
             waited += need;
             now = clock.now_ms();
+        }
+        if waited > 0 {
+            st.stats.ended(WaitKind::Mark, waited);
         }
         let mark = st.earlier_mark(clock_back);
         if mark < now {

@@ -97,8 +97,18 @@ impl Rules {
 pub struct Stats {
     /// Steps back the clock took that moved clockBack to a new value.
     pub clock_back_events: u64,
-    /// Calls that had to wait: for the next ms, for the clock to catch up, or for an earlier holder's mark.
+    /// Calls that had to wait, for any reason: the sum of the three kinds below.
     pub waits: u64,
+    /// Calls that waited for the next ms because this one's sequence was used up (at the edge of the lead).
+    pub sequence_waits: u64,
+    /// Calls that waited for the clock to pass an earlier holder's mark.
+    pub mark_waits: u64,
+    /// Calls that waited for the clock to catch up after a step back (`onClockBack: 'wait'`).
+    pub clock_waits: u64,
+    /// Ms the sequence, mark and clock waits took in all, by the generator's clock, per kind.
+    pub sequence_wait_ms: u64,
+    pub mark_wait_ms: u64,
+    pub clock_wait_ms: u64,
     /// High-water marks written.
     pub mark_writes: u64,
 }
@@ -128,6 +138,10 @@ pub struct State {
     pub(super) deadline: u64,
     /// Why the state was stopped for good (see `Shared::stop`): the error every call returns from then on.
     pub(super) lost: Option<Error>,
+    /// The timestamp an earlier holder's mark set `last` to (with its sequence used up, so no id is issued at it): a
+    /// wait while `last` is at it is a wait for the mark, not for the sequence. `last` only moves past it, or back
+    /// under a new clockBack value, which clears it. `u64::MAX` when there is none.
+    pub(super) mark_last: u64,
     pub(super) stats: Stats,
 }
 
@@ -148,6 +162,38 @@ pub enum Step {
 pub struct Waiting {
     slept: u64,
     next_ms: bool,
+    /// What the call waits for, and the clock (Unix ms) when it began, once it waits.
+    began: Option<(WaitKind, u64)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) enum WaitKind {
+    Sequence,
+    Mark,
+    Clock,
+}
+
+impl Stats {
+    /// Counts a call's wait of `kind` once it began.
+    pub(super) fn began(&mut self, kind: WaitKind) {
+        self.waits += 1;
+        match kind {
+            WaitKind::Sequence => self.sequence_waits += 1,
+            WaitKind::Mark => self.mark_waits += 1,
+            WaitKind::Clock => self.clock_waits += 1,
+        }
+    }
+
+    /// Adds the `ms` a call's wait of `kind` took once it ended.
+    #[cold]
+    pub(super) fn ended(&mut self, kind: WaitKind, ms: u64) {
+        let total = match kind {
+            WaitKind::Sequence => &mut self.sequence_wait_ms,
+            WaitKind::Mark => &mut self.mark_wait_ms,
+            WaitKind::Clock => &mut self.clock_wait_ms,
+        };
+        *total = total.saturating_add(ms);
+    }
 }
 
 impl State {
@@ -166,6 +212,7 @@ impl State {
             fence: None,
             deadline: u64::MAX,
             lost: None,
+            mark_last: u64::MAX,
             stats: Stats::default(),
         }
     }
@@ -224,7 +271,9 @@ impl State {
                 // Full ms at the edge of the lead: wait until the clock moves on.
                 if !waiting.next_ms {
                     waiting.next_ms = true;
-                    self.stats.waits += 1;
+                    let kind = if self.last == self.mark_last { WaitKind::Mark } else { WaitKind::Sequence };
+                    self.stats.began(kind);
+                    waiting.began = Some((kind, now));
                 }
                 return Ok(Step::NextMs);
             }
@@ -253,7 +302,9 @@ impl State {
                         return Err(self.backwards(rules, now, behind, &why));
                     }
                     if waiting.slept == 0 {
-                        self.stats.waits += 1;
+                        let kind = if self.last == self.mark_last { WaitKind::Mark } else { WaitKind::Clock };
+                        self.stats.began(kind);
+                        waiting.began = Some((kind, now));
                     }
                     waiting.slept += need;
                     return Ok(Step::Sleep(need));
@@ -271,10 +322,15 @@ impl State {
             self.highest = self.highest.max(self.last);
             self.clock_back = c;
             self.stats.clock_back_events += 1;
+            // Ids issued from here on are not the mark's: `last` may meet its timestamp again, under the new value.
+            self.mark_last = u64::MAX;
         } else if unix > self.reserved_until {
             self.persist(self.clock_back, unix, now)?;
         }
         let count = want.min(rules.max_sequence + 1 - seq);
+        if let Some((kind, began)) = waiting.began.take() {
+            self.stats.ended(kind, now.saturating_sub(began));
+        }
         self.last = ts;
         self.next_seq = seq + count;
         Ok(Step::Issue { timestamp: ts, first: seq, count })
@@ -308,6 +364,7 @@ impl State {
             // step back, which the clock-back policy handles.
             self.last = t;
             self.next_seq = rules.max_sequence + 1;
+            self.mark_last = t;
         }
         for c in 0..=rules.clock_back_mask {
             match self.earlier.iter_mut().find(|(ec, _)| *ec == c) {

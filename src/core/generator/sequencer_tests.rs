@@ -151,3 +151,42 @@ fn a_slot_is_usable_when_its_mark_passes_within_the_wait_or_another_clock_back_i
         assert!(State::usable(&s, 0, &[(1, NOW + 5000)], NOW), "{policy:?}: another value's mark is no matter");
     }
 }
+
+#[test]
+fn waits_are_counted_by_kind_with_how_long_they_took() {
+    // The sequence: a full ms at the edge of the lead, until the clock moves on 1 ms later.
+    let r = rules(ClockBackPolicy::Bits, 0);
+    let mut st = at_now(4095, 0);
+    let mut w = Waiting::default();
+    assert_eq!(st.step(&r, NOW, 1, &mut w).unwrap(), Step::NextMs);
+    assert_eq!(st.step(&r, NOW + 1, 1, &mut w).unwrap(), issue(T + 1, 0, 1));
+    let s = st.stats;
+    assert_eq!((s.waits, s.sequence_waits, s.mark_waits, s.clock_waits), (1, 1, 0, 0));
+    assert_eq!((s.sequence_wait_ms, s.mark_wait_ms, s.clock_wait_ms), (1, 0, 0));
+
+    // The clock, under `Wait`: 300 ms behind, caught up after the sleep.
+    let r = rules(ClockBackPolicy::Wait, 0);
+    let mut st = at_now(0, 0);
+    let mut w = Waiting::default();
+    assert_eq!(st.step(&r, NOW - 300, 1, &mut w).unwrap(), Step::Sleep(300));
+    assert_eq!(st.step(&r, NOW, 1, &mut w).unwrap(), issue(T, 1, 1));
+    let s = st.stats;
+    assert_eq!((s.waits, s.sequence_waits, s.mark_waits, s.clock_waits), (1, 0, 0, 1));
+    assert_eq!((s.sequence_wait_ms, s.mark_wait_ms, s.clock_wait_ms), (0, 0, 300));
+
+    // A mark another holder left at the clock: the full ms it sets is waited out as a mark, not a sequence.
+    let r = rules(ClockBackPolicy::Bits, 0);
+    let mut st = State::new(0);
+    st.absorb_mark(&r, NOW);
+    let mut w = Waiting::default();
+    assert_eq!(st.step(&r, NOW, 1, &mut w).unwrap(), Step::NextMs);
+    assert_eq!(st.step(&r, NOW + 2, 1, &mut w).unwrap(), issue(T + 2, 0, 1));
+    let s = st.stats;
+    assert_eq!((s.waits, s.sequence_waits, s.mark_waits, s.clock_waits), (1, 0, 1, 0));
+    assert_eq!(s.mark_wait_ms, 2);
+    // Once past the mark, a full ms is a sequence wait again.
+    st.next_seq = 4096;
+    let mut w = Waiting::default();
+    assert_eq!(st.step(&r, NOW + 2, 1, &mut w).unwrap(), Step::NextMs);
+    assert_eq!((st.stats.sequence_waits, st.stats.mark_waits), (1, 1));
+}

@@ -824,7 +824,8 @@ fn borrowing_goes_up_to_the_lead_and_no_further() {
     let f = fields(&g, g.next_id().unwrap());
     mover.join().unwrap();
     assert_eq!(f.timestamp, NOW + 6 - DEFAULT_EPOCH);
-    assert_eq!(g.snapshot().stats.waits, 1);
+    let s = g.snapshot().stats;
+    assert_eq!((s.waits, s.sequence_waits, s.sequence_wait_ms), (1, 1, 1), "a sequence wait of 1 ms");
 }
 
 #[test]
@@ -982,7 +983,8 @@ fn a_new_holder_waits_for_a_mark_just_ahead_when_no_other_value_is_free() {
         assert_eq!(clock.slept(), 61, "{policy:?}");
         let f = fields(&g, g.next_id().unwrap());
         assert_eq!((f.clock_back, f.timestamp + DEFAULT_EPOCH), (0, NOW + 61));
-        assert_eq!(g.snapshot().stats.waits, 1);
+        let s = g.snapshot().stats;
+        assert_eq!((s.waits, s.mark_waits, s.mark_wait_ms, s.sequence_waits), (1, 1, 61, 0), "{policy:?}");
     }
     // A layout with no clockBack bits has no other value to move to.
     let clock = FakeClock::at(NOW);

@@ -1,0 +1,202 @@
+'use strict'
+
+// The events snowid publishes on node:diagnostics_channel (lib/diagnostics.js, docs/observability.md): a store
+// lease's taking, renewals, loss and move to another slot on `snowid:lease`, against a real redis-server; a
+// generator's waits on `snowid:wait` by kind, read by `watch()`; and nothing told of what happened while nobody
+// subscribed.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const dc = require('node:diagnostics_channel')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { setTimeout: sleep } = require('node:timers/promises')
+
+const { isolateLeases, runNode } = require('./helpers.js')
+isolateLeases()
+
+const snowid = require('../index.js')
+const { reportMissing, startRedis } = require('./servers.js')
+const { acquireWorkerId } = require('../lib/redis.js')
+const { connect } = require('./redis-scenarios.js')
+
+/** The messages of `name` from now until the returned `stop()`. */
+function listen(t, name) {
+  const messages = []
+  const onMessage = m => messages.push(m)
+  dc.subscribe(name, onMessage)
+  const stop = () => dc.unsubscribe(name, onMessage)
+  t.after(stop)
+  return { messages, stop }
+}
+
+/** Resolves once `check()` is true, polling every 10 ms for up to 20 s. */
+async function until(check, what) {
+  const end = Date.now() + 20_000
+  while (!check()) {
+    if (Date.now() > end) assert.fail(`expected ${what} within 20 s`)
+    await sleep(10)
+  }
+}
+
+/** Makes ids with `sf` until its stats count a sequence wait. */
+function sequenceWait(sf) {
+  const before = sf.stats().sequenceWaits
+  while (sf.stats().sequenceWaits === before) for (let i = 0; i < 100; i++) sf.nextId()
+}
+
+test('a store lease publishes its taking, renewals, loss and move on snowid:lease', async t => {
+  const redis = await startRedis()
+  if (!redis) {
+    reportMissing(t, 'redis-server', "apt-get install redis-server (Debian's package)")
+    return
+  }
+  t.after(() => redis.stop())
+  const { client, raw, close } = await connect('ioredis', redis.port)
+  t.after(close)
+  const { messages } = listen(t, 'snowid:lease')
+  const key = (w, kind) => `{events}:5:${w}:${kind}`
+  // Both slots' marks in the past, so that either is used at once.
+  await raw('HSET', key(0, 'marks'), 'until', String(Date.now() - 1))
+  await raw('HSET', key(1, 'marks'), 'until', String(Date.now() - 1))
+  const lease = await acquireWorkerId({
+    client,
+    datacenterId: 5,
+    ttlMs: 1000,
+    keyPrefix: 'events',
+    snowflake: { workerBits: 1 },
+  })
+  t.after(() => lease.release())
+  assert.equal(lease.workerId, 0)
+  assert.deepEqual(
+    messages.map(m => [m.event, m.store, m.datacenterId, m.workerId, m.lease === lease]),
+    [['acquired', 'Redis', 5, 0, true]],
+  )
+  assert.ok(messages[0].deadline > Date.now())
+  await until(() => messages.some(m => m.event === 'renewed'), 'a renewal')
+  assert.equal(messages.find(m => m.event === 'renewed').late, false)
+
+  // Another holder takes slot 0: the lease is lost, then takes slot 1, the only other.
+  await raw('SET', key(0, 'lease'), 'another-holder', 'PX', '60000')
+  await until(() => messages.some(m => m.event === 'moved'), 'a move')
+  const lost = messages.find(m => m.event === 'lost')
+  assert.equal(lost.workerId, 0)
+  assert.equal(lost.error.code, 'ERR_SNOWID_LEASE_LOST')
+  const moved = messages.find(m => m.event === 'moved')
+  assert.deepEqual([moved.previousWorkerId, moved.workerId, lease.workerId], [0, 1, 1])
+  assert.ok(messages.indexOf(lost) < messages.indexOf(moved))
+})
+
+test('watch() publishes a Snowflake sequence wait on snowid:wait, with its kind and how long', async t => {
+  const sf = new snowid.Snowflake({ workerId: 3, sequenceBits: 1, maxLeadMs: 0 })
+  const { messages } = listen(t, 'snowid:wait')
+  const stop = snowid.watch({ intervalMs: 10 })
+  t.after(stop)
+  sequenceWait(sf)
+  await until(() => messages.some(m => m.generator === sf), 'a wait message for the Snowflake')
+  const mine = messages.filter(m => m.generator === sf)
+  assert.ok(
+    mine.every(m => m.reason === 'sequence'),
+    JSON.stringify(mine.map(m => m.reason)),
+  )
+  const calls = mine.reduce((n, m) => n + m.calls, 0)
+  assert.ok(calls >= 1)
+  assert.ok(mine.every(m => Number.isSafeInteger(m.ms) && m.ms >= 0))
+  assert.equal(mine.at(-1).total, sf.stats().sequenceWaits)
+  const s = sf.stats()
+  assert.equal(s.waits, s.sequenceWaits + s.markWaits + s.clockWaits)
+  assert.equal(s.markWaits + s.clockWaits, 0)
+})
+
+test('what happened while nobody subscribed is never published', async t => {
+  const sf = new snowid.Snowflake({ workerId: 4, sequenceBits: 1, maxLeadMs: 0 })
+  const stop = snowid.watch({ intervalMs: 10 })
+  t.after(stop)
+  sequenceWait(sf)
+  // Ticks pass with no subscriber: nothing read, nothing kept.
+  await sleep(50)
+  const { messages } = listen(t, 'snowid:wait')
+  await sleep(100)
+  assert.deepEqual(
+    messages.filter(m => m.generator === sf),
+    [],
+  )
+  // A wait after the subscription is told.
+  sequenceWait(sf)
+  await until(() => messages.some(m => m.generator === sf), 'the wait made after subscribing')
+})
+
+test('watch() refuses bad options and a bad intervalMs with a coded error', () => {
+  for (const intervalMs of [0, -1, 1.5, '10', 2 ** 31])
+    assert.throws(() => snowid.watch({ intervalMs }), { code: 'ERR_SNOWID_INVALID_ARGUMENT', name: 'RangeError' })
+  for (const options of [null, 5, 'fast'])
+    assert.throws(() => snowid.watch(options), { code: 'ERR_SNOWID_INVALID_ARGUMENT', name: 'TypeError' })
+})
+
+// libfaketime, which steps a running process's wall clock when its offset file is rewritten (Debian's faketime).
+const LIBFAKETIME = ['x86_64-linux-gnu', 'aarch64-linux-gnu', '']
+  .map(dir => path.join('/usr/lib', dir, 'faketime', 'libfaketime.so.1'))
+  .find(file => fs.existsSync(file))
+
+// The clock of a process steps back 1 s: the default generator moves to clockBack 1 (snowid:clock), and a Snowflake
+// with onClockBack 'wait' waits for the clock to catch up (snowid:wait, reason 'clock').
+const STEP_BACK = `
+const dc = require('node:diagnostics_channel')
+const fs = require('node:fs')
+const snowid = require('.')
+const out = []
+const waiter = new snowid.Snowflake({ workerId: 2, onClockBack: 'wait', maxWaitMs: 5000 })
+const name = g => (g === null ? 'default' : g === waiter ? 'waiter' : 'other')
+dc.subscribe('snowid:clock', m => out.push({ channel: 'clock', ...m, generator: name(m.generator) }))
+dc.subscribe('snowid:wait', m => out.push({ channel: 'wait', ...m, generator: name(m.generator) }))
+const stop = snowid.watch({ intervalMs: 20 })
+snowid.nextId()
+waiter.nextId()
+setTimeout(() => {
+  fs.writeFileSync(process.env.OFFSET_FILE, '-1s\\n')
+  snowid.nextId()
+  waiter.nextId()
+  setTimeout(() => {
+    stop()
+    console.log(JSON.stringify({ out, stats: snowid.stats(), waiter: waiter.stats() }))
+  }, 300)
+}, 100)
+`
+
+test('a clock step back is published on snowid:clock, and a wait for the clock on snowid:wait', t => {
+  if (!LIBFAKETIME) {
+    const message = 'libfaketime is not installed (apt-get install faketime)'
+    if (process.env.CI) throw new Error(message)
+    t.diagnostic(`*** SKIPPED: ${message} ***`)
+    t.skip(message)
+    return
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-clock-'))
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const offset = path.join(dir, 'offset')
+  fs.writeFileSync(offset, '+0\n')
+  const r = runNode(STEP_BACK, {
+    SNOWID_WORKER_ID: '1',
+    OFFSET_FILE: offset,
+    LD_PRELOAD: LIBFAKETIME,
+    FAKETIME_TIMESTAMP_FILE: offset,
+    FAKETIME_NO_CACHE: '1',
+    FAKETIME_DONT_FAKE_MONOTONIC: '1',
+  })
+  assert.equal(r.status, 0, r.stderr)
+  const { out, stats, waiter } = JSON.parse(r.stdout)
+  assert.equal(stats.clockBack, 1)
+  assert.deepEqual(
+    out.filter(m => m.channel === 'clock'),
+    [{ channel: 'clock', event: 'clockBack', generator: 'default', clockBack: 1, steps: 1, total: 1 }],
+  )
+  const waits = out.filter(m => m.channel === 'wait')
+  assert.deepEqual(
+    waits.map(({ generator, reason, calls, total }) => ({ generator, reason, calls, total })),
+    [{ generator: 'waiter', reason: 'clock', calls: 1, total: 1 }],
+  )
+  assert.equal(waits[0].ms, waiter.clockWaitMs)
+  assert.ok(waiter.clockWaitMs > 0)
+  assert.deepEqual([waiter.waits, waiter.clockWaits, waiter.clockBackEvents], [1, 1, 0])
+})
