@@ -1,7 +1,7 @@
 //! The process's default generator: configured on first need (by `configure()` or from the environment), started
 //! by its first id, and read without starting it (its layout, its configuration).
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::ptr;
@@ -152,18 +152,12 @@ fn space_kept(leased: Option<&Config>, next: &Config) -> CoreResult<()> {
     ))
 }
 
-/// How many times `configure()` has replaced the pending configuration: a layout read before the generator starts is
-/// kept by each thread with the count it was read under, and is current for as long as the count has not moved.
+/// How many times `configure()` has replaced the pending configuration, moved only under the `PENDING` lock: the
+/// version of `PENDING`, which JS reads through [`configured_view`] to know that the default layout its `decode` split
+/// ids with is still current (it is for as long as the count has not moved).
 static CONFIGURED: AtomicU64 = AtomicU64::new(0);
 
-thread_local! {
-    /// This thread's last layout read from the pending configuration, and the `CONFIGURED` count it was read under.
-    static PENDING_LAYOUT: Cell<Option<(u64, Layout)>> = const { Cell::new(None) };
-}
-
 /// The default generator's layout, without starting it, and without reading the variables only generating needs.
-/// Before the generator starts, a thread reads it under the `PENDING` lock once per configuration, not per call
-/// (`decode` of ids an application only reads would otherwise take the lock every time).
 #[inline]
 pub(crate) fn default_layout(env: sys::napi_env) -> CoreResult<Layout> {
     counted_default_layout(env).map(|(_, layout)| layout)
@@ -171,22 +165,15 @@ pub(crate) fn default_layout(env: sys::napi_env) -> CoreResult<Layout> {
 
 /// [`default_layout`], with the `CONFIGURED` count it is current for: the layout stays the default's for as long as
 /// the count has not moved (once the generator has started, `configure()` is refused and the count never moves).
+/// Before the generator starts, it is `PENDING`'s, read under its lock.
 pub(crate) fn counted_default_layout(env: sys::napi_env) -> CoreResult<(u64, Layout)> {
     if let Some((g, _)) = DEFAULT.get() {
         return Ok((CONFIGURED.load(Ordering::Acquire), *g.layout()));
     }
-    let configured = CONFIGURED.load(Ordering::Acquire);
-    if let Some((count, layout)) = PENDING_LAYOUT.with(Cell::get) {
-        if count == configured {
-            return Ok((count, layout));
-        }
-    }
     let mut pending = PENDING.lock();
     // Read under the lock, which `configure()` holds while it replaces the configuration and moves the count.
     let count = CONFIGURED.load(Ordering::Relaxed);
-    let layout = pending.layout(env)?;
-    PENDING_LAYOUT.with(|c| c.set(Some((count, layout))));
-    Ok((count, layout))
+    Ok((count, pending.layout(env)?))
 }
 
 /// A `Uint32Array` of two elements over `CONFIGURED` itself, for `index.js`'s `decode`, which keeps the default
