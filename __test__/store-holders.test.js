@@ -187,7 +187,12 @@ test('snowid leases: usage errors name what is wrong, and a password is not show
     assert.strictEqual(err.code, status)
     assert.match(err.stderr, pattern)
   }
-  await fails(['leases'], 2, /expected --redis, --postgres, --mysql or --etcd/)
+  // Without a store option, `snowid leases` lists this host's slots (cli.test.js); with one, not the host's too.
+  await fails(
+    ['leases', '--redis', 'redis://a', '--lease-dir', '/tmp'],
+    2,
+    /expected --lease-dir or --redis, found both/,
+  )
   await fails(['leases', '--redis'], 2, /--redis: expected the store's URL, found nothing/)
   await fails(['leases', '--redis', 'redis://a', '--etcd', 'http://b'], 2, /expected one store URL/)
   await fails(['3', '--postgres', 'postgres://a'], 2, /--postgres applies to snowid leases only/)

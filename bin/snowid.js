@@ -451,8 +451,10 @@ function leases(rest, { json, table, datacenterId, store, leaseDir, encoding, sq
     if (misplaced) throw new UsageError(`${misplaced} applies to snowid sql only`)
     return printStoreLeases(store, { json, table, datacenterId })
   }
-  if (sqlOnly && ['--table', '--datacenter-id'].includes(sqlOnly[1]))
-    throw new UsageError(`leases: ${sqlOnly[1]} applies with --redis, --postgres, --mysql or --etcd only`)
+  if (sqlOnly && sqlOnly[1] === '--table')
+    throw new UsageError('leases: --table applies to --postgres and --mysql only')
+  if (sqlOnly && sqlOnly[1] === '--datacenter-id')
+    throw new UsageError('leases: --datacenter-id applies with --redis, --postgres, --mysql or --etcd only')
   if (sqlOnly) throw new UsageError(`${sqlOnly[1]} applies to snowid sql only`)
   return printLeases({ json, leaseDir })
 }
