@@ -120,33 +120,39 @@ export interface DecodedId {
  */
 export declare function encode(id: bigint | string | number, encoding: 'base62' | 'base36' | 'hex'): string
 
-/** Options of a `SnowflakeLayout`. Nothing is read from the environment: each one left out takes snowid's default. */
+/**
+ * Options of a `SnowflakeLayout`. Nothing is read from the environment: each one left out takes snowid's
+ * default.
+ */
 export interface LayoutOptions {
   /**
-   * Epoch: Unix ms, a decimal string of Unix ms, an ISO-8601 date, or a `Date`. Not in the future. Given as a
-   * number of ms, it is 0 or from 2000-01-01: a number before that is most likely seconds, and is refused (give a
-   * date before 2000 as ISO-8601 text or a `Date`).
-   * @default 1580486400000 (2020-02-01T00:00:00+08:00)
+   * Unix ms, 0 or from 2000-01-01 (a number before that is refused as likely seconds), or an ISO-8601 date from 1970 (`2020-02-01`, or a date-time with `Z` or an offset), or a `Date` as an option; not in the future
+   * @default
+   * 1580486400000
    */
   epoch?: number | string | Date
   /**
-   * Width of the datacenterId field in bits, 0 to 32.
-   * @default 3
+   * width of datacenterId, 0–32 bits
+   * @default
+   * 3
    */
   datacenterBits?: number
   /**
-   * Width of the workerId field in bits, 0 to 32.
-   * @default 5
+   * width of workerId, 0–32 bits
+   * @default
+   * 5
    */
   workerBits?: number
   /**
-   * Width of the clockBack field in bits, 0 to 32.
-   * @default 2
+   * width of clockBack, 0–32 bits
+   * @default
+   * 2
    */
   clockBackBits?: number
   /**
-   * Width of the sequence field in bits, 0 to 32. The four widths leave the timestamp from 1 to 52 bits.
-   * @default 12
+   * width of sequence, 0–32 bits
+   * @default
+   * 12
    */
   sequenceBits?: number
 }
@@ -201,12 +207,26 @@ export type OnClockBack = 'bits' | 'wait' | 'throw'
  */
 export declare function parse(text: string, encoding: 'base62' | 'base36' | 'hex'): bigint
 
-/** A slot whose lease file names a process. */
+/** A slot whose lease file names a process: its holder, or (in `gone`) its last holder. */
 export interface SlotRecord {
   datacenterId: number
   workerId: number
-  /** The process that holds the slot: its lease file names it, and (on Linux) it holds the file's lock. */
+  /**
+   * The process the slot's lease file names. In `recorded` it holds the slot (on Linux, it holds the file's lock;
+   * on Windows, the slot's claim); in `gone` it no longer does.
+   */
   pid: number
+  /** Whether that process holds the slot now: `true` in `recorded`, `false` in `gone`. */
+  live: boolean
+  /** Unix ms at which that process took the slot, or `null` when its lease file does not say (a version-1 record). */
+  since: number | null
+  /** Its host name, or `null` when its lease file does not say. */
+  host: string | null
+  /**
+   * Its command line (arguments joined by spaces, at most 256 bytes, cut on a character boundary), or `null`
+   * when its lease file does not say.
+   */
+  command: string | null
 }
 
 /**
@@ -215,154 +235,157 @@ export interface SlotRecord {
  */
 export interface SnowflakeOptions {
   /**
-   * Datacenter (or machine) number, 0 to 2^datacenterBits - 1. Env `SNOWID_DATACENTER_ID`, else `datacenterId`;
-   * else, when the worker id comes from the lease too, the lease's: datacenterId 0's slots first, then 1's, and so
-   * on; else 0.
-   * @default the lease's datacenter id, or 0
+   * datacenter number, 0 to 2^datacenterBits − 1
+   * Env `SNOWID_DATACENTER_ID`, else `datacenterId`.
+   * @default
+   * the lease's, when it chooses the worker id too; else 0
    */
   datacenterId?: number
   /**
-   * Worker (process) number, 0 to 2^workerBits - 1. Env `SNOWID_WORKER_ID`, else `workerId`, else the ordinal of
-   * a StatefulSet pod's host name with `workerIdFrom: 'statefulset'`; else the lowest slot no other process on
-   * this host holds (the lease); else 0 when leases are off. PM2's `NODE_APP_INSTANCE` is not read.
-   * @default the lease's slot
+   * worker number, 0 to 2^workerBits − 1: one per process
+   * Env `SNOWID_WORKER_ID`, else `workerId`.
+   * @default
+   * the lease's slot (see [Worker ids on one host](docs/one-host.md#worker-ids-on-one-host))
    */
   workerId?: number
   /**
-   * Starting clock-back value, 0 to 2^clockBackBits - 1. Env `SNOWID_CLOCK_BACK`.
-   * @default 0
+   * starting clock-back value
+   * Env `SNOWID_CLOCK_BACK`.
+   * @default
+   * 0
    */
   clockBack?: number
   /**
-   * Epoch: Unix ms, a decimal string of Unix ms, an ISO-8601 date (`YYYY-MM-DD`, or a date-time with `Z` or an
-   * offset), or a `Date`. Not in the future. Given as a number of ms, it is 0 or from 2000-01-01: a number before
-   * that is most likely seconds, and is refused (give a date before 2000 as ISO-8601 text or a `Date`). Env
-   * `SNOWID_EPOCH`.
-   * @default 1580486400000 (2020-02-01T00:00:00+08:00)
+   * Unix ms, 0 or from 2000-01-01 (a number before that is refused as likely seconds), or an ISO-8601 date from 1970 (`2020-02-01`, or a date-time with `Z` or an offset), or a `Date` as an option; not in the future
+   * Env `SNOWID_EPOCH`.
+   * @default
+   * 1580486400000
    */
   epoch?: number | string | Date
   /**
-   * Width of the datacenterId field in bits, 0 to 32. Env `SNOWID_DATACENTER_BITS`.
-   * @default 3
+   * width of datacenterId, 0–32 bits
+   * Env `SNOWID_DATACENTER_BITS`.
+   * @default
+   * 3
    */
   datacenterBits?: number
   /**
-   * Width of the workerId field in bits, 0 to 32. Env `SNOWID_WORKER_BITS`.
-   * @default 5
+   * width of workerId, 0–32 bits
+   * Env `SNOWID_WORKER_BITS`.
+   * @default
+   * 5
    */
   workerBits?: number
   /**
-   * Width of the clockBack field in bits, 0 to 32. Env `SNOWID_CLOCK_BACK_BITS`.
-   * @default 2
+   * width of clockBack, 0–32 bits
+   * Env `SNOWID_CLOCK_BACK_BITS`.
+   * @default
+   * 2
    */
   clockBackBits?: number
   /**
-   * Width of the sequence field in bits, 0 to 32. Env `SNOWID_SEQUENCE_BITS`.
-   * @default 12
+   * width of sequence, 0–32 bits
+   * Env `SNOWID_SEQUENCE_BITS`.
+   * @default
+   * 12
    */
   sequenceBits?: number
   /**
-   * What to do when the clock moves backwards. Env `SNOWID_ON_CLOCK_BACK`.
-   * @default 'bits'
+   * `bits`, `wait` or `throw`: what to do when the clock moves backwards (see [Guarantees](docs/guarantees.md#guarantees))
+   * Env `SNOWID_ON_CLOCK_BACK`.
+   * @default
+   * `bits`
    */
   onClockBack?: OnClockBack
   /**
-   * Under `'wait'`, the longest the generator blocks for the clock to catch up, 0 to 60000 ms.
+   * the longest a call blocks for the clock (`wait`) or for an earlier holder's mark, 0–60000 ms
    * Env `SNOWID_MAX_WAIT_MS`.
-   * @default 1000
+   * @default
+   * 1000
    */
   maxWaitMs?: number
   /**
-   * How far ahead of the clock, 0 to 60000 ms, the generator may move on when a ms is full (bounded borrowing).
-   * Timestamps may then run ahead of real time by up to this much. Env `SNOWID_MAX_LEAD_MS`.
-   * @default 0
+   * how far ahead of the clock a full ms may move on, 0–60000 ms (see [Bounded borrowing](docs/one-host.md#bounded-borrowing-maxleadms))
+   * Env `SNOWID_MAX_LEAD_MS`.
+   * @default
+   * 0
    */
   maxLeadMs?: number
   /**
-   * Whether to lease the (datacenterId, workerId) slot on this host, so that no two live processes use it.
-   * Env `SNOWID_LEASE` (`on` or `off`).
-   * @default true
+   * `on` or `off` (`true` or `false` as an option): lease the worker id slot on this host, so that no two live processes use it
+   * Env `SNOWID_LEASE`.
+   * @default
+   * `on` (`true`)
    */
   lease?: boolean
   /**
-   * The lease directory. Env `SNOWID_LEASE_DIR`.
-   * @default `/dev/shm/snowid` on Linux (`/tmp/snowid` without `/dev/shm`), `/tmp/snowid` on macOS,
-   * `%ProgramData%\snowid` on Windows
+   * the lease directory, where slots keep their marks
+   * Env `SNOWID_LEASE_DIR`.
+   * @default
+   * `/dev/shm/snowid` on Linux, `/tmp/snowid` on macOS, `%ProgramData%\snowid` on Windows (see [the default directory](docs/one-host.md#the-default-lease-directory))
    */
   leaseDir?: string
   /**
-   * A separate set of this host's slots, 1 to 64 characters of `A-Z a-z 0-9 . _ -`: processes of another
-   * namespace, or of none, never see these slots taken. For tests. Env `SNOWID_LEASE_NAMESPACE`.
-   * @default unset (the host's slots)
+   * a separate set of this host's worker id slots, for tests: 1–64 characters of `A-Z a-z 0-9 . _ -`; processes of another namespace, or of none, never see these slots taken
+   * Env `SNOWID_LEASE_NAMESPACE`.
+   * @default
+   * unset (`null` in `config()`): the host's
    */
   leaseNamespace?: string
   /**
-   * What a worker id given as a number does when another live process on this host holds its slot: `'fail'`
-   * throws `ERR_SNOWID_WORKER_ID_IN_USE`; `'next'` gives way to the automatic lease, from that slot on. Env
-   * `SNOWID_WORKER_ID_IF_TAKEN`, which covers only a worker id from the environment; the option covers the
-   * `workerId` option too.
-   * @default 'fail'
+   * `fail` or `next`: with `next`, a worker id that another process on this host holds gives way to the automatic lease from that slot on, instead of `ERR_SNOWID_WORKER_ID_IN_USE` (`snowid/cluster` sets it). The variable covers a worker id from the environment; the option covers a `workerId` option too
+   * Env `SNOWID_WORKER_ID_IF_TAKEN`.
+   * @default
+   * `fail`
    */
   workerIdIfTaken?: 'fail' | 'next'
   /**
-   * `'statefulset'`: with no worker id given as a number, the worker id is the ordinal at the end of the host
-   * name, as a Kubernetes StatefulSet names its pods (`web-3` is 3). Env `SNOWID_WORKER_ID_FROM`.
-   * @default unset
+   * `statefulset`: with no worker id given as a number, the worker id is the ordinal at the end of the host name (`web-3` is 3; see [Kubernetes StatefulSets](docs/one-host.md#kubernetes-statefulsets))
+   * Env `SNOWID_WORKER_ID_FROM`.
+   * @default
+   * unset (`null` in `config()`)
    */
   workerIdFrom?: 'statefulset'
   /**
-   * `true` declares this the only instance of the service: where replicas are the norm (Kubernetes, ECS, Cloud
-   * Run, Nomad, Heroku, Fly.io, AWS Lambda), the first id then goes ahead with no worker id or datacenter id chosen
-   * instead of throwing `ERR_SNOWID_IDENTITY_REQUIRED`, and a plain container gives no warning. Env
-   * `SNOWID_SINGLE_INSTANCE` (`true` or `false`).
-   * @default false
+   * `true` or `false` (a boolean as an option): `true` says this is the only instance, so that where replicas are the norm (Kubernetes, ECS, Cloud Run, ...) an identity no one chose is not refused (see [Replicas](docs/guarantees.md#replicas-that-cannot-see-each-other))
+   * Env `SNOWID_SINGLE_INSTANCE`.
+   * @default
+   * `false`
    */
   singleInstance?: boolean
 }
 
-/** The effective configuration of a generator. */
+/**
+ * The effective configuration of a generator: the value of each option (see `SnowflakeOptions`), and what
+ * follows from them.
+ */
 export interface SnowidConfig {
   datacenterId: number
   workerId: number
-  /** The starting clock-back value. */
   clockBack: number
-  /** The epoch in Unix ms. */
   epoch: number
   datacenterBits: number
   workerBits: number
   clockBackBits: number
   sequenceBits: number
-  /** What is left of 63 bits for the timestamp. */
-  timestampBits: number
   onClockBack: OnClockBack
   maxWaitMs: number
   maxLeadMs: number
-  /** Whether the (datacenterId, workerId) slot is leased on this host. */
   lease: boolean
   leaseDir: string
-  /** The lease namespace (`SNOWID_LEASE_NAMESPACE`), or `null` for the host's slots. */
   leaseNamespace: string | null
-  /**
-   * What a worker id given as a number does when another process on this host holds its slot: `'fail'`
-   * (`ERR_SNOWID_WORKER_ID_IN_USE`) or `'next'` (the automatic lease from that slot on).
-   */
   workerIdIfTaken: 'fail' | 'next'
-  /**
-   * `'statefulset'` when, with no worker id given as a number, the worker id is the ordinal of a StatefulSet
-   * pod's host name; else `null`.
-   */
   workerIdFrom: 'statefulset' | null
-  /**
-   * Whether this is declared the only instance (`SNOWID_SINGLE_INSTANCE=true`), so that an identity no one chose
-   * is not refused where replicas are the norm.
-   */
   singleInstance: boolean
+  /** What is left of 63 bits for the timestamp. */
+  timestampBits: number
   /**
-   * Where this process runs, as far as replicas go: an orchestrator where replicas are the norm and an identity
-   * no one chose is refused (`ERR_SNOWID_IDENTITY_REQUIRED`), `'container'` for a plain Docker or Podman container
-   * (where it is warned of), or `null` for none known. See docs/guarantees.md for how each is known.
+   * Where this process runs, as far as replicas go: an orchestrator where replicas are the norm and an
+   * identity no one chose is refused (`ERR_SNOWID_IDENTITY_REQUIRED`), `'container'` for a plain Docker or
+   * Podman container (where it is warned of), or `null` for none known. See docs/guarantees.md for how
+   * each is known.
    */
-  environment: 'kubernetes' | 'ecs' | 'cloudrun' | 'nomad' | 'heroku' | 'fly' | 'lambda' | 'container' | null
+  environment: 'kubernetes' | 'ecs' | 'cloudrun' | 'nomad' | 'heroku' | 'fly' | 'lambda' | 'containerapps' | 'appservice' | 'azurefunctions' | 'appengine' | 'cloudfunctions' | 'render' | 'railway' | 'vercel' | 'netlify' | 'cloudfoundry' | 'container' | null
   /** The most ids one generator issues in one ms: 2^sequenceBits. */
   maxIdsPerMs: number
   /** The last Unix ms the layout can encode. Generation throws `ERR_SNOWID_TIME_EXHAUSTED` after it. */
@@ -379,8 +402,20 @@ export interface SnowidStats {
   clockBack: number
   /** Steps back of the clock that moved clockBack to a new value. */
   clockBackEvents: number
-  /** Calls that had to wait: for the next ms, for the clock to catch up, or for an earlier holder's mark. */
+  /** Calls that had to wait, for any reason: `sequenceWaits + markWaits + clockWaits`. */
   waits: number
+  /** Calls that waited for the next ms because the sequence of the current one was used up at the edge of the lead. */
+  sequenceWaits: number
+  /** Calls that waited for the clock to pass the mark an earlier holder of the slot left. */
+  markWaits: number
+  /** Calls that waited for the clock to catch up after it stepped back (`onClockBack: 'wait'`). */
+  clockWaits: number
+  /** Ms the sequence waits took in all, by the generator's clock (whole ms: a wait within one ms counts 0). */
+  sequenceWaitMs: number
+  /** Ms the mark waits took in all, by the generator's clock. */
+  markWaitMs: number
+  /** Ms the clock waits took in all, by the generator's clock. */
+  clockWaitMs: number
   /** High-water marks written to the lease file. */
   markWrites: number
 }
@@ -392,7 +427,7 @@ export declare function stats(): SnowidStats
  * The worker-id slots that processes started with `env` (merged over this process's `process.env`, as
  * `cluster.fork(env)` does: a variable given as `undefined` is unset) would use, their configuration resolved as
  * theirs will be: their datacenter id, how many worker ids there are, whether the automatic lease gives them their
- * ids, which slots' lease files name a live process, and the identity rule as their first ids would meet it. It
+ * ids, which slots' lease files name a live process (and which a process that has gone), with who they are, and the identity rule as their first ids would meet it. It
  * takes no lock and starts nothing. `snowid/cluster` uses it to fork.
  * @throws {Error} `ERR_SNOWID_IDENTITY_REQUIRED` where their first ids would be refused: no identity chosen where
  * replicas are the norm (see docs/guarantees.md).
@@ -426,6 +461,12 @@ export interface WorkerSlots {
    * would search (all of them, when it picks the datacenter id), else of `datacenterId`. Empty when leases are off.
    */
   recorded: Array<SlotRecord>
+  /**
+   * The slots of the same datacenter ids whose lease file names a process that no longer holds them (it exited,
+   * was killed, or let the slot go): their last holder, for the record. Free to take, unless their marks reach
+   * ahead of the clock. Empty when leases are off.
+   */
+  gone: Array<SlotRecord>
   /**
    * The warning each process would give (`SNOWID_IDENTITY_UNCHOSEN`) for an identity no one chose in a plain
    * container, or `null`.
