@@ -63,12 +63,15 @@ async function main() {
 
   test('a step back within maxLeadMs carries on; a larger one is refused (SN001) until the clock catches up', async t => {
     await c.connect()
-    await c.query(`${tableSql()}\n${postgresFunctions(LAYOUT)}\n${postgresGenerator(LAYOUT, { maxLeadMs: 1000 })}`)
+    await c.query(
+      `${tableSql()}\n${postgresFunctions(LAYOUT)}\n${postgresGenerator(LAYOUT, { maxLeadMs: 1000, ttlMs: 100 })}`,
+    )
     const ids = []
     const take = async n => {
       const { rows } = await c.query('SELECT snowid_next_id()::text AS id FROM generate_series(1, $1)', [n])
       for (const r of rows) ids.push(BigInt(r.id))
     }
+    // A TTL of 100 ms: the slot of the table just made is held that long, within maxLeadMs, so nothing is refused.
     // Past the server's start plus maxLeadMs, so the ids are stamped by the clock.
     await sleep(1500)
     await take(2000)

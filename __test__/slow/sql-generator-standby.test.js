@@ -45,6 +45,19 @@ test('a promoted asynchronous standby never makes an id the old primary made', a
     for (const r of await sql(server, 'SELECT snowid_next_id()::text AS id FROM generate_series(1, $1)', [n]))
       ids.push(BigInt(r.id))
   }
+  // The lease table was just made, so its rows record no incarnation: the database's slot is held one TTL first.
+  await until(
+    () =>
+      sql(primary, 'SELECT snowid_next_id()').then(
+        () => true,
+        err => {
+          if (err.code !== 'SN001') throw err
+          return false
+        },
+      ),
+    TTL * 5,
+    'the first id after the install',
+  )
   await take(primary, 1000)
   await until(
     async () => (await sql(standby, "SELECT to_regprocedure('snowid_next_id()') IS NOT NULL AS ok"))[0].ok,
