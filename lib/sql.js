@@ -68,16 +68,32 @@ function fieldsOf(layout) {
 const iso = ms => new Date(ms).toISOString()
 
 /**
+ * What both stores' reading functions write into their SQL: the layout, its fields, the epoch and the last ms as
+ * BigInts, the mask of the bits below the timestamp, and two comment lines that describe the layout.
+ */
+function readerParts(config) {
+  const layout = readLayout(config)
+  const f = fieldsOf(layout)
+  const epoch = BigInt(layout.epoch)
+  const expiresAt = epoch + f.timestampBits.mask
+  return {
+    layout,
+    f,
+    epoch,
+    expiresAt,
+    lowMask: (1n << f.timestampBits.shift) - 1n,
+    about: `--   epoch ${layout.epoch} (${iso(layout.epoch)}), timestamp ${layout.timestampBits} bits (until ${iso(Number(expiresAt))}),
+--   datacenterId ${layout.datacenterBits} bits, workerId ${layout.workerBits} bits, clockBack ${layout.clockBackBits} bits, sequence ${layout.sequenceBits} bits.`,
+  }
+}
+
+/**
  * `CREATE OR REPLACE FUNCTION` statements for PostgreSQL 14 or later that read ids of the layout and epoch of
  * `config` (what `config()` or `snowflake.config()` returns): `snowid_timestamp`, `snowid_datacenter_id`,
  * `snowid_worker_id`, `snowid_clock_back`, `snowid_sequence`, `snowid_min_id_at` and `snowid_max_id_at`.
  */
 function postgresFunctions(config) {
-  const layout = readLayout(config)
-  const f = fieldsOf(layout)
-  const epoch = BigInt(layout.epoch)
-  const expiresAt = epoch + f.timestampBits.mask
-  const lowMask = (1n << f.timestampBits.shift) - 1n
+  const { layout, f, epoch, expiresAt, lowMask, about } = readerParts(config)
   const idCheck = name => `  IF id < 0 THEN
     RAISE EXCEPTION '${name}: expected an id from 0 to 9223372036854775807, found %', id USING ERRCODE = '22003';
   END IF;`
@@ -105,8 +121,7 @@ BEGIN
 END
 $$;`
   return `-- snowid SQL functions for PostgreSQL 14 or later, for ids of this layout and epoch:
---   epoch ${layout.epoch} (${iso(layout.epoch)}), timestamp ${layout.timestampBits} bits (until ${iso(Number(expiresAt))}),
---   datacenterId ${layout.datacenterBits} bits, workerId ${layout.workerBits} bits, clockBack ${layout.clockBackBits} bits, sequence ${layout.sequenceBits} bits.
+${about}
 -- They are IMMUTABLE: the layout is written into them as constants, and they read no setting (the time zone
 -- and DateStyle included). Ids never change layout, so neither should these functions.
 
@@ -183,19 +198,35 @@ function generatorOptions(config, options) {
 }
 
 /**
+ * What both generators write into their SQL: the options read, the lease table quoted by `quoteTable` (the
+ * store's), the layout's fields, and the slot's fixed bits.
+ */
+function generatorParts(config, options, quoteTable) {
+  const o = generatorOptions(config, options)
+  const { layout } = o
+  const f = fieldsOf(layout)
+  return {
+    o,
+    layout,
+    t: quoteTable(o.table),
+    f,
+    S: layout.sequenceBits,
+    fixed: (BigInt(o.datacenterId) << f.datacenterBits.shift) | (BigInt(o.workerId) << f.workerBits.shift),
+    slot: `(${o.datacenterId}, ${o.workerId})`,
+  }
+}
+
+/**
  * The SQL that installs `snowid_next_id()` in PostgreSQL 14 or later: ids of the layout and epoch of `config`, made
  * by the database on a slot of snowid/postgres's lease table that the database holds for good. One statement (a DO
  * block): it claims the slot and makes the state and the function, or it fails and makes nothing.
  */
 function postgresGenerator(config, options = {}) {
-  const o = generatorOptions(config, options)
-  const { layout } = o
-  const quoteTable = require('./postgres.js')[Symbol.for('snowid.postgres.quoteTable')]
-  const t = quoteTable(o.table)
-  const f = fieldsOf(layout)
-  const S = layout.sequenceBits
-  const fixed = (BigInt(o.datacenterId) << f.datacenterBits.shift) | (BigInt(o.workerId) << f.workerBits.shift)
-  const slot = `(${o.datacenterId}, ${o.workerId})`
+  const { o, layout, t, f, S, fixed, slot } = generatorParts(
+    config,
+    options,
+    require('./postgres.js')[Symbol.for('snowid.postgres.quoteTable')],
+  )
   // The slot's number, within int4: two generators of one database share a lock only if their slots' numbers differ
   // by a multiple of 2^31, which costs them speed, never ids (each has its own state).
   const lockKey = (o.datacenterId * 2 ** layout.workerBits + o.workerId) % 2 ** 31
@@ -386,11 +417,7 @@ const signal = (state, parts) => `BEGIN
  * `mysql` or `mariadb` client (they use `DELIMITER`).
  */
 function mysqlFunctions(config) {
-  const layout = readLayout(config)
-  const f = fieldsOf(layout)
-  const epoch = BigInt(layout.epoch)
-  const expiresAt = epoch + f.timestampBits.mask
-  const lowMask = (1n << f.timestampBits.shift) - 1n
+  const { layout, f, epoch, expiresAt, lowMask, about } = readerParts(config)
   const idCheck = name => `IF id IS NULL THEN
     RETURN NULL;
   END IF;
@@ -423,8 +450,7 @@ BEGIN
   RETURN ((${low ? 'FLOOR(us / 1000)' : 'CEIL(us / 1000)'} - ${epoch}) << ${f.timestampBits.shift})${low ? ` | ${lowMask}` : ''};
 END`
   return `-- snowid SQL functions for MySQL 8 or MariaDB 10.6 or later, for ids of this layout and epoch:
---   epoch ${layout.epoch} (${iso(layout.epoch)}), timestamp ${layout.timestampBits} bits (until ${iso(Number(expiresAt))}),
---   datacenterId ${layout.datacenterBits} bits, workerId ${layout.workerBits} bits, clockBack ${layout.clockBackBits} bits, sequence ${layout.sequenceBits} bits.
+${about}
 -- They are DETERMINISTIC: the layout is written into them as constants, and they read no setting (times are UTC
 -- DATETIMEs, whatever the session's time zone). Run with the mysql or mariadb client (they use DELIMITER). With a
 -- binary log, creating functions needs SUPER or log_bin_trust_function_creators (they are DETERMINISTIC NO SQL).
@@ -456,14 +482,11 @@ END`,
  * allows no stored function in a DEFAULT: a BEFORE INSERT trigger calls it (docs/databases.md shows one).
  */
 function mysqlGenerator(config, options = {}) {
-  const o = generatorOptions(config, options)
-  const { layout } = o
-  const quoteTable = require('./mysql.js')[Symbol.for('snowid.mysql.quoteTable')]
-  const t = quoteTable(o.table)
-  const f = fieldsOf(layout)
-  const S = layout.sequenceBits
-  const fixed = (BigInt(o.datacenterId) << f.datacenterBits.shift) | (BigInt(o.workerId) << f.workerBits.shift)
-  const slot = `(${o.datacenterId}, ${o.workerId})`
+  const { o, layout, t, f, S, fixed, slot } = generatorParts(
+    config,
+    options,
+    require('./mysql.js')[Symbol.for('snowid.mysql.quoteTable')],
+  )
   const epoch = layout.epoch
   const tsMask = f.timestampBits.mask
   const NOW_MS = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)"
