@@ -8,20 +8,16 @@ const test = require('node:test')
 
 require('./helpers.js').isolateLeases()
 
-const { reportMissing, startMariadbDatabase } = require('./servers.js')
+const { serverFor, startMariadbDatabase } = require('./servers.js')
 const { dataLostUnderAHolder, lockedTableFailsClosed, tableDroppedUnderAHolder } = require('./holders.js')
 const { acquireWorkerId } = require('../lib/mysql.js')
 
 const DATABASE = 'snowid'
 
 async function main() {
-  const started = await startMariadbDatabase(DATABASE)
-  if (!started) {
-    reportMissing(test, 'MariaDB', "apt-get install mariadb-server (Debian's package)")
-    return
-  }
-  const { server, settings, admin } = started
-  test.after(() => server.stop())
+  const started = await serverFor(test, 'mariadb', () => startMariadbDatabase(DATABASE))
+  if (!started) return
+  const { settings, admin } = started
   const mysql = require('mysql2')
   const mysqlPromise = require('mysql2/promise')
   const base = table => ({ store: 'mysql', client: 'mysql2', ...settings, table })

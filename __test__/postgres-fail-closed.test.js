@@ -8,7 +8,7 @@ const test = require('node:test')
 
 require('./helpers.js').isolateLeases()
 
-const { reportMissing, startPostgres, tcpProxy } = require('./servers.js')
+const { serverFor, startPostgres, tcpProxy } = require('./servers.js')
 const { dataLostUnderAHolder, lockedTableFailsClosed, tableDroppedUnderAHolder } = require('./holders.js')
 const { acquireWorkerId } = require('../lib/postgres.js')
 
@@ -20,12 +20,8 @@ function pool(server, port = server.port) {
 }
 
 async function main() {
-  const server = await startPostgres()
-  if (!server) {
-    reportMissing(test, 'PostgreSQL', "apt-get install postgresql (Debian's package)")
-    return
-  }
-  test.after(() => server.stop())
+  const server = await serverFor(test, 'postgres', startPostgres)
+  if (!server) return
   const admin = pool(server)
   test.after(() => admin.end())
   const base = (client, table, port = server.port) => ({

@@ -57,6 +57,29 @@ function reportMissing(test, what, install) {
   }
 }
 
+/** What to install for each kind of server, as reportMissing takes it. */
+const MISSING = {
+  redis: ['redis-server', "apt-get install redis-server (Debian's package)"],
+  postgres: ['PostgreSQL', "apt-get install postgresql (Debian's package)"],
+  mariadb: ['MariaDB', "apt-get install mariadb-server (Debian's package)"],
+}
+
+/**
+ * A server for the tests of a file: what `start` (startRedis, startPostgres, startMariadbDatabase...) resolves to,
+ * stopped after the tests of `test` unless `stop` is false; null, once reported missing as `kind` (a key of MISSING),
+ * when it is not installed.
+ */
+async function serverFor(test, kind, start, { stop = true } = {}) {
+  const started = await start()
+  if (!started) {
+    reportMissing(test, ...MISSING[kind])
+    return null
+  }
+  // startMariadbDatabase resolves to { server, settings, admin }; the others to the server.
+  if (stop) test.after(() => (started.server ?? started).stop())
+  return started
+}
+
 /** Runs `file args` as `user` when this process is root (PostgreSQL refuses to run as root), else as is. */
 function runAs(user, file, args, options = {}) {
   const [cmd, argv] =
@@ -781,6 +804,7 @@ module.exports = {
   onPath,
   reportMissing,
   runAs,
+  serverFor,
   startMariadb,
   startMariadbDatabase,
   startPostgres,
