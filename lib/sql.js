@@ -238,6 +238,16 @@ function postgresGenerator(config, options = {}) {
   // at install (the table's name is letters, digits and _, so it can stand in a string literal), and {TOKEN} the token
   // the slot was claimed with.
   const timeline = `('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int`
+  // `statements` (indented 4) under the slot's advisory lock, released on any error (a cancel included) before the
+  // error goes on, and after them.
+  const locked = statements => `  PERFORM pg_advisory_lock(${LOCK_CLASS}, ${lockKey});
+  BEGIN
+${statements}
+  EXCEPTION WHEN query_canceled OR OTHERS THEN
+    PERFORM pg_advisory_unlock(${LOCK_CLASS}, ${lockKey});
+    RAISE;
+  END;
+  PERFORM pg_advisory_unlock(${LOCK_CLASS}, ${lockKey});`
   const body = `
 DECLARE
   v bigint;
@@ -248,9 +258,7 @@ BEGIN
   -- One caller at a time per slot: a session-level advisory lock, released before the function returns, so it is
   -- held for microseconds and not to the end of the caller's transaction. The block below releases it on any error
   -- (a cancel included) before the error goes on.
-  PERFORM pg_advisory_lock(${LOCK_CLASS}, ${lockKey});
-  BEGIN
-    v := nextval('{SEQ}');
+${locked(`    v := nextval('{SEQ}');
     now_ms := ${nowMs};
     -- No id before the clock, and none before this server's start plus the lead, nor (after a promotion) before
     -- one TTL past the first call on the new timeline: see the argument above.
@@ -279,12 +287,7 @@ BEGIN
     IF (v >> ${S}) > ${tsMask} THEN
       RAISE EXCEPTION 'snowid_next_id: expected a time up to ${iso(Number(BigInt(epoch) + tsMask))} (the layout''s expiresAt), found a later one'
         USING ERRCODE = 'SN002';
-    END IF;
-  EXCEPTION WHEN query_canceled OR OTHERS THEN
-    PERFORM pg_advisory_unlock(${LOCK_CLASS}, ${lockKey});
-    RAISE;
-  END;
-  PERFORM pg_advisory_unlock(${LOCK_CLASS}, ${lockKey});
+    END IF;`)}
   RETURN ((v >> ${S}) << ${f.timestampBits.shift}) | ${fixed} | (v & ${f.sequenceBits.mask});
 END`
   // snowid_next_id_skip(t): no id of the slot at or before t from now on (after a promoted standby, when the old
@@ -294,17 +297,10 @@ DECLARE
   v bigint;
   target bigint := floor(extract(epoch FROM past) * 1000)::bigint - ${epoch} + 1;
 BEGIN
-  PERFORM pg_advisory_lock(${LOCK_CLASS}, ${lockKey});
-  BEGIN
-    v := nextval('{SEQ}');
+${locked(`    v := nextval('{SEQ}');
     IF (v >> ${S}) < target THEN
       PERFORM setval('{SEQ}', target << ${S}, false);
-    END IF;
-  EXCEPTION WHEN query_canceled OR OTHERS THEN
-    PERFORM pg_advisory_unlock(${LOCK_CLASS}, ${lockKey});
-    RAISE;
-  END;
-  PERFORM pg_advisory_unlock(${LOCK_CLASS}, ${lockKey});
+    END IF;`)}
 END`
   const held = `r.token IS NOT NULL AND r.expires_at IS NOT NULL AND r.expires_at > clock_timestamp()`
   return `-- snowid_next_id() for PostgreSQL 14 or later: ids of this layout and epoch, made by the database.
