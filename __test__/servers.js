@@ -508,6 +508,33 @@ async function startMariadbDatabase(database, options) {
   return { server, settings, admin }
 }
 
+/** Runs one statement on `server` (startPostgres's) as its superuser, on a connection of its own: its rows. */
+async function postgresQuery(server, text, params) {
+  const { Client } = require('pg')
+  const c = new Client({ host: server.host, port: server.port, user: server.user, database: server.database })
+  await c.connect()
+  try {
+    return (await c.query(text, params)).rows
+  } finally {
+    await c.end()
+  }
+}
+
+/**
+ * A PostgreSQL primary (with `settings`), a proxy `link` to it (tcpProxy's) and a standby streaming through `link`:
+ * `{ primary, link, standby }`, all stopped after `t`; `undefined` when PostgreSQL is not installed.
+ */
+async function startPostgresWithStandby(t, settings = {}) {
+  const primary = await startPostgres({ settings })
+  if (!primary) return undefined
+  t.after(() => primary.stop())
+  const link = await tcpProxy(primary.port)
+  t.after(() => link.close())
+  const standby = await startPostgres({ standbyOf: primary, via: link.port })
+  t.after(() => standby.stop())
+  return { primary, link, standby }
+}
+
 /**
  * Starts a Redis Sentinel on a free loopback port, watching the master at 127.0.0.1:`masterPort` as `name`, with a
  * quorum of `quorum`, declaring the master down after `downAfterMs`. Returns `{ port, stop() }` (which also removes its
@@ -808,6 +835,8 @@ module.exports = {
   startMariadb,
   startMariadbDatabase,
   startPostgres,
+  startPostgresWithStandby,
+  postgresQuery,
   startRedis,
   waitForPort,
 }
