@@ -8,16 +8,12 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 
 const { wasiSkip } = require('./helpers.js')
-const { reportMissing, startRedis } = require('./servers.js')
+const { serverFor, startRedis } = require('./servers.js')
 const { runRounds } = require('./call-order.js')
 
 async function main() {
-  const redis = await startRedis()
-  if (!redis) {
-    reportMissing(test, 'redis-server', "apt-get install redis-server (Debian's package)")
-    return
-  }
-  test.after(() => redis.stop())
+  const redis = await serverFor(test, 'redis', startRedis)
+  if (!redis) return
   test(
     'random sequences of configuration calls and configureWorkerId in two processes at once: 0 duplicates',
     wasiSkip('the WASI build has no host lease'),

@@ -287,6 +287,18 @@ function readIds(file) {
 }
 
 /**
+ * A layout for tests that run it both in this process and through the CLI: `options` as a Snowflake takes them, and
+ * `env`, the same layout as the SNOWID_* variables (datacenterBits as SNOWID_DATACENTER_BITS, epoch as SNOWID_EPOCH).
+ */
+function layoutCase(name, options = {}) {
+  const env = {}
+  for (const [key, value] of Object.entries(options)) {
+    env[`SNOWID_${key.replace(/[A-Z]/g, c => `_${c}`).toUpperCase()}`] = String(value)
+  }
+  return { name, env, options }
+}
+
+/**
  * Duplicates among all the ids of `lists` (BigInt64Arrays, or arrays of what BigInt takes), counted by sorting one
  * BigInt64Array of them all: `{ total, dups, repeated }`, `repeated` being the ids found more than once (one entry per
  * extra copy), in order.
@@ -367,4 +379,5 @@ module.exports = {
   leaseWriter,
   readIds,
   countDuplicates,
+  layoutCase,
 }

@@ -445,10 +445,38 @@ async function tableDroppedUnderAHolder(tt, base, drop, { ttlMs = 1500 } = {}) {
   }
 }
 
+/**
+ * The lease table locked by another session (`lock`, then `unlock`): a take through `acquire` by each of `clients`
+ * (two at least) fails with ERR_SNOWID_STORE_TIMEOUT from the server, its message matching `message` if given and
+ * never saying to check that the store is up; once the lock goes no slot is held (`heldCount` reads how many are),
+ * and a take gets worker 0.
+ */
+async function lockedTableFailsClosed(tt, { clients, acquire, lock, unlock, heldCount, message }) {
+  await lock()
+  const started = Date.now()
+  const results = await Promise.allSettled(clients.map(client => acquire(client)))
+  const elapsed = Date.now() - started
+  for (const r of results) {
+    assert.equal(r.status, 'rejected')
+    assert.equal(r.reason.code, 'ERR_SNOWID_STORE_TIMEOUT', r.reason.message)
+    if (message) assert.match(r.reason.message, message)
+    assert.doesNotMatch(r.reason.message, /is up and/)
+  }
+  tt.diagnostic(`${results[0].reason.message} (after ${elapsed} ms)`)
+  // The server cancelled the takes: once the lock goes, no row is held.
+  await unlock()
+  await sleep(500)
+  assert.equal(await heldCount(), 0, 'no slot is held under a token nobody owns')
+  const lease = await acquire(clients[1])
+  assert.equal(lease.workerId, 0)
+  await lease.release()
+}
+
 module.exports = {
   RECOVERY_MARGIN_MS,
   dataLostUnderAHolder,
   tableDroppedUnderAHolder,
+  lockedTableFailsClosed,
   holder,
   assertNoDuplicates,
   tally,

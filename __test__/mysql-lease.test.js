@@ -9,7 +9,7 @@ const assert = require('node:assert/strict')
 
 require('./helpers.js').isolateLeases()
 
-const { reportMissing, startMariadbDatabase, freePort } = require('./servers.js')
+const { serverFor, startMariadbDatabase, freePort } = require('./servers.js')
 const { storeConformance } = require('./store-conformance.js')
 const { acquireWorkerId, MysqlLease, tableSql } = require('../lib/mysql.js')
 const { runNode } = require('./helpers.js')
@@ -17,11 +17,8 @@ const { runNode } = require('./helpers.js')
 const DATABASE = 'snowid'
 
 async function main() {
-  const started = await startMariadbDatabase(DATABASE)
-  if (!started) {
-    reportMissing(test, 'MariaDB', "apt-get install mariadb-server (Debian's package)")
-    return
-  }
+  const started = await serverFor(test, 'mariadb', () => startMariadbDatabase(DATABASE), { stop: false })
+  if (!started) return
   const { server, settings, admin } = started
   const mysql = require('mysql2')
   const mysqlPromise = require('mysql2/promise')

@@ -11,7 +11,7 @@ const { setTimeout: sleep } = require('node:timers/promises')
 
 require('./helpers.js').isolateLeases()
 
-const { reportMissing, startPostgres, freePort } = require('./servers.js')
+const { serverFor, startPostgres, freePort } = require('./servers.js')
 const { holder, assertNoDuplicates, endedClientExits, holdersThroughAnOutage } = require('./holders.js')
 const { clientSmoke, storeConformance } = require('./store-conformance.js')
 const { acquireWorkerId, PostgresLease, tableSql } = require('../lib/postgres.js')
@@ -37,12 +37,8 @@ function connect(kind, server, extra = {}) {
 }
 
 async function main() {
-  const server = await startPostgres()
-  if (!server) {
-    reportMissing(test, 'PostgreSQL', "apt-get install postgresql (Debian's package)")
-    return
-  }
-  test.after(() => server.stop())
+  const server = await serverFor(test, 'postgres', startPostgres)
+  if (!server) return
   const admin = connect('pg', server)
   test.after(() => admin.close())
 

@@ -9,7 +9,7 @@ const assert = require('node:assert/strict')
 
 require('./helpers.js').isolateLeases()
 
-const { reportMissing, startRedis } = require('./servers.js')
+const { serverFor, startRedis } = require('./servers.js')
 const { Snowflake, decode } = require('../index.js')
 const { bigintsToStrings, stringify } = require('../lib/json.js')
 
@@ -71,12 +71,8 @@ test('MongoDB: BSON keeps an int64 (Long, or bigint with useBigInt64); EJSON rel
 })
 
 async function main() {
-  const redis = await startRedis()
-  if (!redis) {
-    reportMissing(test, 'redis-server', "apt-get install redis-server (Debian's package)")
-    return
-  }
-  test.after(() => redis.stop())
+  const redis = await serverFor(test, 'redis', startRedis)
+  if (!redis) return
   const url = redis.url
 
   test('BullMQ: a bigint jobId or data throws; string forms reach the worker exact', async () => {

@@ -14,7 +14,7 @@ const { spawn } = require('node:child_process')
 require('./helpers.js').isolateLeases()
 
 const { ROOT, cleanEnv } = require('./helpers.js')
-const { reportMissing, startRedis, freePort } = require('./servers.js')
+const { serverFor, startRedis, freePort } = require('./servers.js')
 const { acquireWorkerId, RedisLease } = require('../lib/redis.js')
 const { clientScenarios, connect, redisScenarios } = require('./redis-scenarios.js')
 const { clientSmoke, storeConformance } = require('./store-conformance.js')
@@ -25,12 +25,8 @@ const NEWEST = ['ioredis', 'redis']
 const CLIENTS = [...NEWEST, 'ioredis-5', 'redis-4']
 
 async function main() {
-  const redis = await startRedis()
-  if (!redis) {
-    reportMissing(test, 'redis-server', "apt-get install redis-server (Debian's package)")
-    return
-  }
-  test.after(() => redis.stop())
+  const redis = await serverFor(test, 'redis', startRedis)
+  if (!redis) return
   const { client, raw, close } = await connect('ioredis', redis.port)
   test.after(() => close())
 

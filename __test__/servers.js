@@ -57,6 +57,29 @@ function reportMissing(test, what, install) {
   }
 }
 
+/** What to install for each kind of server, as reportMissing takes it. */
+const MISSING = {
+  redis: ['redis-server', "apt-get install redis-server (Debian's package)"],
+  postgres: ['PostgreSQL', "apt-get install postgresql (Debian's package)"],
+  mariadb: ['MariaDB', "apt-get install mariadb-server (Debian's package)"],
+}
+
+/**
+ * A server for the tests of a file: what `start` (startRedis, startPostgres, startMariadbDatabase...) resolves to,
+ * stopped after the tests of `test` unless `stop` is false; null, once reported missing as `kind` (a key of MISSING),
+ * when it is not installed.
+ */
+async function serverFor(test, kind, start, { stop = true } = {}) {
+  const started = await start()
+  if (!started) {
+    reportMissing(test, ...MISSING[kind])
+    return null
+  }
+  // startMariadbDatabase resolves to { server, settings, admin }; the others to the server.
+  if (stop) test.after(() => (started.server ?? started).stop())
+  return started
+}
+
 /** Runs `file args` as `user` when this process is root (PostgreSQL refuses to run as root), else as is. */
 function runAs(user, file, args, options = {}) {
   const [cmd, argv] =
@@ -485,6 +508,33 @@ async function startMariadbDatabase(database, options) {
   return { server, settings, admin }
 }
 
+/** Runs one statement on `server` (startPostgres's) as its superuser, on a connection of its own: its rows. */
+async function postgresQuery(server, text, params) {
+  const { Client } = require('pg')
+  const c = new Client({ host: server.host, port: server.port, user: server.user, database: server.database })
+  await c.connect()
+  try {
+    return (await c.query(text, params)).rows
+  } finally {
+    await c.end()
+  }
+}
+
+/**
+ * A PostgreSQL primary (with `settings`), a proxy `link` to it (tcpProxy's) and a standby streaming through `link`:
+ * `{ primary, link, standby }`, all stopped after `t`; `undefined` when PostgreSQL is not installed.
+ */
+async function startPostgresWithStandby(t, settings = {}) {
+  const primary = await startPostgres({ settings })
+  if (!primary) return undefined
+  t.after(() => primary.stop())
+  const link = await tcpProxy(primary.port)
+  t.after(() => link.close())
+  const standby = await startPostgres({ standbyOf: primary, via: link.port })
+  t.after(() => standby.stop())
+  return { primary, link, standby }
+}
+
 /**
  * Starts a Redis Sentinel on a free loopback port, watching the master at 127.0.0.1:`masterPort` as `name`, with a
  * quorum of `quorum`, declaring the master down after `downAfterMs`. Returns `{ port, stop() }` (which also removes its
@@ -781,9 +831,12 @@ module.exports = {
   onPath,
   reportMissing,
   runAs,
+  serverFor,
   startMariadb,
   startMariadbDatabase,
   startPostgres,
+  startPostgresWithStandby,
+  postgresQuery,
   startRedis,
   waitForPort,
 }

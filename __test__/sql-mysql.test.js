@@ -14,37 +14,20 @@ require('./helpers.js').isolateLeases()
 const { Snowflake } = require('..')
 const { mysqlFunctions, mysqlGenerator } = require('../lib/sql.js')
 const { acquireWorkerId, tableSql } = require('../lib/mysql.js')
-const { runCli } = require('./helpers.js')
+const { countDuplicates, layoutCase, runCli } = require('./helpers.js')
 const { findExecutable, onPath, reportMissing, startMariadb } = require('./servers.js')
 
 const MAX_ID = (1n << 63n) - 1n
 const LAYOUTS = [
-  { name: 'default', env: {}, options: {} },
-  {
-    name: 'odd',
-    env: {
-      SNOWID_DATACENTER_BITS: '0',
-      SNOWID_WORKER_BITS: '3',
-      SNOWID_CLOCK_BACK_BITS: '1',
-      SNOWID_SEQUENCE_BITS: '14',
-      SNOWID_EPOCH: '2024-06-15T12:34:56.789Z',
-    },
-    options: {
-      datacenterBits: 0,
-      workerBits: 3,
-      clockBackBits: 1,
-      sequenceBits: 14,
-      epoch: '2024-06-15T12:34:56.789Z',
-    },
-  },
+  layoutCase('default'),
+  layoutCase('odd', {
+    datacenterBits: 0,
+    workerBits: 3,
+    clockBackBits: 1,
+    sequenceBits: 14,
+    epoch: '2024-06-15T12:34:56.789Z',
+  }),
 ]
-
-function duplicates(ids) {
-  const sorted = BigInt64Array.from(ids, BigInt).sort()
-  let n = 0
-  for (let i = 1; i < sorted.length; i++) if (sorted[i] === sorted[i - 1]) n++
-  return n
-}
 
 /** A UTC DATETIME(3) as MySQL prints it, for Unix ms. */
 const datetime = ms => new Date(ms).toISOString().replace('T', ' ').replace('Z', '')
@@ -255,8 +238,8 @@ async function main() {
       const [[{ n }]] = await p.query('SELECT COUNT(*) AS n FROM orders')
       assert.equal(Number(n), committed)
       t.diagnostic(`${returned.length} ids returned, ${committed} committed`)
-      assert.equal(duplicates(returned), 0)
-      assert.equal(duplicates([...returned, ...appIds]), 0)
+      assert.equal(countDuplicates([returned]).dups, 0)
+      assert.equal(countDuplicates([returned, appIds]).dups, 0)
       const [fields] = await p.query(
         'SELECT DISTINCT snowid_worker_id(id) AS w, snowid_clock_back(id) AS cb FROM orders',
       )

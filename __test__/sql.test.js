@@ -12,7 +12,7 @@ const { setTimeout: sleep } = require('node:timers/promises')
 
 const { Snowflake } = require('..')
 const { postgresFunctions } = require('../lib/sql.js')
-const { WASI, cleanEnv, runCli } = require('./helpers.js')
+const { WASI, cleanEnv, layoutCase, runCli } = require('./helpers.js')
 const { reportMissing, startPostgres } = require('./servers.js')
 
 const TOTAL = 100_000
@@ -20,29 +20,21 @@ const MAX_ID = (1n << 63n) - 1n
 
 // Each layout as the environment gives it to the CLI, and as options to a Snowflake.
 const LAYOUTS = [
-  { name: 'default', env: {}, options: {} },
-  {
-    name: 'wide_sequence',
-    env: {
-      SNOWID_DATACENTER_BITS: '0',
-      SNOWID_WORKER_BITS: '4',
-      SNOWID_CLOCK_BACK_BITS: '0',
-      SNOWID_SEQUENCE_BITS: '20',
-      SNOWID_EPOCH: '2025-01-01',
-    },
-    options: { datacenterBits: 0, workerBits: 4, clockBackBits: 0, sequenceBits: 20, epoch: '2025-01-01' },
-  },
-  {
-    name: 'zero_widths',
-    env: {
-      SNOWID_DATACENTER_BITS: '0',
-      SNOWID_WORKER_BITS: '0',
-      SNOWID_CLOCK_BACK_BITS: '3',
-      SNOWID_SEQUENCE_BITS: '8',
-      SNOWID_EPOCH: '2024-06-15T12:34:56.789Z',
-    },
-    options: { datacenterBits: 0, workerBits: 0, clockBackBits: 3, sequenceBits: 8, epoch: '2024-06-15T12:34:56.789Z' },
-  },
+  layoutCase('default'),
+  layoutCase('wide_sequence', {
+    datacenterBits: 0,
+    workerBits: 4,
+    clockBackBits: 0,
+    sequenceBits: 20,
+    epoch: '2025-01-01',
+  }),
+  layoutCase('zero_widths', {
+    datacenterBits: 0,
+    workerBits: 0,
+    clockBackBits: 3,
+    sequenceBits: 8,
+    epoch: '2024-06-15T12:34:56.789Z',
+  }),
 ]
 
 /**

@@ -62,6 +62,22 @@ const STORES = {
 
 const connect = (kind, url) => new Function('require', 'url', `return ${STORES[kind].client}`)(require, url)
 
+/**
+ * A server of `kind` and a client of it, both stopped after `t`; null (reported as missing) if the server cannot be
+ * started here.
+ */
+async function startStore(t, kind) {
+  const server = await STORES[kind].start()
+  if (!server) {
+    reportMissing(t, ...STORES[kind].missing)
+    return null
+  }
+  t.after(() => server.stop())
+  const { client, close } = connect(kind, server.url)
+  t.after(() => close())
+  return { server, client }
+}
+
 /** A child process that holds a slot of datacenter `datacenterId` until killed; resolves to { child, workerId }. */
 function startHolder(kind, url, datacenterId) {
   const code = `
@@ -103,14 +119,9 @@ const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 
 for (const kind of Object.keys(STORES)) {
   test(`${kind}: listHolders and snowid leases --${kind}`, { timeout: 180_000 }, async t => {
-    const server = await STORES[kind].start()
-    if (!server) {
-      reportMissing(t, ...STORES[kind].missing)
-      return
-    }
-    t.after(() => server.stop())
-    const { client, close } = connect(kind, server.url)
-    t.after(() => close())
+    const started = await startStore(t, kind)
+    if (!started) return
+    const { server, client } = started
     const { listHolders, acquireWorkerId } = require(`../lib/${kind}.js`)
 
     // A holder in another process: listed with its pid, host, start time and command line, as live.
@@ -224,14 +235,9 @@ for (const kind of Object.keys(LEGACY)) {
   test(`${kind}: a table of an earlier version, with no holder column, lists holders as unknown, then gets the column`, {
     timeout: 120_000,
   }, async t => {
-    const server = await STORES[kind].start()
-    if (!server) {
-      reportMissing(t, ...STORES[kind].missing)
-      return
-    }
-    t.after(() => server.stop())
-    const { client, close } = connect(kind, server.url)
-    t.after(() => close())
+    const started = await startStore(t, kind)
+    if (!started) return
+    const { client } = started
     const { sql, drop, held, columns } = LEGACY[kind]
     const { listHolders, acquireWorkerId, tableSql } = require(`../lib/${kind}.js`)
     const old = tableSql('old_workers', { datacenterBits: 1, workerBits: 2 }).replace(drop, '')

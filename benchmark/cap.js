@@ -12,9 +12,9 @@
 // `--root` (repeatable) names a snowid tree to load instead of this one, so two builds compare in one run: the
 // rounds alternate between the trees. A benchmark, not a test: it asserts nothing.
 
-const { spawn } = require('node:child_process')
 const os = require('node:os')
 const path = require('node:path')
+const { median, runChild } = require('./child.js')
 
 const CAP = 4_096_000
 
@@ -52,29 +52,8 @@ function args(argv) {
 /** Runs `n` processes over `root` from a common start; resolves to their results. */
 function round(root, n, seconds, env) {
   const start = Date.now() + 400 + 60 * n
-  const one = () =>
-    new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ['-e', CHILD], {
-        env: { ...process.env, ...env, CAP_ROOT: root, CAP_START: String(start), CAP_SECONDS: String(seconds) },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
-      let out = ''
-      let err = ''
-      child.stdout.on('data', d => {
-        out += d
-      })
-      child.stderr.on('data', d => {
-        err += d
-      })
-      child.on('close', code => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`exited ${code}: ${err}`))))
-    })
+  const one = () => runChild(CHILD, { ...env, CAP_ROOT: root, CAP_START: String(start), CAP_SECONDS: String(seconds) })
   return Promise.all(Array.from({ length: n }, one))
-}
-
-function median(values) {
-  const s = [...values].sort((a, b) => a - b)
-  const mid = s.length >> 1
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2
 }
 
 async function main() {

@@ -16,6 +16,7 @@ const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+const { median } = require('./child.js')
 
 const { leaseEnv } = require('../scripts/lease-dir.js')
 
@@ -72,12 +73,6 @@ function commands(leaseDir, roots = []) {
     })
   }
   return list
-}
-
-function median(values) {
-  const s = [...values].sort((a, b) => a - b)
-  const mid = s.length >> 1
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2
 }
 
 /** Runs every command `rounds` times and returns { rows, sink }: per command the median wall and in-process ms. */

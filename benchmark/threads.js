@@ -11,9 +11,9 @@
 // `--root` (repeatable) names a snowid tree to load instead of this one, so two builds compare in one run: the
 // rounds alternate between the trees. A benchmark, not a test: it asserts nothing.
 
-const { spawn } = require('node:child_process')
 const os = require('node:os')
 const path = require('node:path')
+const { median, runChild } = require('./child.js')
 
 const CHILD = `const { Worker } = require('node:worker_threads')
 const root = process.env.THREADS_ROOT
@@ -67,34 +67,13 @@ function args(argv) {
 
 /** One process over `root`: `threads` threads of `ids` ids each, on a layout of `bits` sequence bits. */
 function round(root, bits, threads, ids, env) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-e', CHILD], {
-      env: {
-        ...process.env,
-        ...env,
-        THREADS_ROOT: root,
-        THREADS_BITS: String(bits),
-        THREADS_N: String(threads),
-        THREADS_IDS: String(ids),
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', d => {
-      out += d
-    })
-    child.stderr.on('data', d => {
-      err += d
-    })
-    child.on('close', code => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`exited ${code}: ${err}`))))
+  return runChild(CHILD, {
+    ...env,
+    THREADS_ROOT: root,
+    THREADS_BITS: String(bits),
+    THREADS_N: String(threads),
+    THREADS_IDS: String(ids),
   })
-}
-
-function median(values) {
-  const s = [...values].sort((a, b) => a - b)
-  const mid = s.length >> 1
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2
 }
 
 async function main() {

@@ -12,6 +12,7 @@
 const { spawnSync } = require('node:child_process')
 const os = require('node:os')
 const path = require('node:path')
+const { median } = require('./child.js')
 
 const CHILD = `const s = require(process.env.W_ROOT)
 s.configure({ datacenterBits: 0, workerBits: 0, clockBackBits: 0, sequenceBits: 22 })
@@ -32,12 +33,6 @@ process.stdout.write(JSON.stringify({ ns: runs[2], sink }))`
 const BUILDS = {
   native: {},
   WASI: { NAPI_RS_FORCE_WASI: 'error', NODE_OPTIONS: '--disable-warning=ExperimentalWarning' },
-}
-
-function median(values) {
-  const s = [...values].sort((a, b) => a - b)
-  const mid = s.length >> 1
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2
 }
 
 function main() {

@@ -68,16 +68,32 @@ function fieldsOf(layout) {
 const iso = ms => new Date(ms).toISOString()
 
 /**
+ * What both stores' reading functions write into their SQL: the layout, its fields, the epoch and the last ms as
+ * BigInts, the mask of the bits below the timestamp, and two comment lines that describe the layout.
+ */
+function readerParts(config) {
+  const layout = readLayout(config)
+  const f = fieldsOf(layout)
+  const epoch = BigInt(layout.epoch)
+  const expiresAt = epoch + f.timestampBits.mask
+  return {
+    layout,
+    f,
+    epoch,
+    expiresAt,
+    lowMask: (1n << f.timestampBits.shift) - 1n,
+    about: `--   epoch ${layout.epoch} (${iso(layout.epoch)}), timestamp ${layout.timestampBits} bits (until ${iso(Number(expiresAt))}),
+--   datacenterId ${layout.datacenterBits} bits, workerId ${layout.workerBits} bits, clockBack ${layout.clockBackBits} bits, sequence ${layout.sequenceBits} bits.`,
+  }
+}
+
+/**
  * `CREATE OR REPLACE FUNCTION` statements for PostgreSQL 14 or later that read ids of the layout and epoch of
  * `config` (what `config()` or `snowflake.config()` returns): `snowid_timestamp`, `snowid_datacenter_id`,
  * `snowid_worker_id`, `snowid_clock_back`, `snowid_sequence`, `snowid_min_id_at` and `snowid_max_id_at`.
  */
 function postgresFunctions(config) {
-  const layout = readLayout(config)
-  const f = fieldsOf(layout)
-  const epoch = BigInt(layout.epoch)
-  const expiresAt = epoch + f.timestampBits.mask
-  const lowMask = (1n << f.timestampBits.shift) - 1n
+  const { layout, f, epoch, expiresAt, lowMask, about } = readerParts(config)
   const idCheck = name => `  IF id < 0 THEN
     RAISE EXCEPTION '${name}: expected an id from 0 to 9223372036854775807, found %', id USING ERRCODE = '22003';
   END IF;`
@@ -105,8 +121,7 @@ BEGIN
 END
 $$;`
   return `-- snowid SQL functions for PostgreSQL 14 or later, for ids of this layout and epoch:
---   epoch ${layout.epoch} (${iso(layout.epoch)}), timestamp ${layout.timestampBits} bits (until ${iso(Number(expiresAt))}),
---   datacenterId ${layout.datacenterBits} bits, workerId ${layout.workerBits} bits, clockBack ${layout.clockBackBits} bits, sequence ${layout.sequenceBits} bits.
+${about}
 -- They are IMMUTABLE: the layout is written into them as constants, and they read no setting (the time zone
 -- and DateStyle included). Ids never change layout, so neither should these functions.
 
@@ -183,19 +198,35 @@ function generatorOptions(config, options) {
 }
 
 /**
+ * What both generators write into their SQL: the options read, the lease table quoted by `quoteTable` (the
+ * store's), the layout's fields, and the slot's fixed bits.
+ */
+function generatorParts(config, options, quoteTable) {
+  const o = generatorOptions(config, options)
+  const { layout } = o
+  const f = fieldsOf(layout)
+  return {
+    o,
+    layout,
+    t: quoteTable(o.table),
+    f,
+    S: layout.sequenceBits,
+    fixed: (BigInt(o.datacenterId) << f.datacenterBits.shift) | (BigInt(o.workerId) << f.workerBits.shift),
+    slot: `(${o.datacenterId}, ${o.workerId})`,
+  }
+}
+
+/**
  * The SQL that installs `snowid_next_id()` in PostgreSQL 14 or later: ids of the layout and epoch of `config`, made
  * by the database on a slot of snowid/postgres's lease table that the database holds for good. One statement (a DO
  * block): it claims the slot and makes the state and the function, or it fails and makes nothing.
  */
 function postgresGenerator(config, options = {}) {
-  const o = generatorOptions(config, options)
-  const { layout } = o
-  const quoteTable = require('./postgres.js')[Symbol.for('snowid.postgres.quoteTable')]
-  const t = quoteTable(o.table)
-  const f = fieldsOf(layout)
-  const S = layout.sequenceBits
-  const fixed = (BigInt(o.datacenterId) << f.datacenterBits.shift) | (BigInt(o.workerId) << f.workerBits.shift)
-  const slot = `(${o.datacenterId}, ${o.workerId})`
+  const { o, layout, t, f, S, fixed, slot } = generatorParts(
+    config,
+    options,
+    require('./postgres.js')[Symbol.for('snowid.postgres.quoteTable')],
+  )
   // The slot's number, within int4: two generators of one database share a lock only if their slots' numbers differ
   // by a multiple of 2^31, which costs them speed, never ids (each has its own state).
   const lockKey = (o.datacenterId * 2 ** layout.workerBits + o.workerId) % 2 ** 31
@@ -207,6 +238,16 @@ function postgresGenerator(config, options = {}) {
   // at install (the table's name is letters, digits and _, so it can stand in a string literal), and {TOKEN} the token
   // the slot was claimed with.
   const timeline = `('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int`
+  // `statements` (indented 4) under the slot's advisory lock, released on any error (a cancel included) before the
+  // error goes on, and after them.
+  const locked = statements => `  PERFORM pg_advisory_lock(${LOCK_CLASS}, ${lockKey});
+  BEGIN
+${statements}
+  EXCEPTION WHEN query_canceled OR OTHERS THEN
+    PERFORM pg_advisory_unlock(${LOCK_CLASS}, ${lockKey});
+    RAISE;
+  END;
+  PERFORM pg_advisory_unlock(${LOCK_CLASS}, ${lockKey});`
   const body = `
 DECLARE
   v bigint;
@@ -217,9 +258,7 @@ BEGIN
   -- One caller at a time per slot: a session-level advisory lock, released before the function returns, so it is
   -- held for microseconds and not to the end of the caller's transaction. The block below releases it on any error
   -- (a cancel included) before the error goes on.
-  PERFORM pg_advisory_lock(${LOCK_CLASS}, ${lockKey});
-  BEGIN
-    v := nextval('{SEQ}');
+${locked(`    v := nextval('{SEQ}');
     now_ms := ${nowMs};
     -- No id before the clock, and none before this server's start plus the lead, nor (after a promotion) before
     -- one TTL past the first call on the new timeline: see the argument above.
@@ -248,12 +287,7 @@ BEGIN
     IF (v >> ${S}) > ${tsMask} THEN
       RAISE EXCEPTION 'snowid_next_id: expected a time up to ${iso(Number(BigInt(epoch) + tsMask))} (the layout''s expiresAt), found a later one'
         USING ERRCODE = 'SN002';
-    END IF;
-  EXCEPTION WHEN query_canceled OR OTHERS THEN
-    PERFORM pg_advisory_unlock(${LOCK_CLASS}, ${lockKey});
-    RAISE;
-  END;
-  PERFORM pg_advisory_unlock(${LOCK_CLASS}, ${lockKey});
+    END IF;`)}
   RETURN ((v >> ${S}) << ${f.timestampBits.shift}) | ${fixed} | (v & ${f.sequenceBits.mask});
 END`
   // snowid_next_id_skip(t): no id of the slot at or before t from now on (after a promoted standby, when the old
@@ -263,17 +297,10 @@ DECLARE
   v bigint;
   target bigint := floor(extract(epoch FROM past) * 1000)::bigint - ${epoch} + 1;
 BEGIN
-  PERFORM pg_advisory_lock(${LOCK_CLASS}, ${lockKey});
-  BEGIN
-    v := nextval('{SEQ}');
+${locked(`    v := nextval('{SEQ}');
     IF (v >> ${S}) < target THEN
       PERFORM setval('{SEQ}', target << ${S}, false);
-    END IF;
-  EXCEPTION WHEN query_canceled OR OTHERS THEN
-    PERFORM pg_advisory_unlock(${LOCK_CLASS}, ${lockKey});
-    RAISE;
-  END;
-  PERFORM pg_advisory_unlock(${LOCK_CLASS}, ${lockKey});
+    END IF;`)}
 END`
   const held = `r.token IS NOT NULL AND r.expires_at IS NOT NULL AND r.expires_at > clock_timestamp()`
   return `-- snowid_next_id() for PostgreSQL 14 or later: ids of this layout and epoch, made by the database.
@@ -386,11 +413,7 @@ const signal = (state, parts) => `BEGIN
  * `mysql` or `mariadb` client (they use `DELIMITER`).
  */
 function mysqlFunctions(config) {
-  const layout = readLayout(config)
-  const f = fieldsOf(layout)
-  const epoch = BigInt(layout.epoch)
-  const expiresAt = epoch + f.timestampBits.mask
-  const lowMask = (1n << f.timestampBits.shift) - 1n
+  const { layout, f, epoch, expiresAt, lowMask, about } = readerParts(config)
   const idCheck = name => `IF id IS NULL THEN
     RETURN NULL;
   END IF;
@@ -423,8 +446,7 @@ BEGIN
   RETURN ((${low ? 'FLOOR(us / 1000)' : 'CEIL(us / 1000)'} - ${epoch}) << ${f.timestampBits.shift})${low ? ` | ${lowMask}` : ''};
 END`
   return `-- snowid SQL functions for MySQL 8 or MariaDB 10.6 or later, for ids of this layout and epoch:
---   epoch ${layout.epoch} (${iso(layout.epoch)}), timestamp ${layout.timestampBits} bits (until ${iso(Number(expiresAt))}),
---   datacenterId ${layout.datacenterBits} bits, workerId ${layout.workerBits} bits, clockBack ${layout.clockBackBits} bits, sequence ${layout.sequenceBits} bits.
+${about}
 -- They are DETERMINISTIC: the layout is written into them as constants, and they read no setting (times are UTC
 -- DATETIMEs, whatever the session's time zone). Run with the mysql or mariadb client (they use DELIMITER). With a
 -- binary log, creating functions needs SUPER or log_bin_trust_function_creators (they are DETERMINISTIC NO SQL).
@@ -456,14 +478,11 @@ END`,
  * allows no stored function in a DEFAULT: a BEFORE INSERT trigger calls it (docs/databases.md shows one).
  */
 function mysqlGenerator(config, options = {}) {
-  const o = generatorOptions(config, options)
-  const { layout } = o
-  const quoteTable = require('./mysql.js')[Symbol.for('snowid.mysql.quoteTable')]
-  const t = quoteTable(o.table)
-  const f = fieldsOf(layout)
-  const S = layout.sequenceBits
-  const fixed = (BigInt(o.datacenterId) << f.datacenterBits.shift) | (BigInt(o.workerId) << f.workerBits.shift)
-  const slot = `(${o.datacenterId}, ${o.workerId})`
+  const { o, layout, t, f, S, fixed, slot } = generatorParts(
+    config,
+    options,
+    require('./mysql.js')[Symbol.for('snowid.mysql.quoteTable')],
+  )
   const epoch = layout.epoch
   const tsMask = f.timestampBits.mask
   const NOW_MS = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)"

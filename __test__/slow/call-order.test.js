@@ -8,7 +8,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 
 const { wasiSkip } = require('../helpers.js')
-const { reportMissing, startRedis } = require('../servers.js')
+const { serverFor, startRedis } = require('../servers.js')
 const { runRounds } = require('../call-order.js')
 
 const noLease = wasiSkip('the WASI build has no host lease')
@@ -18,12 +18,8 @@ test('40 rounds of random configuration calls in two processes at once: 0 duplic
 })
 
 async function main() {
-  const redis = await startRedis()
-  if (!redis) {
-    reportMissing(test, 'redis-server', "apt-get install redis-server (Debian's package)")
-    return
-  }
-  test.after(() => redis.stop())
+  const redis = await serverFor(test, 'redis', startRedis)
+  if (!redis) return
   test('40 rounds with configureWorkerId among the calls: 0 duplicates', noLease, async () => {
     assert.ok((await runRounds(40, { redisPort: redis.port })) > 0)
   })

@@ -19,12 +19,12 @@ const { setTimeout: sleep } = require('node:timers/promises')
 
 process.env.SNOWID_LEASE_DIR = require('../helpers.js').freshLeaseDir()
 
-const { postgresBinDir, reportMissing, startPostgres, tcpProxy } = require('../servers.js')
+const { postgresBinDir, postgresQuery, reportMissing, startPostgresWithStandby, tcpProxy } = require('../servers.js')
 const { holder, tally, until } = require('../holders.js')
 const { acquireWorkerId } = require('../../lib/postgres.js')
 const snowid = require('../..')
 
-const { Client, Pool } = require('pg')
+const { Pool } = require('pg')
 
 const TTL = 3000
 const LAYOUT = new snowid.Snowflake({ workerBits: 0, workerId: 0, lease: false })
@@ -35,23 +35,10 @@ const timeOf = id => LAYOUT.decode(id).timestamp
  * streaming through `link`, in sync; all stopped after `t`. `sql(server, text)` runs one statement as the superuser.
  */
 async function primaryAndStandby(t, settings = {}) {
-  const primary = await startPostgres({ settings: { synchronous_commit: 'on', ...settings } })
-  t.after(() => primary.stop())
-  const link = await tcpProxy(primary.port)
-  t.after(() => link.close())
-  const standby = await startPostgres({ standbyOf: primary, via: link.port })
-  t.after(() => standby.stop())
+  const { primary, link, standby } = await startPostgresWithStandby(t, { synchronous_commit: 'on', ...settings })
   const front = await tcpProxy(primary.port)
   t.after(() => front.close())
-  const sql = async (server, text, params) => {
-    const c = new Client({ host: server.host, port: server.port, user: server.user, database: server.database })
-    await c.connect()
-    try {
-      return (await c.query(text, params)).rows
-    } finally {
-      await c.end()
-    }
-  }
+  const sql = postgresQuery
   await until(
     async () =>
       (await sql(primary, "SELECT count(*)::int AS n FROM pg_stat_replication WHERE state = 'streaming'"))[0].n === 1,

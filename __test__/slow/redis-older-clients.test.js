@@ -8,16 +8,12 @@ const test = require('node:test')
 
 process.env.SNOWID_LEASE_DIR = require('../helpers.js').freshLeaseDir()
 
-const { reportMissing, startRedis } = require('../servers.js')
+const { serverFor, startRedis } = require('../servers.js')
 const { clientScenarios } = require('../redis-scenarios.js')
 
 async function main() {
-  const redis = await startRedis()
-  if (!redis) {
-    reportMissing(test, 'redis-server', "apt-get install redis-server (Debian's package)")
-    return
-  }
-  test.after(() => redis.stop())
+  const redis = await serverFor(test, 'redis', startRedis)
+  if (!redis) return
   for (const kind of ['ioredis-5', 'redis-4'])
     test(`with ${kind}: what depends on the client library`, t => clientScenarios(t, kind, redis.port))
 }

@@ -12,33 +12,19 @@ const { Snowflake } = require('../..')
 const { postgresFunctions, postgresGenerator } = require('../../lib/sql.js')
 const { tableSql } = require('../../lib/postgres.js')
 const { until } = require('../holders.js')
-const { reportMissing, startPostgres, tcpProxy } = require('../servers.js')
+const { postgresQuery: sql, reportMissing, startPostgresWithStandby } = require('../servers.js')
 
 // The default layout and epoch, datacenter 0.
 const LAYOUT = new Snowflake({ workerId: 0, lease: false }).config()
 const TTL = 3000
 
 test('a promoted asynchronous standby never makes an id the old primary made', async t => {
-  const primary = await startPostgres({ settings: { synchronous_commit: 'on' } })
-  if (!primary) {
+  const started = await startPostgresWithStandby(t, { synchronous_commit: 'on' })
+  if (!started) {
     reportMissing(test, 'PostgreSQL', "apt-get install postgresql (Debian's package)")
     return
   }
-  t.after(() => primary.stop())
-  const link = await tcpProxy(primary.port)
-  t.after(() => link.close())
-  const standby = await startPostgres({ standbyOf: primary, via: link.port })
-  t.after(() => standby.stop())
-  const { Client } = require('pg')
-  const sql = async (server, text, params) => {
-    const c = new Client({ host: server.host, port: server.port, user: server.user, database: server.database })
-    await c.connect()
-    try {
-      return (await c.query(text, params)).rows
-    } finally {
-      await c.end()
-    }
-  }
+  const { primary, link, standby } = started
   await sql(primary, `${tableSql()}\n${postgresFunctions(LAYOUT)}\n${postgresGenerator(LAYOUT, { ttlMs: TTL })}`)
   const ids = []
   const take = async (server, n) => {
