@@ -196,9 +196,13 @@ test('a bundle that left the native file behind fails with the bundler settings 
 
 function vite(dir, config) {
   fs.writeFileSync(path.join(dir, 'vite.config.mjs'), config)
+  // Vite's bundler (rolldown) is a napi-rs package too: under test:wasi's NAPI_RS_FORCE_WASI it would look for a WASI
+  // build of its own. The bundle it makes runs with the environment as it is (runsAndMakesIds).
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('NAPI_RS_')))
   return spawnSync(process.execPath, [VITE, 'build', '--ssr', 'app.js', '--outDir', 'dist', '--logLevel', 'error'], {
     cwd: dir,
     encoding: 'utf8',
+    env,
     timeout: 120_000,
   })
 }

@@ -4,7 +4,6 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 
 const fs = require('node:fs')
-const os = require('node:os')
 const path = require('node:path')
 
 const {
@@ -13,6 +12,7 @@ const {
   encodeRecord,
   firstOutput,
   freshLeaseDir,
+  leaseHostName,
   runCli,
   spawnChild,
   stopChild,
@@ -297,7 +297,7 @@ test(
           [1, 0, run.child.pid, true],
         ],
       )
-      assert.equal(mine.host, os.hostname())
+      assert.equal(mine.host, leaseHostName())
       assert.equal(mine.command, `${process.execPath} -e ${code}`)
       r = runCli(['leases'], { SNOWID_LEASE_DIR: dir })
       assert.equal(r.status, 0, r.stderr)

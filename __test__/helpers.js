@@ -351,7 +351,18 @@ function encodeRecord({ version = 2, seq = 1, pid = 1, marks, since = 0, host = 
   return Buffer.from(line.padEnd(RECORD_SIZE - 1, ' ') + '\n', 'latin1')
 }
 
+/**
+ * The host name a host-lease record carries: the host's name on Unix (as os.hostname() gives it), the computer's name
+ * (COMPUTERNAME, which Windows upper-cases) on Windows.
+ */
+function leaseHostName() {
+  return process.platform === 'win32' && process.env.COMPUTERNAME
+    ? process.env.COMPUTERNAME
+    : require('node:os').hostname()
+}
+
 module.exports = {
+  leaseHostName,
   ROOT,
   RECORD_SIZE,
   fnv1a,

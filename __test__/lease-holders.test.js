@@ -6,7 +6,6 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
-const os = require('node:os')
 const path = require('node:path')
 
 const {
@@ -14,6 +13,7 @@ const {
   cleanEnv,
   encodeRecord,
   freshLeaseDir,
+  leaseHostName,
   spawnChild,
   stopChild,
   firstOutput,
@@ -44,7 +44,7 @@ test(
         pid: run.child.pid,
         live: true,
         since: slots.recorded[0]?.since,
-        host: os.hostname(),
+        host: leaseHostName(),
         command: `${process.execPath} -e ${HOLDER}`.slice(0, 256),
       }
       assert.deepEqual(slots.recorded, [held])

@@ -12,17 +12,23 @@ const ROOT = path.resolve(__dirname, '..')
 const SERVER_FILES = [
   'backfill.test.js',
   'call-order-stores.test.js',
+  'diagnostics.test.js',
   'etcd-lease.test.js',
   'mariadb.test.js',
+  'mysql-fail-closed.test.js',
   'mysql-lease.test.js',
+  'postgres-fail-closed.test.js',
   'postgres-lease.test.js',
   'postgres.test.js',
+  'queues.test.js',
   'realm-stores.test.js',
   'redis-cluster.test.js',
+  'redis-incarnation.test.js',
   'redis.test.js',
   'sql-generator.test.js',
   'sql-mysql.test.js',
   'sql.test.js',
+  'store-holders.test.js',
 ]
 
 /** The suite's file names, sorted; without SERVER_FILES when `servers` is false. */
