@@ -244,6 +244,11 @@ impl Shown for String {
 
 impl Shown for PathBuf {
     fn shown(&self) -> String {
+        // Windows' default is the machine's ProgramData folder, which the docs write as `%ProgramData%`.
+        #[cfg(windows)]
+        if let Some(rest) = std::env::var_os("ProgramData").and_then(|data| self.strip_prefix(data).ok()) {
+            return format!("`%ProgramData%\\{}`", rest.display());
+        }
         format!("`{}`", self.display())
     }
 }
