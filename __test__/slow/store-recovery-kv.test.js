@@ -51,7 +51,7 @@ async function main() {
     return
   }
   test.after(() => etcd.stop())
-  test('etcd with etcd3: down for 2 TTLs, then back with its data: ids again soon after its first answer', t => {
+  test('etcd with etcd3: down for 2 TTLs, then back with its data: ids again within a TTL of its first answer', t => {
     const [member] = etcd.members
     return holdersThroughAnOutage(
       t,
@@ -63,7 +63,9 @@ async function main() {
         while (!etcd.leader()) await sleep(20)
         return Date.now()
       },
-      { withinMs: RECOVERY_MARGIN_MS, settings: { ttlMs: TTL_MS } },
+      // etcd restarts every lease's TTL when it starts again, so a holder's old slot may still be held: it takes
+      // another, which records no incarnation yet, and holds that one TTL before use (docs/across-hosts.md).
+      { withinMs: TTL_MS + RECOVERY_MARGIN_MS, settings: { ttlMs: TTL_MS } },
     )
   })
 }
