@@ -335,7 +335,14 @@ function direct() {
   return null
 }
 
-let binding = direct()
+// A runtime that refuses a read (Deno without --allow-env or --allow-read throws on process.env) goes to binding.js
+// too, whose failure names the permission (noBinary).
+let binding
+try {
+  binding = direct()
+} catch {
+  binding = null
+}
 if (!binding) {
   try {
     binding = require('../binding.js')
