@@ -72,7 +72,8 @@ function js(tmp, testArgs) {
   const ok = verdict('js', { lines: total.lines.pct, functions: total.functions.pct })
   // The suite itself is npm test's to pass; here, in a lane beside others, a test that fails on the machine's load
   // is reported, and the floor decides.
-  if (r.status !== 0) console.error(`coverage js: the suite failed under c8 (${r.signal ?? `exit ${r.status}`}); see above`)
+  if (r.status !== 0)
+    console.error(`coverage js: the suite failed under c8 (${r.signal ?? `exit ${r.status}`}); see above`)
   return ok
 }
 
