@@ -10,17 +10,39 @@ const net = require('node:net')
 const os = require('node:os')
 const path = require('node:path')
 
-/** A TCP port on 127.0.0.1 that was free a moment ago. */
-function freePort() {
+// Ports for the servers and proxies the tests start, drawn from below the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range): the kernel never hands those out, neither to listen(0) nor as the local port of an
+// outgoing connection. A server stopped for an outage, or a proxy closed, can then listen on its port again, even
+// with other test runs making connections on the same host meanwhile (CI runs several tiers at once).
+const EPHEMERAL_LOW = (() => {
+  try {
+    const low = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0])
+    return Number.isSafeInteger(low) && low > 12_000 ? low : null
+  } catch {
+    return null
+  }
+})()
+
+function listensOn(port) {
   return new Promise((resolve, reject) => {
     const server = net.createServer()
     server.unref()
-    server.on('error', reject)
-    server.listen(0, '127.0.0.1', () => {
+    server.on('error', err => (err.code === 'EADDRINUSE' || err.code === 'EACCES' ? resolve(null) : reject(err)))
+    server.listen(port, '127.0.0.1', () => {
       const { port } = server.address()
       server.close(() => resolve(port))
     })
   })
+}
+
+/** A TCP port on 127.0.0.1 that was free a moment ago, below the ephemeral range where there is one. */
+async function freePort() {
+  if (EPHEMERAL_LOW === null) return listensOn(0)
+  for (let i = 0; i < 100; i++) {
+    const port = await listensOn(10_000 + Math.floor(Math.random() * (EPHEMERAL_LOW - 10_000)))
+    if (port !== null) return port
+  }
+  return listensOn(0)
 }
 
 /** The first of `candidates` that is an executable file, or `undefined`. */
@@ -755,7 +777,8 @@ async function startEtcd(members = 1) {
  * `drop()` resets every open connection. Returns `{ port, cut(), heal(), retarget(), drop(), close() }`. `port`: the
  * port to listen on (a free one by default), such as a closed proxy's, to bring it back.
  */
-async function tcpProxy(target, { port = 0 } = {}) {
+async function tcpProxy(target, { port } = {}) {
+  port ??= await freePort()
   const pairs = new Set()
   let cutOff = false
   let to = target
