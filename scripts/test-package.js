@@ -103,6 +103,10 @@ const GUIDES = {
       '@seriousme/openapi-schema-validator@2.11.0',
     ],
   },
+  observability: {
+    file: 'docs/observability.md',
+    packages: ['prom-client@15.1.3', '@opentelemetry/api@1.10.0', '@opentelemetry/sdk-metrics@3.1.1', 'ioredis@6.0.0'],
+  },
   'framework-json': {
     file: 'docs/frameworks.md',
     packages: [
@@ -354,10 +358,13 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-package-'))
 let server
 // The PostgreSQL and MariaDB of the database recipes, once started.
 let databases = null
+// The Redis of the guides' blocks that use REDIS_URL, once started.
+let redis = null
 
 function cleanUp() {
   killAll()
   if (databases && databases.pg) databases.pg.stop()
+  if (redis) redis.stop()
   if (server) {
     server.close()
     server.closeAllConnections()
@@ -673,6 +680,8 @@ async function startDatabases() {
 }
 
 async function stopDatabases() {
+  if (redis) await redis.stop()
+  redis = null
   if (!databases) return
   const { pg, my } = databases
   databases = null
@@ -767,9 +776,15 @@ async function runNext(project, dir, env) {
 
 // ---- the guides run whole ---------------------------------------------------------------------------------------
 
+/** The URL of a Redis for the guides' blocks that use REDIS_URL, started once; null when Redis is missing. */
+async function guideRedis() {
+  if (!redis) redis = await require('../__test__/servers.js').startRedis()
+  return redis ? redis.url : null
+}
+
 /**
  * Runs every js and mjs block of `project.guide` in the project, as the doc-test runner: those it runs (no marker),
- * and those it leaves to this script (`PACKAGE_ONLY`).
+ * and those it leaves to this script (`PACKAGE_ONLY`). A block that uses REDIS_URL gets a Redis.
  */
 async function runGuide(project, dir, env) {
   const { blocks, program } = require('./doctest.js')
@@ -784,6 +799,16 @@ async function runGuide(project, dir, env) {
     }
     last = null
     if (!['js', 'mjs'].includes(block.lang) || (block.marker && block.marker !== PACKAGE_ONLY)) continue
+    const services = {}
+    if (/\bREDIS_URL\b/.test(block.code)) {
+      services.REDIS_URL = await guideRedis()
+      if (!services.REDIS_URL) {
+        const message = `${where} needs Redis, which is not installed (Debian: redis-server)`
+        if (process.env.CI) record(project.label, where, false, message)
+        else console.log(`\n*** SKIPPED: ${project.label}: ${message} ***\n`)
+        continue
+      }
+    }
     const { source, esm } = program(block.code, block)
     const file = path.join(dir, `block-${block.line}.${esm ? 'mjs' : 'cjs'}`)
     fs.writeFileSync(file, source)
@@ -791,7 +816,7 @@ async function runGuide(project, dir, env) {
       project,
       where,
       ['node', [path.basename(file)]],
-      { cwd: dir, env, timeoutMs: TIMEOUT_MS.smoke },
+      { cwd: dir, env: { ...env, ...services }, timeoutMs: TIMEOUT_MS.smoke },
       () => '',
     )
     ran++
