@@ -87,3 +87,41 @@ test(
     assert.match(r.stdout, /doctest: 1 passed, 4 failed, 1 skipped/)
   },
 )
+
+test('an output table: every cell must match but those of the columns that vary, which must be "-" alike', t => {
+  // Each sh block prints the same table: slot 0/0 with pid 12 and no time, slot 0/1 with pid 3456 and a time.
+  const printed = `${fence}sh\nprintf 'SLOT  PID   SINCE\\n0/0   12    -\\n0/1   3456  2026-11-29T05:24:21.629Z\\n'\n${fence}`
+  const shown = (marker, lines) => [printed, `<!-- doctest: ${marker} -->`, `${fence}text`, ...lines, fence]
+  const r = runDoc(
+    t,
+    [
+      // Other pids and another time, aligned otherwise: passes.
+      ...shown('output table (PID, SINCE vary)', [
+        'SLOT  PID    SINCE',
+        '0/0   31337  -',
+        '0/1   7      2025-01-01T00:00:00.000Z',
+      ]),
+      // A slot that differs.
+      ...shown('output table (PID, SINCE vary)', ['SLOT  PID  SINCE', '0/0   1    -', '0/2   2    2026']),
+      // A time shown where the run has none.
+      ...shown('output table (PID, SINCE vary)', ['SLOT  PID  SINCE', '0/0   1    2026', '0/1   2    2026']),
+      // A line missing.
+      ...shown('output table (PID, SINCE vary)', ['SLOT  PID  SINCE', '0/0   1    -']),
+      // A column the table does not have.
+      ...shown('output table (HOST vary)', [
+        'SLOT  PID   SINCE',
+        '0/0   12    -',
+        '0/1   3456  2026-11-29T05:24:21.629Z',
+      ]),
+      // Without the marker's columns, the pids must be equal.
+      ...shown('output', ['SLOT  PID  SINCE', '0/0   1    -', '0/1   2    2026-11-29T05:24:21.629Z']),
+    ].join('\n'),
+  )
+  assert.equal(r.status, 1, r.stdout + r.stderr)
+  assert.match(r.stdout, /doc\.md:14: .*\(line 3, SLOT: "0\/2" shown, "0\/1" printed\)/)
+  assert.match(r.stdout, /doc\.md:23: .*\(line 2, SINCE: "2026" shown, "-" printed\)/)
+  assert.match(r.stdout, /doc\.md:32: .*\(2 lines shown, 3 printed\)/)
+  assert.match(r.stdout, /doc\.md:40: .*\(the shown table has no column HOST\)/)
+  assert.match(r.stdout, /doc\.md:49: .*\(not equal\)/)
+  assert.match(r.stdout, /doctest: 7 passed, 5 failed, 0 skipped/)
+})

@@ -18,13 +18,16 @@
 //   server started for it, as the tests start theirs (__test__/servers.js), and the variable set to its URL (for
 //   MariaDB, a database `app` made for the run).
 // - A text block right after a run block, marked `<!-- doctest: output -->`, must equal what that block printed.
+//   Marked `<!-- doctest: output table (PID, SINCE vary) -->`, it is a table whose named columns change from run to
+//   run: the printed table must have the same lines, header and cells, but for those columns' cells, each of which
+//   must be `-` where the shown one is and only there. Columns are separated by two spaces or more.
 // Other languages (json, yaml, text, none) are data or output, not programs, and are not run.
 //
 // Markers, an HTML comment on the line before a block's fence:
 // - `<!-- doctest: skip (why) -->`: not run; the reason is required and printed with the results.
 // - `<!-- doctest: continue -->`: runs after the file's previous js block, in the same program (a block that uses
 //   names the one before it defined).
-// - `<!-- doctest: output -->`: see above.
+// - `<!-- doctest: output -->` and `<!-- doctest: output table (COLUMN, COLUMN vary) -->`: see above.
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -104,6 +107,39 @@ function program(code, block) {
     source = ts.transpileModule(source, { compilerOptions: { module, target: ts.ScriptTarget.ES2022 } }).outputText
   }
   return { source: esm ? CHECK_ESM + CHECK + source : CHECK + source, esm }
+}
+
+// The marker of an output block that is a table with columns that vary (see the top of this file).
+const TABLE_OUTPUT = /^output table \(([A-Z]+(?:, [A-Z]+)*) vary\)$/
+
+/**
+ * Why `printed` is not the table `shown` up to the cells of the columns named in `vary`, or '' when it is: each line
+ * split at runs of two spaces or more, the same number of lines, the same header, and the same cells, but that a
+ * varying column's cell may differ as long as it is `-` exactly where the shown one is.
+ */
+function tableMismatch(shown, printed, vary) {
+  const rows = text =>
+    text
+      .trimEnd()
+      .split('\n')
+      .map(line => line.trim().split(/ {2,}/))
+  const want = rows(shown)
+  const got = rows(printed)
+  const header = want[0]
+  const unknown = vary.filter(name => !header.includes(name))
+  if (unknown.length) return `the shown table has no column ${unknown.join(', ')}`
+  if (got.length !== want.length) return `${want.length} lines shown, ${got.length} printed`
+  for (let r = 0; r < want.length; r++) {
+    const line = r === 0 ? 'the header' : `line ${r + 1}`
+    if (got[r].length !== header.length) return `${line}: ${header.length} columns expected, ${got[r].length} printed`
+    for (let c = 0; c < header.length; c++) {
+      const same =
+        r > 0 && vary.includes(header[c]) ? (want[r][c] === '-') === (got[r][c] === '-') : want[r][c] === got[r][c]
+      if (!same)
+        return `${line}, ${header[c]}: ${JSON.stringify(want[r][c])} shown, ${JSON.stringify(got[r][c])} printed`
+    }
+  }
+  return ''
 }
 
 /** Services a block needs, started once for the run and stopped at its end. */
@@ -218,10 +254,22 @@ async function main() {
       for (const block of blocks(file)) {
         const where = `${block.file}:${block.line}`
         const marker = block.marker || ''
-        if (marker === 'output') {
-          if (!last) results.failed.push(`${where}: an output block follows no block that ran`)
-          else if (last.stdout.trimEnd() !== block.code.trimEnd()) {
-            results.failed.push(`${where}: the output shown is not what ${last.where} printed:\n${last.stdout}`)
+        const table = TABLE_OUTPUT.exec(marker)
+        if (marker === 'output' || table) {
+          if (!last) {
+            results.failed.push(`${where}: an output block follows no block that ran`)
+            continue
+          }
+          const exact = last.stdout.trimEnd() === block.code.trimEnd()
+          const mismatch = table
+            ? tableMismatch(block.code, last.stdout, table[1].split(', '))
+            : exact
+              ? ''
+              : 'not equal'
+          if (mismatch) {
+            results.failed.push(
+              `${where}: the output shown is not what ${last.where} printed (${mismatch}):\n${last.stdout}`,
+            )
           } else results.passed++
           continue
         }
@@ -233,7 +281,9 @@ async function main() {
           continue
         }
         if (marker && marker !== 'continue' && !skip) {
-          results.failed.push(`${where}: unknown doctest marker "${marker}" (skip (why), continue or output)`)
+          results.failed.push(
+            `${where}: unknown doctest marker "${marker}" (skip (why), continue, output or output table (COLUMN vary))`,
+          )
           continue
         }
         let code = block.code
@@ -286,4 +336,4 @@ if (require.main === module) {
   })
 }
 
-module.exports = { blocks, instrument, program }
+module.exports = { blocks, instrument, program, tableMismatch, TABLE_OUTPUT }

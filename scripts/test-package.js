@@ -10,8 +10,8 @@
 // `npm install --omit=optional`. A lockfile written on another OS (npm/cli#4828: it lacks this platform's package;
 // made here by removing this platform's entries from a lock written here) must make `npm ci` fail saying how to fix
 // it, and `npm install` from it must load the native package. One project runs package-smoke/test-runners/ under Jest
-// and under Vitest's vm pools, each of which runs a test file in a `vm` realm of its own. Prints `N passed, N failed`
-// last, and exits non-zero on any failure.
+// and under Vitest's vm pools, each of which runs a test file in a `vm` realm of its own, and one builds and serves a
+// Next app (package-smoke/next/). Prints `N passed, N failed` last, and exits non-zero on any failure.
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -69,6 +69,10 @@ const ECOSYSTEM = {
   ],
 }
 
+// Next and the React it renders with, pinned: the Next route handlers of docs/frameworks.md run beside them, and
+// docs/bundlers.md's next.config.js builds an app with them (NEXT_DIR).
+const NEXT_APP = ['next@16.4.6', 'react@19.3.1', 'react-dom@19.3.1']
+
 // The guides of where ids go, each run whole in a fresh project beside the libraries it names, pinned: every js block
 // runs as pasted, as the doc-test runner runs it (scripts/doctest.js: its `expression // value` lines are checked,
 // and an output block must equal what its block printed), but against snowid and the libraries as users install them.
@@ -99,6 +103,10 @@ const GUIDES = {
       '@seriousme/openapi-schema-validator@2.11.0',
     ],
   },
+  observability: {
+    file: 'docs/observability.md',
+    packages: ['prom-client@15.1.3', '@opentelemetry/api@1.10.0', '@opentelemetry/sdk-metrics@3.1.1', 'ioredis@6.0.0'],
+  },
   'framework-json': {
     file: 'docs/frameworks.md',
     packages: [
@@ -106,9 +114,7 @@ const GUIDES = {
       '@sveltejs/kit@3.2.0',
       'h3@1.15.11',
       'react-router@8.5.3',
-      'next@16.4.6',
-      'react@19.3.1',
-      'react-dom@19.3.1',
+      ...NEXT_APP,
       '@trpc/server@11.25.2',
       '@trpc/client@11.25.2',
       'superjson@2.2.7',
@@ -130,11 +136,28 @@ const RUNS = [
   ['vitest --pool vmForks', ['npx', ['--no', 'vitest', 'run', '--pool', 'vmForks']]],
 ]
 
+// A Next app (its route, app/api/ids/route.js, and next.cjs, which builds and serves it), installed beside snowid and
+// NEXT_APP: without a setting, `next build` with Turbopack (Next 16's default) fails on the addon, `next dev` answers
+// 500, and `next build --webpack` fails; with docs/bundlers.md's next.config.js, `next dev`, `next build` then `next
+// start`, and `next build --webpack` then `next start`, answer with ids the client reads back exactly.
+const NEXT_DIR = path.join(SMOKE, 'next')
+const NEXT_CONFIG_MARK = 'skip (npm run test:package builds a Next app with it)'
+const NEXT_STEPS = [
+  ['no next.config.js: next build', ['build', 'fails']],
+  ['no next.config.js: next dev', ['dev', 'fails']],
+  ['no next.config.js: next build --webpack', ['build', 'fails', '--webpack']],
+  ["docs/bundlers.md's next.config.js: next dev", ['dev', 'works'], 'config'],
+  ["docs/bundlers.md's next.config.js: next build", ['build', 'works']],
+  ["docs/bundlers.md's next.config.js: next start", ['start', 'works']],
+  ["docs/bundlers.md's next.config.js: next build --webpack", ['build', 'works', '--webpack']],
+  ["docs/bundlers.md's next.config.js: next start (webpack's build)", ['start', 'works']],
+]
+
 // The platform package this host installs (the test runs on linux-x64 with glibc).
 const HOST_TARGET = 'linux-x64-gnu'
 const HOST_BINARY = `${PKG.napi.binaryName}.${HOST_TARGET}.node`
 
-const TIMEOUT_MS = { publish: 120_000, install: 240_000, smoke: 120_000, cli: 60_000, probe: 30_000 }
+const TIMEOUT_MS = { publish: 120_000, install: 240_000, smoke: 120_000, cli: 60_000, probe: 30_000, next: 240_000 }
 
 // Host directories whose programs a project may use, minus every runtime, package manager and Rust tool in them.
 const SYSTEM_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin']
@@ -241,6 +264,17 @@ function projects() {
     })),
     {
       ...nodeProject(
+        'next',
+        `Next 16 (Turbopack and webpack): docs/bundlers.md's next.config.js, with npm ${NPM[24]} on Node ${NODE[24]}`,
+        NODE[24],
+        npm24,
+        ['npm', ['install', 'snowid', ...NEXT_APP, '--no-audit', '--no-fund']],
+        ['npx', ['--no', 'snowid']],
+      ),
+      next: true,
+    },
+    {
+      ...nodeProject(
         'test-runners',
         `test runners: ${TEST_RUNNERS.join(', ')}, with npm ${NPM[24]} on Node ${NODE[24]}`,
         NODE[24],
@@ -324,10 +358,13 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-package-'))
 let server
 // The PostgreSQL and MariaDB of the database recipes, once started.
 let databases = null
+// The Redis of the guides' blocks that use REDIS_URL, once started.
+let redis = null
 
 function cleanUp() {
   killAll()
   if (databases && databases.pg) databases.pg.stop()
+  if (redis) redis.stop()
   if (server) {
     server.close()
     server.closeAllConnections()
@@ -643,6 +680,8 @@ async function startDatabases() {
 }
 
 async function stopDatabases() {
+  if (redis) await redis.stop()
+  redis = null
   if (!databases) return
   const { pg, my } = databases
   databases = null
@@ -709,11 +748,43 @@ async function runRecipes(project, dir, env) {
   }
 }
 
+// ---- a Next app built -------------------------------------------------------------------------------------------
+
+/** The next.config.js of docs/bundlers.md: the one js block marked NEXT_CONFIG_MARK. */
+function nextConfig() {
+  const { blocks } = require('./doctest.js')
+  const found = blocks(path.join(ROOT, 'docs', 'bundlers.md')).filter(b => b.marker === NEXT_CONFIG_MARK)
+  if (found.length !== 1) throw new Error(`docs/bundlers.md: expected one block marked ${NEXT_CONFIG_MARK}`)
+  return `${found[0].code}\n`
+}
+
+async function runNext(project, dir, env) {
+  fs.mkdirSync(path.join(dir, 'app', 'api', 'ids'), { recursive: true })
+  fs.copyFileSync(path.join(NEXT_DIR, 'route.mjs'), path.join(dir, 'app', 'api', 'ids', 'route.js'))
+  fs.copyFileSync(path.join(NEXT_DIR, 'next.cjs'), path.join(dir, 'next.cjs'))
+  for (const [name, args, config] of NEXT_STEPS) {
+    if (config) fs.writeFileSync(path.join(dir, 'next.config.js'), nextConfig())
+    await step(
+      project,
+      name,
+      ['node', ['next.cjs', ...args]],
+      { cwd: dir, env, timeoutMs: TIMEOUT_MS.next, echo: true },
+      () => '',
+    )
+  }
+}
+
 // ---- the guides run whole ---------------------------------------------------------------------------------------
+
+/** The URL of a Redis for the guides' blocks that use REDIS_URL, started once; null when Redis is missing. */
+async function guideRedis() {
+  if (!redis) redis = await require('../__test__/servers.js').startRedis()
+  return redis ? redis.url : null
+}
 
 /**
  * Runs every js and mjs block of `project.guide` in the project, as the doc-test runner: those it runs (no marker),
- * and those it leaves to this script (`PACKAGE_ONLY`).
+ * and those it leaves to this script (`PACKAGE_ONLY`). A block that uses REDIS_URL gets a Redis.
  */
 async function runGuide(project, dir, env) {
   const { blocks, program } = require('./doctest.js')
@@ -728,6 +799,16 @@ async function runGuide(project, dir, env) {
     }
     last = null
     if (!['js', 'mjs'].includes(block.lang) || (block.marker && block.marker !== PACKAGE_ONLY)) continue
+    const services = {}
+    if (/\bREDIS_URL\b/.test(block.code)) {
+      services.REDIS_URL = await guideRedis()
+      if (!services.REDIS_URL) {
+        const message = `${where} needs Redis, which is not installed (Debian: redis-server)`
+        if (process.env.CI) record(project.label, where, false, message)
+        else console.log(`\n*** SKIPPED: ${project.label}: ${message} ***\n`)
+        continue
+      }
+    }
     const { source, esm } = program(block.code, block)
     const file = path.join(dir, `block-${block.line}.${esm ? 'mjs' : 'cjs'}`)
     fs.writeFileSync(file, source)
@@ -735,7 +816,7 @@ async function runGuide(project, dir, env) {
       project,
       where,
       ['node', [path.basename(file)]],
-      { cwd: dir, env, timeoutMs: TIMEOUT_MS.smoke },
+      { cwd: dir, env: { ...env, ...services }, timeoutMs: TIMEOUT_MS.smoke },
       () => '',
     )
     ran++
@@ -818,6 +899,10 @@ async function runProject(project, registry, sysbin, repeat) {
     await runGuide(project, dir, env)
     return
   }
+  if (project.next) {
+    await runNext(project, dir, env)
+    return
+  }
   if (project.runners) {
     for (const [name, command] of RUNS) {
       await step(project, name, command, options(TIMEOUT_MS.smoke), r => {
@@ -892,7 +977,7 @@ async function main() {
     // Two lanes side by side (CI has two cores): the projects that install a framework, an ORM or a test runner, or a
     // Node outside the pinned lines, beside the others.
     const second = project =>
-      Boolean(project.recipes || project.guide || project.runners) || project.name.endsWith('-node25')
+      Boolean(project.recipes || project.guide || project.runners || project.next) || project.name.endsWith('-node25')
     const lane = async list => {
       for (const project of list) await runProject(project, registry, sysbin, repeat)
     }
