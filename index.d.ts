@@ -16,6 +16,7 @@ export { config, configure, encode, maxIdAt, minIdAt, parse, stats, workerSlots 
 export type {
   ConfigSources,
   DecodedId,
+  HostLeaseStats,
   LayoutOptions,
   LayoutSpec,
   SlotRecord,
@@ -265,10 +266,12 @@ export interface WatchOptions {
 }
 
 /**
- * Publishes the generators' clockBack steps on `snowid:clock` and their waits on `snowid:wait` (see
- * docs/observability.md): every `intervalMs`, while one of the two channels has a subscriber, it reads the counters
- * of the default generator and of every `Snowflake` and publishes what changed since the last reading. Nothing is
- * read while neither channel has a subscriber. Its timer is unref'd. Returns a function that stops it.
+ * Publishes the generators' host leases (taken, moved on from a configured worker id, lost) on `snowid:lease`, their
+ * clockBack steps and refused steps back on `snowid:clock`, and their waits on `snowid:wait` (see
+ * docs/observability.md): every `intervalMs`, while one of the three channels has a subscriber, it reads the counters
+ * and host lease of the default generator and of every `Snowflake` (their `stats()`) and publishes what changed since
+ * the last reading. Nothing is read while no channel has a subscriber. Its timer is unref'd. Returns a function that
+ * stops it.
  * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` for options that are not an object, or an `intervalMs`
  * that is not an integer from 1 to 2^31 − 1.
  */
@@ -290,7 +293,7 @@ export interface SnowidWaitMessage {
 }
 
 /** A message on `snowid:clock`: a generator's clock stepped back and it moved to another clockBack value. */
-export interface SnowidClockMessage {
+export interface SnowidClockBackMessage {
   event: 'clockBack'
   /** The `Snowflake`, or `null` for the default generator. */
   generator: Snowflake | null
@@ -302,15 +305,33 @@ export interface SnowidClockMessage {
   total: number
 }
 
-/** A message on `snowid:lease`: an event of a store lease (`snowid/redis`, `snowid/postgres`, `snowid/mysql`,
+/** A message on `snowid:clock`: calls of a generator refused a step back of the clock with
+ * `ERR_SNOWID_CLOCK_BACKWARDS` (`onClockBack: 'throw'`, a `'wait'` longer than `maxWaitMs`, every clockBack value
+ * used). */
+export interface SnowidClockRefusedMessage {
+  event: 'refused'
+  /** The `Snowflake`, or `null` for the default generator. */
+  generator: Snowflake | null
+  /** The clockBack value in use now. */
+  clockBack: number
+  /** How many calls were refused since the last reading. */
+  calls: number
+  /** `stats().clockBackRefusals`. */
+  total: number
+}
+
+/** A message on `snowid:clock`. */
+export type SnowidClockMessage = SnowidClockBackMessage | SnowidClockRefusedMessage
+
+/** A message on `snowid:lease` for a store lease (`snowid/redis`, `snowid/postgres`, `snowid/mysql`,
  * `snowid/etcd`). */
-export interface SnowidLeaseMessage {
+export interface SnowidStoreLeaseMessage {
   /** `acquired`: taken and in use; `renewed` (`late` when earlier renewals had failed); `renewFailed` (`error`);
    * `lost` (`error`); `reacquired`: the lost slot taken again; `moved`: another slot taken after a loss
    * (`previousWorkerId`). */
   event: 'acquired' | 'renewed' | 'renewFailed' | 'lost' | 'reacquired' | 'moved'
-  /** The store's name: 'Redis', 'PostgreSQL', 'MySQL' or 'etcd'. */
-  store: string
+  /** The store's name. */
+  store: 'Redis' | 'PostgreSQL' | 'MySQL' | 'etcd'
   datacenterId: number
   workerId: number
   /** The lease's deadline (Unix ms) when the event was published; 0 once lost. */
@@ -320,3 +341,21 @@ export interface SnowidLeaseMessage {
   error?: SnowidError
   previousWorkerId?: number
 }
+
+/** A message on `snowid:lease` for a generator's host lease, published by `watch()`. */
+export interface SnowidHostLeaseMessage {
+  /** `acquired`: the generator started on the slot; `moved`: it started on this slot because another live process
+   * held the configured one (`previousWorkerId`), with `workerIdIfTaken: 'next'`; `lost`: the lease found the slot
+   * lost, for good (`error`). */
+  event: 'acquired' | 'moved' | 'lost'
+  store: 'host'
+  datacenterId: number
+  workerId: number
+  /** The `Snowflake`, or `null` for the default generator. */
+  generator: Snowflake | null
+  error?: SnowidError
+  previousWorkerId?: number
+}
+
+/** A message on `snowid:lease`: a store lease's event, or a host lease's. */
+export type SnowidLeaseMessage = SnowidStoreLeaseMessage | SnowidHostLeaseMessage

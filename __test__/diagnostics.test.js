@@ -1,9 +1,10 @@
 'use strict'
 
 // The events snowid publishes on node:diagnostics_channel (lib/diagnostics.js, docs/observability.md): a store
-// lease's taking, renewals, loss and move to another slot on `snowid:lease`, against a real redis-server; a
-// generator's waits on `snowid:wait` by kind, read by `watch()`; and nothing told of what happened while nobody
-// subscribed.
+// lease's taking, renewals, loss and move to another slot on `snowid:lease`, against a real redis-server; a host
+// lease's taking, move on from a configured worker id and loss, read by `watch()`; a generator's waits on
+// `snowid:wait` by kind, and its clock steps back, moved or refused, on `snowid:clock`; and nothing told of what
+// happened while nobody subscribed.
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
@@ -11,10 +12,12 @@ const dc = require('node:diagnostics_channel')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+const { spawn } = require('node:child_process')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { isolateLeases, runNode } = require('./helpers.js')
+const { cleanEnv, isolateLeases, ROOT, runNode, wasiSkip } = require('./helpers.js')
 isolateLeases()
+const HOST_LEASE_SKIP = wasiSkip('no host lease')
 
 const snowid = require('../index.js')
 const { reportMissing, startRedis } = require('./servers.js')
@@ -87,6 +90,122 @@ test('a store lease publishes its taking, renewals, loss and move on snowid:leas
   assert.deepEqual([moved.previousWorkerId, moved.workerId, lease.workerId], [0, 1, 1])
   assert.ok(messages.indexOf(lost) < messages.indexOf(moved))
 })
+
+// The default generator's first id and a Snowflake's take host leases; then the default generator's lease file is
+// replaced by one that is not a lease record (as another process could do: a process in another network namespace,
+// which the claims do not reach), so the next mark write finds the slot lost.
+const HOST_LOST = `
+const dc = require('node:diagnostics_channel')
+const fs = require('node:fs')
+const path = require('node:path')
+const snowid = require('.')
+const sf = new snowid.Snowflake({ workerId: 3 })
+const out = []
+dc.subscribe('snowid:lease', m => out.push({ ...m, generator: m.generator === null ? 'default' : m.generator === sf ? 'sf' : 'other', error: m.error && { code: m.error.code, message: m.error.message, name: m.error.name } }))
+const stop = snowid.watch({ intervalMs: 10 })
+const before = snowid.stats().hostLease
+snowid.nextId()
+sf.nextId()
+const held = snowid.stats().hostLease
+const dir = process.env.SNOWID_LEASE_DIR
+setTimeout(() => {
+  fs.writeFileSync(path.join(dir, 'planted'), 'not a lease record\\n')
+  fs.renameSync(path.join(dir, 'planted'), path.join(dir, 'dc0-worker1.lease'))
+  let error
+  const end = Date.now() + 20000
+  const again = () => {
+    try {
+      snowid.nextId()
+    } catch (e) {
+      error = { code: e.code, message: e.message }
+    }
+    if (!error && Date.now() < end) return setTimeout(again, 5)
+    setTimeout(() => {
+      stop()
+      console.log(JSON.stringify({ out, before, held, error, after: snowid.stats().hostLease, sf: sf.stats().hostLease }))
+    }, 200)
+  }
+  again()
+}, 100)
+`
+
+test('watch() publishes a host lease taken by a first id, and its loss, on snowid:lease', {
+  skip: process.platform === 'win32' ? 'Windows refuses to replace a held file' : HOST_LEASE_SKIP.skip,
+}, () => {
+  const r = runNode(HOST_LOST, { SNOWID_WORKER_ID: '1' })
+  assert.equal(r.status, 0, r.stderr)
+  const { out, before, held, error, after, sf } = JSON.parse(r.stdout)
+  assert.equal(before, null, 'no host lease before the first id')
+  assert.deepEqual(held, { datacenterId: 0, workerId: 1, requestedWorkerId: null, lost: null })
+  assert.equal(error?.code, 'ERR_SNOWID_LEASE_LOST', JSON.stringify(error))
+  assert.deepEqual(after, { ...held, lost: error.message })
+  assert.deepEqual(sf, { datacenterId: 0, workerId: 3, requestedWorkerId: null, lost: null }, 'its own slot holds')
+  assert.deepEqual(out, [
+    { event: 'acquired', store: 'host', datacenterId: 0, workerId: 1, generator: 'default' },
+    { event: 'acquired', store: 'host', datacenterId: 0, workerId: 3, generator: 'sf' },
+    {
+      event: 'lost',
+      store: 'host',
+      datacenterId: 0,
+      workerId: 1,
+      generator: 'default',
+      error: { code: 'ERR_SNOWID_LEASE_LOST', message: error.message, name: 'Error' },
+    },
+  ])
+  assert.match(error.message, /another file is there that is not a lease record/)
+})
+
+test(
+  'a generator that moves on from a configured worker id another process holds publishes moved',
+  HOST_LEASE_SKIP,
+  async t => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-events-'))
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }))
+    const holder = spawn(
+      process.execPath,
+      [
+        '-e',
+        "require('.').nextId(); console.log('ready'); process.stdin.resume(); process.stdin.on('end', () => process.exit())",
+      ],
+      {
+        cwd: ROOT,
+        env: cleanEnv({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' }),
+        stdio: ['pipe', 'pipe', 'inherit'],
+      },
+    )
+    const exited = new Promise(resolve => holder.on('exit', resolve))
+    t.after(async () => {
+      holder.stdin.end()
+      await exited
+    })
+    let ready = ''
+    await new Promise((resolve, reject) => {
+      holder.stdout.on('data', d => {
+        ready += d
+        if (ready.includes('ready')) resolve()
+      })
+      holder.on('exit', code => reject(new Error(`the holder exited with ${code} before taking its slot`)))
+    })
+    const r = runNode(
+      `
+const dc = require('node:diagnostics_channel')
+const snowid = require('.')
+const out = []
+dc.subscribe('snowid:lease', m => out.push({ ...m, generator: m.generator === null ? 'default' : 'other' }))
+const stop = snowid.watch({ intervalMs: 10 })
+snowid.nextId()
+setTimeout(() => { stop(); console.log(JSON.stringify({ out, stats: snowid.stats().hostLease })) }, 200)
+`,
+      { SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0', SNOWID_WORKER_ID_IF_TAKEN: 'next' },
+    )
+    assert.equal(r.status, 0, r.stderr)
+    const { out, stats } = JSON.parse(r.stdout)
+    assert.deepEqual(stats, { datacenterId: 0, workerId: 1, requestedWorkerId: 0, lost: null })
+    assert.deepEqual(out, [
+      { event: 'moved', store: 'host', datacenterId: 0, workerId: 1, generator: 'default', previousWorkerId: 0 },
+    ])
+  },
+)
 
 test('watch() publishes a Snowflake sequence wait on snowid:wait, with its kind and how long', async t => {
   const sf = new snowid.Snowflake({ workerId: 3, sequenceBits: 1, maxLeadMs: 0 })
@@ -199,4 +318,69 @@ test('a clock step back is published on snowid:clock, and a wait for the clock o
   assert.equal(waits[0].ms, waiter.clockWaitMs)
   assert.ok(waiter.clockWaitMs > 0)
   assert.deepEqual([waiter.waits, waiter.clockWaits, waiter.clockBackEvents], [1, 1, 0])
+})
+
+// The clock of a process steps back 1 s under generators that refuse it: the default generator with onClockBack
+// 'throw' (twice), a Snowflake whose 'wait' would exceed its maxWaitMs, and one with no clockBack value to move to.
+const REFUSED = `
+const dc = require('node:diagnostics_channel')
+const fs = require('node:fs')
+const snowid = require('.')
+const impatient = new snowid.Snowflake({ workerId: 2, onClockBack: 'wait', maxWaitMs: 10 })
+const spent = new snowid.Snowflake({ workerId: 3, clockBackBits: 0 })
+const name = g => (g === null ? 'default' : g === impatient ? 'impatient' : g === spent ? 'spent' : 'other')
+const out = []
+dc.subscribe('snowid:clock', m => out.push({ ...m, generator: name(m.generator) }))
+const stop = snowid.watch({ intervalMs: 20 })
+const gens = [snowid, impatient, spent]
+for (const g of gens) g.nextId()
+const errors = []
+setTimeout(() => {
+  fs.writeFileSync(process.env.OFFSET_FILE, '-1s\\n')
+  for (const g of [snowid, ...gens]) {
+    try {
+      g.nextId()
+    } catch (e) {
+      errors.push(e.code)
+    }
+  }
+  setTimeout(() => {
+    stop()
+    console.log(JSON.stringify({ out, errors, stats: gens.map(g => g.stats().clockBackRefusals) }))
+  }, 300)
+}, 100)
+`
+
+test('a clock step back a generator refuses is published on snowid:clock and counted in stats()', t => {
+  if (!LIBFAKETIME) {
+    const message = 'libfaketime is not installed (apt-get install faketime)'
+    if (process.env.CI) throw new Error(message)
+    t.diagnostic(`*** SKIPPED: ${message} ***`)
+    t.skip(message)
+    return
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-clock-'))
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const offset = path.join(dir, 'offset')
+  fs.writeFileSync(offset, '+0\n')
+  const r = runNode(REFUSED, {
+    SNOWID_WORKER_ID: '1',
+    SNOWID_ON_CLOCK_BACK: 'throw',
+    OFFSET_FILE: offset,
+    LD_PRELOAD: LIBFAKETIME,
+    FAKETIME_TIMESTAMP_FILE: offset,
+    FAKETIME_NO_CACHE: '1',
+    FAKETIME_DONT_FAKE_MONOTONIC: '1',
+  })
+  assert.equal(r.status, 0, r.stderr)
+  const { out, errors, stats } = JSON.parse(r.stdout)
+  assert.deepEqual(errors, Array(4).fill('ERR_SNOWID_CLOCK_BACKWARDS'))
+  assert.deepEqual(stats, [2, 1, 1])
+  const byGenerator = Object.fromEntries(out.map(m => [m.generator, m]))
+  assert.equal(out.length, 3, JSON.stringify(out))
+  assert.deepEqual(byGenerator, {
+    default: { event: 'refused', generator: 'default', clockBack: 0, calls: 2, total: 2 },
+    impatient: { event: 'refused', generator: 'impatient', clockBack: 0, calls: 1, total: 1 },
+    spent: { event: 'refused', generator: 'spent', clockBack: 0, calls: 1, total: 1 },
+  })
 })

@@ -345,6 +345,7 @@ test('stats() reports the lead, clock-back events, waits and mark writes', HOST_
     leadMs: 0,
     clockBack: 0,
     clockBackEvents: 0,
+    clockBackRefusals: 0,
     waits: 0,
     sequenceWaits: 0,
     markWaits: 0,
@@ -353,11 +354,13 @@ test('stats() reports the lead, clock-back events, waits and mark writes', HOST_
     markWaitMs: 0,
     clockWaitMs: 0,
     markWrites: 0,
+    hostLease: null,
   })
   assert.equal(config.maxLeadMs, 1000)
   assert.ok(after.markWrites >= 1)
   assert.ok(after.leadMs >= 0 && after.leadMs <= 1000, `lead ${after.leadMs}`)
   assert.equal(after.clockBackEvents, 0)
+  assert.deepEqual(after.hostLease, { datacenterId: 0, workerId: 2, requestedWorkerId: null, lost: null })
   const marks = readMarks(path.join(dir, 'dc0-worker2.lease'))
   assert.ok(marks.marks[0][1] >= Date.now() - 1000)
 })

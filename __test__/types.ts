@@ -18,6 +18,7 @@ import type {
   SnowflakeOptions,
   SnowidConfig,
   SnowidStats,
+  HostLeaseStats,
   ConfigSource,
   OnClockBack,
   WorkerSlots,
@@ -114,8 +115,23 @@ const stopWatching: () => void = watch({ intervalMs: 500 })
 // @ts-expect-error intervalMs is a number
 watch({ intervalMs: '500' })
 const onWait = (m: SnowidWaitMessage): number => (m.reason === 'sequence' ? m.ms : m.calls)
-const onClock = (m: SnowidClockMessage): number => m.clockBack + m.steps
-const onLease = (m: SnowidLeaseMessage): number => (m.event === 'moved' ? (m.previousWorkerId ?? -1) : m.lease.workerId)
+const onClock = (m: SnowidClockMessage): number => m.clockBack + (m.event === 'refused' ? m.calls : m.steps)
+// @ts-expect-error a refusal counts calls, not steps
+const onRefused = (m: SnowidClockMessage): number => m.steps
+const onLease = (m: SnowidLeaseMessage): number =>
+  m.store === 'host'
+    ? (m.generator?.stats().hostLease?.workerId ?? m.workerId)
+    : m.event === 'moved'
+      ? (m.previousWorkerId ?? -1)
+      : m.lease.workerId
+const refusals: number = s.clockBackRefusals
+const host: HostLeaseStats | null = s.hostLease
+const hostSlot: [number, number, number | null, string | null] | null = host && [
+  host.datacenterId,
+  host.workerId,
+  host.requestedWorkerId,
+  host.lost,
+]
 const slots: WorkerSlots = workerSlots({ SNOWID_DATACENTER_ID: '1' })
 const recorded: number[] = slots.recorded.map(r => r.datacenterId + r.workerId + r.pid)
 const holders: Array<[boolean, number | null, string | null, string | null]> = [...slots.recorded, ...slots.gone].map(

@@ -1,9 +1,10 @@
 'use strict'
 
 // snowid's events on node:diagnostics_channel (docs/observability.md): `snowid:lease` for store leases, published as
-// their events happen; `snowid:clock` and `snowid:wait` for the generators' clockBack steps and waits, which happen
-// in the native core and are read from the counters of `stats()` by `watch()`, every `intervalMs`, only while the
-// channel has a subscriber. Nothing on an id's path calls into JS: publishing costs nothing while nobody subscribes.
+// their events happen, and for host leases; `snowid:clock` and `snowid:wait` for the generators' clockBack steps,
+// refused steps back and waits. What happens in the native core (a host lease taken or lost, a step back, a wait) is
+// read from `stats()` by `watch()`, every `intervalMs`, only while a channel has a subscriber. Nothing on an id's path
+// calls into JS: publishing costs nothing while nobody subscribes.
 
 const dc = require('node:diagnostics_channel')
 const { codedError } = require('./codes.js')
@@ -45,13 +46,51 @@ const KINDS = [
 ]
 
 /**
- * Publishes what changed in `now` since `before` (two `stats()` of `generator`, `null` for the default one): one
- * `snowid:clock` message for new clockBack steps, one `snowid:wait` message per kind of wait that grew.
+ * Publishes on `snowid:lease` what changed in a generator's host lease (`stats().hostLease`) from `before` to `now`:
+ * `'acquired'` (or `'moved'`, when `workerIdIfTaken: 'next'` moved on from the configured worker id) once the
+ * generator has started on a slot, and `'lost'` once the lease found the slot lost.
+ */
+function publishHostLease(generator, before, now) {
+  if (!now || !lease.hasSubscribers) return
+  const message = event => ({
+    event,
+    store: 'host',
+    datacenterId: now.datacenterId,
+    workerId: now.workerId,
+    generator,
+  })
+  if (!before) {
+    lease.publish(
+      now.requestedWorkerId === null
+        ? message('acquired')
+        : { ...message('moved'), previousWorkerId: now.requestedWorkerId },
+    )
+  }
+  if (now.lost !== null && !before?.lost) {
+    lease.publish({ ...message('lost'), error: codedError(Error, 'ERR_SNOWID_LEASE_LOST', now.lost) })
+  }
+}
+
+/**
+ * Publishes what changed in `now` since `before` (two `stats()` of `generator`, `null` for the default one): its host
+ * lease's taking and loss on `snowid:lease`, one `snowid:clock` message for new clockBack steps and one for new
+ * refusals of a step back, one `snowid:wait` message per kind of wait that grew.
  */
 function publishChanges(generator, before, now) {
+  publishHostLease(generator, before.hostLease, now.hostLease)
   const steps = now.clockBackEvents - before.clockBackEvents
   if (steps > 0 && clock.hasSubscribers) {
     clock.publish({ event: 'clockBack', generator, clockBack: now.clockBack, steps, total: now.clockBackEvents })
+  }
+  const refusals = now.clockBackRefusals - before.clockBackRefusals
+  if (refusals > 0 && clock.hasSubscribers) {
+    clock.publish({
+      event: 'refused',
+      generator,
+      clockBack: now.clockBack,
+      calls: refusals,
+      total: now.clockBackRefusals,
+    })
   }
   if (!wait.hasSubscribers) return
   for (const [reason, count, ms] of KINDS) {
@@ -61,9 +100,9 @@ function publishChanges(generator, before, now) {
 }
 
 /**
- * `watch(options)` for the module: reads the counters of the default generator (`defaultStats()`) and of every
- * `Snowflake` (`statsOf(snowflake)`) every `intervalMs`, while `snowid:clock` or `snowid:wait` has a subscriber, and
- * publishes what changed. Returns a function that stops it. Its timer is unref'd.
+ * `watch(options)` for the module: reads the counters and host lease of the default generator (`defaultStats()`) and
+ * of every `Snowflake` (`statsOf(snowflake)`) every `intervalMs`, while `snowid:lease`, `snowid:clock` or
+ * `snowid:wait` has a subscriber, and publishes what changed. Returns a function that stops it. Its timer is unref'd.
  */
 function watcher(defaultStats, statsOf) {
   return function watch(options = {}) {
@@ -100,7 +139,7 @@ function watcher(defaultStats, statsOf) {
       if (before) publishChanges(generator, before, now)
     }
     const tick = () => {
-      if (!clock.hasSubscribers && !wait.hasSubscribers) {
+      if (!lease.hasSubscribers && !clock.hasSubscribers && !wait.hasSubscribers) {
         if (!baseline) {
           last = new WeakMap()
           baseline = true
@@ -126,6 +165,8 @@ function watcher(defaultStats, statsOf) {
 
 const ZERO = Object.freeze({
   clockBackEvents: 0,
+  clockBackRefusals: 0,
+  hostLease: null,
   sequenceWaits: 0,
   sequenceWaitMs: 0,
   markWaits: 0,

@@ -27,6 +27,11 @@ pub trait Fence: Send + Sync {
     /// Has `state`, whose generators write their marks here, stopped as soon as the fence finds its identity lost
     /// (at once when it already is). A fence with nothing to watch ignores it.
     fn guard(&self, _state: Weak<dyn Stop>) {}
+
+    /// The error the fence found its identity lost with, once it did (for good); `None` while it holds.
+    fn lost(&self) -> Option<Error> {
+        None
+    }
 }
 
 /// A generator state that can be stopped from outside its generators.

@@ -20,6 +20,7 @@ use crate::core::time::{Clock, SystemClock};
 
 use super::env::{JsEnv, Remembered};
 use super::errors::emit_warning;
+use super::report::{host_lease, stats_of, SnowidStats};
 
 /// A configuration resolved from `opts` over the environment `env` holds now.
 pub(crate) fn resolve(opts: &Options, env: &JsEnv) -> CoreResult<Config> {
@@ -201,11 +202,17 @@ pub(crate) fn configured_view(env: sys::napi_env) -> Option<sys::napi_value> {
     }
 }
 
-/// The default generator's current lead and counters (all 0 before its first id).
-pub(crate) fn default_snapshot() -> Snapshot {
+/// The default generator's current lead, counters and host lease (all 0, and none, before its first id).
+pub(crate) fn default_stats() -> SnowidStats {
     match DEFAULT.get() {
-        Some((g, _)) => g.snapshot(),
-        None => Snapshot { lead_ms: 0, clock_back: 0, stats: Default::default() },
+        Some((g, started)) => {
+            // The configuration as resolved before the generator started, which `configure()` can no longer replace.
+            let pending = PENDING.lock();
+            let lease = host_lease(g, pending.config.as_ref().unwrap_or(started), started);
+            drop(pending);
+            stats_of(g.snapshot(), lease)
+        }
+        None => stats_of(Snapshot { lead_ms: 0, clock_back: 0, stats: Default::default() }, None),
     }
 }
 

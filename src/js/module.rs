@@ -15,14 +15,14 @@ use super::batches::{joined_ids_impl, next_ids_impl, scratch_ids_impl};
 use super::decoding::{decode_fields, timestamp_impl};
 use super::default::{
     configure_default, configured_view, counted_default_layout, default_config, default_generator, default_layout,
-    default_snapshot, DEFAULT,
+    default_stats, DEFAULT,
 };
 use super::env::{register_os_backed, JsEnv};
 use super::errors::{check, raise};
 use super::functions::{call_with_data, id_call, owning_function, Callback};
 use super::module_instance::{env_scratch, make_instance, make_scratch, scratch_of, Scratch};
 use super::options::read_options;
-use super::report::{report, stats_of, SnowidConfig, SnowidStats};
+use super::report::{report, SnowidConfig, SnowidStats};
 use super::values::{bigint, decimal, read_time, IdBigInt, Raw};
 
 /// What the module's functions keep: the scratch of their module instance.
@@ -249,10 +249,11 @@ pub fn config(env: Env) -> Result<SnowidConfig> {
     Ok(report(&c, identity::environment(&c, &JsEnv::new(raw))))
 }
 
-/// The default generator's current lead and counters (all 0 before its first id).
+/// The default generator's current lead and counters, and its host lease (all 0, and `hostLease` null, before its
+/// first id).
 #[napi]
 pub fn stats() -> SnowidStats {
-    stats_of(default_snapshot())
+    default_stats()
 }
 
 /// Sets the options of the default generator before its first id. Options win over environment variables.

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use napi_derive::napi;
 
 use crate::core::config::{option_table, Config, IfTaken, Source, WorkerIdFrom};
-use crate::core::generator::{ClockBackPolicy, Snapshot};
+use crate::core::generator::{ClockBackPolicy, Generator, Snapshot};
 use crate::core::replicas::Environment;
+use crate::core::time::SystemClock;
 
 /// The fields of an id. Every value is a plain number or string, so the object is safe for `JSON.stringify`.
 #[napi(object, object_from_js = false)]
@@ -191,8 +192,8 @@ macro_rules! report {
 
 option_table!(report);
 
-/// Counters and the current lead of a generator's state.
-#[napi(object)]
+/// Counters and the current lead of a generator's state, and the host lease that guards it.
+#[napi(object, use_nullable = true)]
 pub struct SnowidStats {
     /// How far the last id's timestamp is ahead of the clock, in ms (borrowed time; 0 when none).
     pub lead_ms: f64,
@@ -200,6 +201,9 @@ pub struct SnowidStats {
     pub clock_back: u32,
     /// Steps back of the clock that moved clockBack to a new value.
     pub clock_back_events: f64,
+    /// Calls refused with `ERR_SNOWID_CLOCK_BACKWARDS` for a step back of the clock: `onClockBack: 'throw'`, a
+    /// `'wait'` longer than `maxWaitMs`, or every clockBack value used.
+    pub clock_back_refusals: f64,
     /// Calls that had to wait, for any reason: `sequenceWaits + markWaits + clockWaits`.
     pub waits: f64,
     /// Calls that waited for the next ms because the sequence of the current one was used up at the edge of the lead.
@@ -216,13 +220,48 @@ pub struct SnowidStats {
     pub clock_wait_ms: f64,
     /// High-water marks written to the lease file.
     pub mark_writes: f64,
+    /// The host lease that guards this generator's ids, once its first id has started it on one; `null` with none
+    /// (`lease: false`, a store lease's generator, or before the first id).
+    pub host_lease: Option<HostLeaseStats>,
 }
 
-pub(crate) fn stats_of(s: Snapshot) -> SnowidStats {
+/// The host lease of a generator's slot (`stats().hostLease`).
+#[napi(object, use_nullable = true)]
+pub struct HostLeaseStats {
+    pub datacenter_id: u32,
+    pub worker_id: u32,
+    /// The configured worker id, when another live process held it and `workerIdIfTaken: 'next'` (or
+    /// `SNOWID_WORKER_ID_IF_TAKEN=next`) moved on to `workerId`; `null` otherwise.
+    pub requested_worker_id: Option<u32>,
+    /// The message of the `ERR_SNOWID_LEASE_LOST` the lease found, once it lost the slot (for good); `null` while it
+    /// holds it.
+    pub lost: Option<String>,
+}
+
+/// The host lease of `generator`, started from `resolved` as `started` (with its automatic worker id filled in):
+/// `None` when no lease guards it.
+pub(crate) fn host_lease(
+    generator: &Generator<SystemClock>,
+    resolved: &Config,
+    started: &Config,
+) -> Option<HostLeaseStats> {
+    let lost = generator.fence_lost()?;
+    let moved = resolved.worker_id.source != Source::Lease && started.worker_id.source == Source::Lease;
+    Some(HostLeaseStats {
+        datacenter_id: started.datacenter_id.value,
+        worker_id: started.worker_id.value,
+        requested_worker_id: moved.then_some(resolved.worker_id.value),
+        lost: lost.map(|e| e.message().to_string()),
+    })
+}
+
+/// `stats()` of a generator whose state is as `s`, guarded by the host lease `host_lease`.
+pub(crate) fn stats_of(s: Snapshot, host_lease: Option<HostLeaseStats>) -> SnowidStats {
     SnowidStats {
         lead_ms: s.lead_ms as f64,
         clock_back: s.clock_back,
         clock_back_events: s.stats.clock_back_events as f64,
+        clock_back_refusals: s.stats.clock_back_refusals as f64,
         waits: s.stats.waits as f64,
         sequence_waits: s.stats.sequence_waits as f64,
         mark_waits: s.stats.mark_waits as f64,
@@ -231,5 +270,6 @@ pub(crate) fn stats_of(s: Snapshot) -> SnowidStats {
         mark_wait_ms: s.stats.mark_wait_ms as f64,
         clock_wait_ms: s.stats.clock_wait_ms as f64,
         mark_writes: s.stats.mark_writes as f64,
+        host_lease,
     }
 }

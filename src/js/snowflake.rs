@@ -18,7 +18,7 @@ use super::env::JsEnv;
 use super::errors::raise;
 use super::module_instance::{cache_core, cached_core, snowflake_class};
 use super::options::read_options;
-use super::report::{report, stats_of, SnowidConfig, SnowidStats};
+use super::report::{host_lease, report, stats_of, SnowidConfig, SnowidStats};
 use super::snowflake_core::{install_instance, SnowflakeGenerator};
 use super::values::{read_time, IdBigInt, Raw};
 
@@ -84,13 +84,13 @@ impl Snowflake {
         Ok(report(&self.core.config.lock(), environment))
     }
 
-    /// The current lead and counters of this generator's state (shared with every generator of its identity); all
-    /// 0 before its first id.
+    /// The current lead and counters of this generator's state (shared with every generator of its identity), and
+    /// the host lease that guards it; all 0, and `hostLease` null, before its first id.
     #[napi]
     pub fn stats(&self) -> SnowidStats {
         match self.core.generator.get() {
-            Some(g) => stats_of(g.snapshot()),
-            None => stats_of(Snapshot { lead_ms: 0, clock_back: 0, stats: Default::default() }),
+            Some(g) => stats_of(g.snapshot(), host_lease(g, &self.core.resolved, &self.core.config.lock())),
+            None => stats_of(Snapshot { lead_ms: 0, clock_back: 0, stats: Default::default() }, None),
         }
     }
 }

@@ -100,6 +100,14 @@ impl<C: Clock> Generator<C> {
         Snapshot { lead_ms: (last + self.rules.epoch).saturating_sub(now), clock_back: st.clock_back, stats: st.stats }
     }
 
+    /// Whether a fence guards this generator's state (`None` when none does), and the error it found the identity
+    /// lost with once it did (see [`Fence::lost`](super::fence::Fence::lost)).
+    pub fn fence_lost(&self) -> Option<Option<Error>> {
+        // The fence is asked with the state's lock let go: a mark write takes the state's lock, then the fence's.
+        let fence = self.state.state.lock().fence.clone()?;
+        Some(fence.lost())
+    }
+
     /// The next id.
     #[inline]
     pub fn next_id(&self) -> Result<u64> {

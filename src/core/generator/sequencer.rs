@@ -97,6 +97,9 @@ impl Rules {
 pub struct Stats {
     /// Steps back the clock took that moved clockBack to a new value.
     pub clock_back_events: u64,
+    /// Calls refused with `ClockBackwards` for a step back: `Throw`, a `Wait` past `max_wait_ms`, or `Bits` with
+    /// every clockBack value used.
+    pub clock_back_refusals: u64,
     /// Calls that had to wait, for any reason: the sum of the three kinds below.
     pub waits: u64,
     /// Calls that waited for the next ms because this one's sequence was used up (at the edge of the lead).
@@ -284,11 +287,10 @@ impl State {
                     // The new clockBack value has issued nothing at or after this time, here or (per the earlier
                     // holders' marks) before this process took the slot. It is taken only once a mark for it is
                     // stored, so a failed write spends no clockBack value.
-                    let free = self.next_free_clock_back(rules.clock_back_mask, now);
-                    moved =
-                        Some(free.ok_or_else(|| {
-                            self.backwards(rules, now, behind, "every clockBack value has been used")
-                        })?);
+                    let Some(free) = self.next_free_clock_back(rules.clock_back_mask, now) else {
+                        return Err(self.refuse(rules, now, behind, "every clockBack value has been used"));
+                    };
+                    moved = Some(free);
                     (t, 0)
                 }
                 ClockBackPolicy::Wait => {
@@ -299,7 +301,7 @@ impl State {
                             "onClockBack is 'wait' and catching up would exceed maxWaitMs {max_wait_ms} (waited {} ms)",
                             waiting.slept
                         );
-                        return Err(self.backwards(rules, now, behind, &why));
+                        return Err(self.refuse(rules, now, behind, &why));
                     }
                     if waiting.slept == 0 {
                         let kind = if self.last == self.mark_last { WaitKind::Mark } else { WaitKind::Clock };
@@ -310,7 +312,7 @@ impl State {
                     return Ok(Step::Sleep(need));
                 }
                 ClockBackPolicy::Throw => {
-                    return Err(self.backwards(rules, now, behind, "onClockBack is 'throw'"));
+                    return Err(self.refuse(rules, now, behind, "onClockBack is 'throw'"));
                 }
             }
         };
@@ -387,7 +389,10 @@ impl State {
         self.lost = Some(why);
     }
 
-    fn backwards(&self, rules: &Rules, now: u64, offset: u64, why: &str) -> Error {
+    /// Refuses a step back of `offset` ms, counted in `clock_back_refusals`, for the reason `why`.
+    #[cold]
+    fn refuse(&mut self, rules: &Rules, now: u64, offset: u64, why: &str) -> Error {
+        self.stats.clock_back_refusals += 1;
         let last = self.last + rules.epoch;
         Error::new(
             Code::ClockBackwards,

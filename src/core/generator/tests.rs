@@ -36,6 +36,15 @@ fn fields(g: &Generator<FakeClock>, id: u64) -> Fields {
 }
 
 #[test]
+fn a_generator_tells_whether_a_fence_guards_it() {
+    let clock = FakeClock::at(NOW);
+    assert_eq!(generator(ClockBackPolicy::Bits, &clock).fence_lost(), None, "no fence");
+    let (_, _, g) = with_store(0);
+    // A fence that never finds its identity lost (a store's deadline stops the generator from outside instead).
+    assert_eq!(g.fence_lost(), Some(None));
+}
+
+#[test]
 fn no_id_at_or_past_the_lease_deadline_on_any_path() {
     let clock = FakeClock::at(NOW);
     let g = generator(ClockBackPolicy::Bits, &clock);
@@ -191,8 +200,9 @@ fn clock_back_bits_count_three_steps_then_throw() {
     let e = g.next_id().unwrap_err();
     assert_eq!(e.code(), Code::ClockBackwards);
     assert!(e.message().starts_with("clock moved backwards by 20 ms"), "{e}");
-    // Still behind: it keeps refusing rather than reusing clockBack 1.
+    // Still behind: it keeps refusing rather than reusing clockBack 1. Each refusal is counted, apart from the steps.
     assert_eq!(g.next_id().unwrap_err().code(), Code::ClockBackwards);
+    assert_eq!((g.snapshot().stats.clock_back_refusals, g.snapshot().stats.clock_back_events), (2, 3));
     // Once the clock is past the last id, generation carries on under clockBack 3.
     clock.set(NOW - 29);
     let f = issue(&g);
@@ -247,6 +257,7 @@ fn wait_policy_gives_up_past_max_wait() {
     assert_eq!(e.code(), Code::ClockBackwards);
     assert!(e.message().contains("maxWaitMs 1000"), "{e}");
     assert_eq!(clock.slept(), 0, "no point sleeping when the bound cannot be met");
+    assert_eq!((g.snapshot().stats.clock_back_refusals, g.snapshot().stats.clock_waits), (1, 0));
 
     // A clock that stays behind while we sleep: total sleep stays within the bound.
     let stuck = FakeClock::stuck(NOW);
@@ -255,6 +266,7 @@ fn wait_policy_gives_up_past_max_wait() {
     stuck.set(NOW - 400);
     assert_eq!(g.next_id().unwrap_err().code(), Code::ClockBackwards);
     assert_eq!(stuck.slept(), 800);
+    assert_eq!(g.snapshot().stats.clock_back_refusals, 1);
 }
 
 #[test]
@@ -266,6 +278,7 @@ fn throw_policy_throws_and_keeps_its_place() {
     let e = g.next_id().unwrap_err();
     assert_eq!((e.code(), e.class()), (Code::ClockBackwards, Class::Error));
     assert!(e.message().contains("by 5 ms"), "{e}");
+    assert_eq!(g.snapshot().stats.clock_back_refusals, 1);
     clock.set(NOW);
     let f = fields(&g, g.next_id().unwrap());
     assert_eq!((f.clock_back, f.sequence), (0, 1));

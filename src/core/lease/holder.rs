@@ -105,12 +105,6 @@ impl Lease {
         &self.path
     }
 
-    /// The `ERR_SNOWID_LEASE_LOST` this holder met, if it met one (for a test that only Linux can set up).
-    #[cfg(all(test, target_os = "linux"))]
-    pub(crate) fn lost_error(&self) -> Option<Error> {
-        self.held.lock().loss.error.clone()
-    }
-
     /// Writes the next version of the record: the current one changed by `edit`, naming this process as holder,
     /// to the slot file the configured path leads to now (see [`SlotFile::locate`]).
     fn advance(&self, now: u64, edit: impl FnOnce(&mut Record) -> Result<()>) -> Result<()> {
@@ -188,6 +182,11 @@ impl Fence for Lease {
         if let (Some(why), Some(state)) = (lost, state.upgrade()) {
             state.stop(why);
         }
+    }
+
+    /// The `ERR_SNOWID_LEASE_LOST` a mark write or the repair thread met, once one did.
+    fn lost(&self) -> Option<Error> {
+        self.held.lock().loss.error.clone()
     }
 }
 

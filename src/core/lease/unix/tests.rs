@@ -128,6 +128,7 @@ fn a_directory_replaced_under_a_holder_stops_its_generator_with_no_id_asked() {
     lease.guard(Arc::downgrade(&state) as Weak<dyn Stop>);
     let g = Generator::new(s, state, SystemClock).unwrap();
     g.next_id().unwrap();
+    assert_eq!(g.fence_lost(), Some(None), "a lease guards the generator, and holds");
     // The repair thread looks at a slot only while its record's marks reach past the clock (an idle holder makes no
     // wake-ups), and the first id's mark reaches MARK_WINDOW_MS (100 ms) ahead: on a busy machine, a thread left off
     // the cores that long finds the mark past, and the slot rightly no longer watched. A mark a minute ahead (as a
@@ -148,12 +149,12 @@ fn a_directory_replaced_under_a_holder_stops_its_generator_with_no_id_asked() {
     let changed = std::time::Instant::now();
     // No id is asked for: the repair thread alone finds the slot lost (here, within a repair period or two of the
     // swap; the wait is long for a machine busy with other work, and well within the marks' reach).
-    while lease.lost_error().is_none() && changed.elapsed().as_secs() < 30 {
+    while lease.lost().is_none() && changed.elapsed().as_secs() < 30 {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     let found = changed.elapsed().as_millis();
     assert!(
-        lease.lost_error().is_some(),
+        lease.lost().is_some(),
         "not found lost in {found} ms with no id asked, while the marks reached past the clock"
     );
     // The generator was stopped: the next id is refused, and no mark is written, whether or not the first id's mark
@@ -170,6 +171,7 @@ fn a_directory_replaced_under_a_holder_stops_its_generator_with_no_id_asked() {
         "{m}"
     );
     assert_eq!(g.next_id().unwrap_err(), e, "for good");
+    assert_eq!(g.fence_lost(), Some(Some(e.clone())), "the generator's fence reports the loss");
     assert_eq!(lease.reserve(0, u64::MAX, 0).unwrap_err(), e, "and at every mark write");
     // The new directory's claim was not kept: had it been, the holder's own claim would later have been blamed
     // on "another process".
