@@ -23,8 +23,8 @@ export declare class Snowflake {
    */
   config(): SnowidConfig
   /**
-   * The current lead and counters of this generator's state (shared with every generator of its identity); all
-   * 0 before its first id.
+   * The current lead and counters of this generator's state (shared with every generator of its identity), and
+   * the host lease that guards it; all 0, and `hostLease` null, before its first id.
    */
   stats(): SnowidStats
 }
@@ -119,6 +119,22 @@ export interface DecodedId {
  * @throws {TypeError|RangeError} `ERR_SNOWID_INVALID_ARGUMENT` for an unknown encoding.
  */
 export declare function encode(id: bigint | string | number, encoding: 'base62' | 'base36' | 'hex'): string
+
+/** The host lease of a generator's slot (`stats().hostLease`). */
+export interface HostLeaseStats {
+  datacenterId: number
+  workerId: number
+  /**
+   * The configured worker id, when another live process held it and `workerIdIfTaken: 'next'` (or
+   * `SNOWID_WORKER_ID_IF_TAKEN=next`) moved on to `workerId`; `null` otherwise.
+   */
+  requestedWorkerId: number | null
+  /**
+   * The message of the `ERR_SNOWID_LEASE_LOST` the lease found, once it lost the slot (for good); `null` while it
+   * holds it.
+   */
+  lost: string | null
+}
 
 /**
  * Options of a `SnowflakeLayout`. Nothing is read from the environment: each one left out takes snowid's
@@ -394,7 +410,7 @@ export interface SnowidConfig {
   sources: ConfigSources
 }
 
-/** Counters and the current lead of a generator's state. */
+/** Counters and the current lead of a generator's state, and the host lease that guards it. */
 export interface SnowidStats {
   /** How far the last id's timestamp is ahead of the clock, in ms (borrowed time; 0 when none). */
   leadMs: number
@@ -402,6 +418,11 @@ export interface SnowidStats {
   clockBack: number
   /** Steps back of the clock that moved clockBack to a new value. */
   clockBackEvents: number
+  /**
+   * Calls refused with `ERR_SNOWID_CLOCK_BACKWARDS` for a step back of the clock: `onClockBack: 'throw'`, a
+   * `'wait'` longer than `maxWaitMs`, or every clockBack value used.
+   */
+  clockBackRefusals: number
   /** Calls that had to wait, for any reason: `sequenceWaits + markWaits + clockWaits`. */
   waits: number
   /** Calls that waited for the next ms because the sequence of the current one was used up at the edge of the lead. */
@@ -418,9 +439,17 @@ export interface SnowidStats {
   clockWaitMs: number
   /** High-water marks written to the lease file. */
   markWrites: number
+  /**
+   * The host lease that guards this generator's ids, once its first id has started it on one; `null` with none
+   * (`lease: false`, a store lease's generator, or before the first id).
+   */
+  hostLease: HostLeaseStats | null
 }
 
-/** The default generator's current lead and counters (all 0 before its first id). */
+/**
+ * The default generator's current lead and counters, and its host lease (all 0, and `hostLease` null, before its
+ * first id).
+ */
 export declare function stats(): SnowidStats
 
 /**
