@@ -50,7 +50,7 @@ impl Packing {
 ///
 /// `word` holds either [`CLOSED`] or the last id issued under the state, without its datacenterId and workerId bits
 /// (constant for the identity): its timestamp, clockBack and sequence in place. While it is open, a caller reads
-/// `word`, then `bound`, then the clock at `t` (ms since the epoch), and issues
+/// `word`, then the clock at `t` (ms since the epoch), then `bound`, and issues
 /// - `t` with sequence 0 and the word's clockBack, when `t` is past the word's timestamp, or
 /// - the word plus one, when `t` is the word's timestamp and its sequence is not the last,
 ///
@@ -163,35 +163,54 @@ impl Shared {
     /// One compare-and-swap of the fast path for `count` ids (1 to `max_sequence + 1`) of one ms, consecutive, with
     /// `p` the packing of this state's layout: the word it moved to (the last of them), or `None` when they do not
     /// fit the ms `clock` reads (or the mutex must decide). The word stays the last id issued, so the argument above
-    /// holds as for one id.
+    /// holds as for one id. The first try is inlined into the caller; a swap lost to another caller tries again
+    /// out of line, so the common case keeps few registers.
     #[inline(always)]
     pub(super) fn swap<C: Clock>(&self, p: &Packing, clock: &C, count: u64) -> Option<u64> {
-        let mut word = self.word.load(Ordering::Acquire);
+        match self.try_swap(p, clock, count, self.word.load(Ordering::Acquire))? {
+            Ok(next) => Some(next),
+            Err(current) => self.swap_again(p, clock, count, current),
+        }
+    }
+
+    /// [`swap`](Self::swap) after a lost try, from the word that won: tries again until a swap succeeds or the mutex
+    /// must decide.
+    #[cold]
+    #[inline(never)]
+    fn swap_again<C: Clock>(&self, p: &Packing, clock: &C, count: u64, mut word: u64) -> Option<u64> {
         loop {
-            if word == CLOSED {
-                return None;
-            }
-            let bound = self.bound.load(Ordering::Acquire);
-            let t = clock.now_ms().checked_sub(p.epoch)?;
-            if t > bound {
-                return None;
-            }
-            let last = word >> p.timestamp_shift;
-            // The last of the ids taken: sequence `count - 1` of a new ms, or `count` past the word in its own.
-            let next = if t > last {
-                (t << p.timestamp_shift) | (word & p.clock_back_bits) | (count - 1)
-            } else if t == last && count <= p.max_sequence - (word & p.max_sequence) {
-                word + count
-            } else {
-                return None;
-            };
-            match self.word.compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return Some(next),
-                // Another caller issued an id (or the mutex closed the word): read the clock again after its word.
-                // A weak swap may also fail with the word unchanged (on LL/SC machines).
+            match self.try_swap(p, clock, count, word)? {
+                Ok(next) => return Some(next),
                 Err(current) => word = current,
             }
         }
+    }
+
+    /// One try from `word` (just loaded): the word moved to (`Ok`), the word another caller (or the mutex) put in
+    /// meanwhile (`Err`), or `None` when the mutex must decide.
+    #[inline(always)]
+    fn try_swap<C: Clock>(&self, p: &Packing, clock: &C, count: u64, word: u64) -> Option<Result<u64, u64>> {
+        if word == CLOSED {
+            return None;
+        }
+        // A clock before the epoch wraps to 2^64 - epoch or more: past any bound (a timestamp, below 2^63).
+        let t = clock.now_ms().wrapping_sub(p.epoch);
+        // After the clock, so nothing read before the call is kept across it but the word.
+        if t > self.bound.load(Ordering::Acquire) {
+            return None;
+        }
+        let last = word >> p.timestamp_shift;
+        // The last of the ids taken: sequence `count - 1` of a new ms, or `count` past the word in its own.
+        let next = if t > last {
+            (t << p.timestamp_shift) | (word & p.clock_back_bits) | (count - 1)
+        } else if t == last && count <= p.max_sequence - (word & p.max_sequence) {
+            word + count
+        } else {
+            return None;
+        };
+        // On failure: another caller issued an id (or the mutex closed the word), and the next try reads the clock
+        // again after its word. A weak swap may also fail with the word unchanged (on LL/SC machines).
+        Some(self.word.compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire).map(|_| next))
     }
 }
 

@@ -304,6 +304,20 @@ fn a_clock_before_the_epoch_is_refused() {
     let clock = FakeClock::at(DEFAULT_EPOCH - 1);
     let g = generator(ClockBackPolicy::Bits, &clock);
     assert_eq!(g.next_id().unwrap_err().code(), Code::ClockBackwards);
+    // With the fast path open too: a single id and a batch decline it and the mutex refuses them.
+    clock.set(NOW);
+    let first = g.next_id().unwrap();
+    for before in [DEFAULT_EPOCH - 1, 0] {
+        clock.set(before);
+        assert_eq!(g.next_id_fast(), None, "the fast path at {before}");
+        assert_eq!(g.next_id().unwrap_err().code(), Code::ClockBackwards);
+        clock.set(NOW);
+        g.next_id().unwrap();
+        clock.set(before);
+        assert_eq!(g.fill(&mut [0u64; 3]).unwrap_err().code(), Code::ClockBackwards);
+    }
+    clock.set(NOW + 1);
+    assert!(g.next_id().unwrap() > first);
 }
 
 #[test]
