@@ -63,10 +63,10 @@ test('threads mixing nextIdString and nextId never collide', SHARED, async () =>
   assert.deepEqual([dups, total], [0, 200_000], `${dups} duplicates in ${total} ids`)
 })
 
-// Threads sharing a Snowflake identity whose 18-bit sequence gives runs of 64: a thread that loses a race for the
-// shared state claims a run and hands it out itself (src/core/generator/shared.rs, \`Shared\`). Each thread mixes single ids,
-// strings and batches, which drop the thread's run.
-const RUNS = `
+// Threads sharing a Snowflake identity whose 18-bit sequence leaves sequence values to spare, so they take ids of
+// one ms together from the shared state (src/core/generator/shared.rs, \`Shared\`). Each thread mixes single ids,
+// strings and batches.
+const WIDE = `
 const { parentPort, workerData } = require('node:worker_threads')
 const { Snowflake } = require(workerData.root)
 const gen = new Snowflake(workerData.options)
@@ -95,7 +95,7 @@ test(
         { length: 4 },
         () =>
           new Promise((resolve, reject) => {
-            const w = new Worker(RUNS, { eval: true, workerData: { root: ROOT, n, options } })
+            const w = new Worker(WIDE, { eval: true, workerData: { root: ROOT, n, options } })
             w.once('message', resolve)
             w.once('error', reject)
           }),
@@ -110,7 +110,7 @@ test(
     let duplicates = 0
     for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) duplicates++
     assert.equal(duplicates, 0)
-    // Every thread has returned, and this thread holds no run of that state: an id asked for now is past all of theirs.
+    // Every thread has returned: an id asked for now is past all of theirs.
     const mine = new Snowflake(options).nextId()
     assert.ok(mine > all[all.length - 1], `${mine} is not past ${all[all.length - 1]}`)
   },

@@ -149,7 +149,9 @@ async function scaling(threads, floor) {
 
 function wide() {
   const s = require('..')
-  if (s.config().sequenceBits !== WIDE.sequenceBits) s.configure(WIDE)
+  // Before anything reads the configuration: config() leases a slot in the default layout's id space, which
+  // configure() may then no longer leave.
+  s.configure(WIDE)
   return s
 }
 

@@ -21,13 +21,17 @@ impl Clock for SystemClock {
     #[cfg(unix)]
     #[inline]
     fn now_ms(&self) -> u64 {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let mut ts = std::mem::MaybeUninit::<libc::timespec>::uninit();
         // SAFETY: `ts` is a valid out-pointer for the call.
-        let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-        if rc != 0 || ts.tv_sec < 0 {
+        if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, ts.as_mut_ptr()) } != 0 {
             return 0;
         }
-        ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+        // SAFETY: the call returned 0, so it wrote `ts` (left unset before: this is every id's clock read).
+        let ts = unsafe { ts.assume_init() };
+        match u64::try_from(ts.tv_sec) {
+            Ok(secs) => secs * 1000 + ts.tv_nsec as u64 / 1_000_000,
+            Err(_) => 0,
+        }
     }
 
     #[cfg(not(unix))]

@@ -36,7 +36,7 @@ unsafe fn module_id(
     env: sys::napi_env,
     make: unsafe fn(sys::napi_env, u64) -> Result<sys::napi_value>,
 ) -> sys::napi_value {
-    unsafe { id_call(env, DEFAULT.get().map(|(g, _)| g), || default_generator(env), make) }
+    unsafe { id_call(env, DEFAULT.get().map(|(g, _)| g), move || default_generator(env), make) }
 }
 
 unsafe extern "C" fn module_next_id(env: sys::napi_env, _info: sys::napi_callback_info) -> sys::napi_value {

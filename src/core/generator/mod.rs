@@ -6,13 +6,11 @@
 //! - `shared`: the state as every generator of the identity shares it, in any thread: the state behind a mutex,
 //!   and the lock-free fast path in front of it, with the argument that the two never issue the same id and that
 //!   nothing passes a fence.
-//! - `runs`: the ids of one ms a thread claims by one swap after losing one, and hands out alone.
 //! - [`Generator`], here: reads the clock, takes the fast path or the mutex, and turns sequence values into ids.
 //!
 //! The generator knows nothing of leases: a [`Fence`](super::fence::Fence) stores its marks, and may stop it.
 
 mod resume;
-mod runs;
 pub mod sequencer;
 mod shared;
 
@@ -40,8 +38,6 @@ pub struct Generator<C: Clock> {
     /// datacenterId and workerId, already in place.
     fixed: u64,
     packing: Packing,
-    /// How many ids a thread claims at once after losing a swap (see `runs::run_len`).
-    run_len: u64,
     state: SharedState,
     clock: C,
 }
@@ -77,15 +73,7 @@ impl<C: Clock> Generator<C> {
             let mut st = state.state.lock();
             st.tolerance = st.tolerance.max(settings.max_lead_ms);
         }
-        let packing = Packing::of(&layout);
-        Ok(Generator {
-            rules: Rules::new(settings),
-            fixed,
-            packing,
-            run_len: runs::run_len(packing.max_sequence),
-            state,
-            clock,
-        })
+        Ok(Generator { rules: Rules::new(settings), fixed, packing: Packing::of(&layout), state, clock })
     }
 
     pub fn layout(&self) -> &Layout {
@@ -135,24 +123,10 @@ impl<C: Clock> Generator<C> {
         Ok(self.compose(ts, st.clock_back, seq))
     }
 
-    /// The fast path (see [`Shared`]): the next id from this thread's run, or by one compare-and-swap, or `None`
-    /// when the mutex must decide. A swap that loses to another thread's claims a run instead of one id.
+    /// The fast path (see [`Shared`]): the next id by one compare-and-swap, or `None` when the mutex must decide.
     #[inline(always)]
     fn next_fast(&self) -> Option<u64> {
-        // Read before the word, so a run claimed below is never taken for one of a later generation.
-        let generation = self.state.generation.load();
-        if generation & runs::RUNS != 0 {
-            let timestamp = || self.clock.now_ms().checked_sub(self.packing.epoch);
-            if let Some(word) = runs::take(generation, self.packing.timestamp_shift, timestamp) {
-                return Some(word | self.fixed);
-            }
-        }
-        let (next, taken) = self.state.swap(&self.packing, &self.clock, 1, self.run_len)?;
-        let first = next - (taken - 1);
-        if taken > 1 {
-            runs::keep(generation, first + 1, next);
-        }
-        Some(first | self.fixed)
+        Some(self.state.swap(&self.packing, &self.clock, 1)? | self.fixed)
     }
 
     /// Fills `out` with the next ids, in order, under one lock. The clock is read once per sequence of consecutive
@@ -162,9 +136,8 @@ impl<C: Clock> Generator<C> {
         // A batch that fits one ms is one swap of the fast path; the sequence is the lowest field, so its ids are
         // the first one plus 0, 1, 2...
         let count = out.len() as u64;
-        runs::drop_mine(&self.state.generation);
         if count >= 1 && count - 1 <= self.packing.max_sequence {
-            if let Some((next, _)) = self.state.swap(&self.packing, &self.clock, count, count) {
+            if let Some(next) = self.state.swap(&self.packing, &self.clock, count) {
                 let first = (next - (count - 1)) | self.fixed;
                 for (k, slot) in out.iter_mut().enumerate() {
                     *slot = first + k as u64;

@@ -13,7 +13,6 @@ use super::super::error::Error;
 use super::super::fence::Stop;
 use super::super::layout::{max_value, Layout};
 use super::super::time::Clock;
-use super::runs::Generation;
 use super::sequencer::State;
 
 /// The value of [`Shared::word`] while the fast path is closed. No id has every bit set (ids are below 2^63).
@@ -51,35 +50,12 @@ impl Packing {
 ///
 /// `word` holds either [`CLOSED`] or the last id issued under the state, without its datacenterId and workerId bits
 /// (constant for the identity): its timestamp, clockBack and sequence in place. While it is open, a caller reads
-/// `word`, then `bound`, then the clock at `t` (ms since the epoch), and issues
+/// `word`, then the clock at `t` (ms since the epoch), then `bound`, and issues
 /// - `t` with sequence 0 and the word's clockBack, when `t` is past the word's timestamp, or
 /// - the word plus one, when `t` is the word's timestamp and its sequence is not the last,
 ///
 /// both only when `t <= bound`, by a compare-and-swap of `word` from the value read to the id issued. Everything
 /// else (no word, a full ms, a clock behind the word, a mark to write, a deadline) goes to the mutex.
-///
-/// # Runs
-///
-/// Threads that take every id from one word move its cache line between their cores on every id, and together make
-/// fewer ids than one thread alone. So a caller whose swap lost to another's claims a run instead: up to
-/// `run_len` consecutive ids of the ms (fewer when less is left), by one swap that moves the word to the last of
-/// them, exactly as a batch does. Before that swap it sets the generation's `RUNS` flag. It returns the first id
-/// and keeps the rest in a thread-local run (see `runs`), with the `generation` it read *before* it loaded the word. Later
-/// calls on that thread hand out the run's ids, with no write to shared memory, while both hold:
-/// - the generation is still the run's: no mutex section has begun since the run was claimed (each begins by
-///   closing the word, then storing a new generation; a caller that reads the new one loads the word after the
-///   swap to `CLOSED`, so it claims only from a word that section or a later one opened), and no swap has moved the
-///   word to a later ms (one that does stores a new generation before it returns its id, when it reads the flag:
-///   a swap that comes after a claim's reads the flag its claimer set before that claim's swap);
-/// - the clock reads the run's ms.
-///
-/// Otherwise the run is dropped, and so are its unused ids, which the word already covers and nothing issues again.
-/// A run is issued ids (the word moved past them when it was claimed), so points 1 to 5 below hold for it as for
-/// ids the swap returns: its ids are unique, within the `bound` of the open run of swaps that claimed it (which
-/// no section has changed since), and a fence, being a section, ends it. Each thread's ids still increase: a batch
-/// drops the thread's run first, a section ends it, and a swap issues past it. Two threads' ids of one ms may
-/// interleave, as two processes' do; an id asked for after another was returned is never of an earlier ms, even
-/// when the clock steps back (a run dies with its ms, and a step back is the mutex's, with its policy).
 ///
 /// # The mutex
 ///
@@ -121,9 +97,6 @@ pub struct Shared {
     pub(super) word: AtomicU64,
     /// While the word is open: the latest timestamp (ms since the epoch) the fast path may issue at.
     bound: AtomicU64,
-    /// Changed by every mutex section as it begins, right after it closes the word, and by a swap into a later ms
-    /// while there are runs.
-    pub(super) generation: Generation,
     pub(super) state: Mutex<State>,
     packing: Packing,
 }
@@ -136,7 +109,6 @@ impl Shared {
         Arc::new(Shared {
             word: AtomicU64::new(CLOSED),
             bound: AtomicU64::new(0),
-            generation: Generation::new(),
             state: Mutex::new(state),
             packing: Packing::of(layout),
         })
@@ -152,9 +124,6 @@ impl Shared {
     pub(super) fn close(&self) -> MutexGuard<'_, State> {
         let mut st = self.state.lock();
         let word = self.word.swap(CLOSED, Ordering::AcqRel);
-        // After the swap: a caller that reads the new generation loads the word after it, so it claims a run only
-        // from a word this section (or a later one) opens, and no run claimed before this section is kept under it.
-        self.generation.begin_section();
         if word != CLOSED {
             st.last = word >> self.packing.timestamp_shift;
             st.next_seq = (word & self.packing.max_sequence) + 1;
@@ -192,60 +161,56 @@ impl Shared {
     }
 
     /// One compare-and-swap of the fast path for `count` ids (1 to `max_sequence + 1`) of one ms, consecutive, with
-    /// `p` the packing of this state's layout: the word it moved to (the last of them) and how many it took, or
-    /// `None` when they do not fit the ms `clock` reads (or the mutex must decide). The word stays the last id
-    /// issued, so the argument above holds as for one id. After a swap lost to another caller, it asks for
-    /// `on_loss` instead, and takes what is left of the ms when that is less.
+    /// `p` the packing of this state's layout: the word it moved to (the last of them), or `None` when they do not
+    /// fit the ms `clock` reads (or the mutex must decide). The word stays the last id issued, so the argument above
+    /// holds as for one id. The first try is inlined into the caller; a swap lost to another caller tries again
+    /// out of line, so the common case keeps few registers.
     #[inline(always)]
-    pub(super) fn swap<C: Clock>(&self, p: &Packing, clock: &C, count: u64, on_loss: u64) -> Option<(u64, u64)> {
-        let mut count = count;
-        let mut partial = false;
-        let mut word = self.word.load(Ordering::Acquire);
+    pub(super) fn swap<C: Clock>(&self, p: &Packing, clock: &C, count: u64) -> Option<u64> {
+        match self.try_swap(p, clock, count, self.word.load(Ordering::Acquire))? {
+            Ok(next) => Some(next),
+            Err(current) => self.swap_again(p, clock, count, current),
+        }
+    }
+
+    /// [`swap`](Self::swap) after a lost try, from the word that won: tries again until a swap succeeds or the mutex
+    /// must decide.
+    #[cold]
+    #[inline(never)]
+    fn swap_again<C: Clock>(&self, p: &Packing, clock: &C, count: u64, mut word: u64) -> Option<u64> {
         loop {
-            if word == CLOSED {
-                return None;
-            }
-            let bound = self.bound.load(Ordering::Acquire);
-            let t = clock.now_ms().checked_sub(p.epoch)?;
-            if t > bound {
-                return None;
-            }
-            let last = word >> p.timestamp_shift;
-            // The last of the ids taken: sequence `taken - 1` of a new ms, or `taken` past the word in its own.
-            let (next, taken) = if t > last {
-                ((t << p.timestamp_shift) | (word & p.clock_back_bits) | (count - 1), count)
-            } else if t == last {
-                let left = p.max_sequence - (word & p.max_sequence);
-                let taken = if count <= left {
-                    count
-                } else if partial && left > 0 {
-                    left
-                } else {
-                    return None;
-                };
-                (word + taken, taken)
-            } else {
-                return None;
-            };
-            match self.word.compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => {
-                    if t > last {
-                        self.generation.end_runs();
-                    }
-                    return Some((next, taken));
-                }
-                // Another caller issued an id (or the mutex closed the word): read the clock again after its word.
-                // A weak swap may also fail with the word unchanged (on LL/SC machines), which is no loss.
-                Err(current) => {
-                    if current != word && on_loss > count {
-                        count = on_loss;
-                        partial = true;
-                        self.generation.flag_runs();
-                    }
-                    word = current;
-                }
+            match self.try_swap(p, clock, count, word)? {
+                Ok(next) => return Some(next),
+                Err(current) => word = current,
             }
         }
+    }
+
+    /// One try from `word` (just loaded): the word moved to (`Ok`), the word another caller (or the mutex) put in
+    /// meanwhile (`Err`), or `None` when the mutex must decide.
+    #[inline(always)]
+    fn try_swap<C: Clock>(&self, p: &Packing, clock: &C, count: u64, word: u64) -> Option<Result<u64, u64>> {
+        if word == CLOSED {
+            return None;
+        }
+        // A clock before the epoch wraps to 2^64 - epoch or more: past any bound (a timestamp, below 2^63).
+        let t = clock.now_ms().wrapping_sub(p.epoch);
+        // After the clock, so nothing read before the call is kept across it but the word.
+        if t > self.bound.load(Ordering::Acquire) {
+            return None;
+        }
+        let last = word >> p.timestamp_shift;
+        // The last of the ids taken: sequence `count - 1` of a new ms, or `count` past the word in its own.
+        let next = if t > last {
+            (t << p.timestamp_shift) | (word & p.clock_back_bits) | (count - 1)
+        } else if t == last && count <= p.max_sequence - (word & p.max_sequence) {
+            word + count
+        } else {
+            return None;
+        };
+        // On failure: another caller issued an id (or the mutex closed the word), and the next try reads the clock
+        // again after its word. A weak swap may also fail with the word unchanged (on LL/SC machines).
+        Some(self.word.compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire).map(|_| next))
     }
 }
 

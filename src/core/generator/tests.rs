@@ -1,4 +1,4 @@
-//! The generator's tests: its policy, its fast path and runs, marks and restarts, with an injected clock.
+//! The generator's tests: its policy, its fast path, marks and restarts, with an injected clock.
 
 use super::sequencer::MARK_WINDOW_MS;
 use super::shared::CLOSED;
@@ -317,6 +317,20 @@ fn a_clock_before_the_epoch_is_refused() {
     let clock = FakeClock::at(DEFAULT_EPOCH - 1);
     let g = generator(ClockBackPolicy::Bits, &clock);
     assert_eq!(g.next_id().unwrap_err().code(), Code::ClockBackwards);
+    // With the fast path open too: a single id and a batch decline it and the mutex refuses them.
+    clock.set(NOW);
+    let first = g.next_id().unwrap();
+    for before in [DEFAULT_EPOCH - 1, 0] {
+        clock.set(before);
+        assert_eq!(g.next_id_fast(), None, "the fast path at {before}");
+        assert_eq!(g.next_id().unwrap_err().code(), Code::ClockBackwards);
+        clock.set(NOW);
+        g.next_id().unwrap();
+        clock.set(before);
+        assert_eq!(g.fill(&mut [0u64; 3]).unwrap_err().code(), Code::ClockBackwards);
+    }
+    clock.set(NOW + 1);
+    assert!(g.next_id().unwrap() > first);
 }
 
 #[test]
@@ -405,12 +419,12 @@ fn the_fast_path_issues_without_the_mutex() {
     assert_eq!(id, first + 1);
 }
 
-/// Widths whose sequence (18 bits) makes a thread claim runs of 64 ids after a lost swap.
-const RUNS_WIDTHS: Widths = Widths { datacenter: 1, worker: 2, clock_back: 2, sequence: 18 };
+/// Widths with sequence values to spare (18 bits), for threads that share a state well below the cap.
+const WIDE: Widths = Widths { datacenter: 1, worker: 2, clock_back: 2, sequence: 18 };
 
-/// A generator of `s` (with runs of 64) on `clock`, and another of its state whose calls run on their own thread,
-/// as a second thread's would.
-fn with_runs(clock: &FakeClock, s: Settings) -> (Generator<FakeClock>, Arc<Generator<FakeClock>>) {
+/// A generator of `s` on `clock`, and another of its state whose calls run on their own thread, as a second
+/// thread's would.
+fn with_another(clock: &FakeClock, s: Settings) -> (Generator<FakeClock>, Arc<Generator<FakeClock>>) {
     let state = Shared::new(State::new(0), &s.layout);
     let g = Generator::new(s, state.clone(), clock.clone()).unwrap();
     let other = Arc::new(Generator::new(s, state, clock.clone()).unwrap());
@@ -423,117 +437,37 @@ fn elsewhere(other: &Arc<Generator<FakeClock>>) -> u64 {
     std::thread::spawn(move || other.next_id().unwrap()).join().unwrap()
 }
 
-/// Makes `g`'s next swap lose to an id `other` takes on another thread: the call claims a run. Returns the id the
-/// other thread took, and the call's.
-fn lose_a_swap(clock: &FakeClock, g: &Generator<FakeClock>, other: &Arc<Generator<FakeClock>>) -> (u64, u64) {
+#[test]
+fn a_swap_that_loses_to_another_thread_issues_past_its_id() {
+    let clock = FakeClock::at(NOW);
+    let (g, other) = with_another(&clock, settings(WIDE, ClockBackPolicy::Bits));
+    let a = g.next_id().unwrap();
+    // The other thread's id comes between this call's load of the word and its swap (inside its clock read).
     let (tx, rx) = std::sync::mpsc::channel();
     let o = other.clone();
     clock.meanwhile(move || tx.send(elsewhere(&o)).unwrap());
-    let id = g.next_id().unwrap();
-    (rx.recv().unwrap(), id)
-}
-
-#[test]
-fn the_run_length_is_a_4096th_of_the_sequence_values_from_1_to_64() {
-    let clock = FakeClock::at(NOW);
-    for (sequence, run_len) in [(12, 1), (8, 1), (13, 2), (16, 16), (18, 64), (20, 64)] {
-        let w = Widths { datacenter: 1, worker: 2, clock_back: 0, sequence };
-        let g =
-            Generator::new(settings(w, ClockBackPolicy::Bits), Shared::new(State::new(0), &layout(w)), clock.clone())
-                .unwrap();
-        assert_eq!(g.run_len, run_len, "sequenceBits {sequence}");
-    }
-}
-
-#[test]
-fn a_lost_swap_claims_a_run_that_only_its_thread_hands_out() {
-    let clock = FakeClock::at(NOW);
-    let (g, other) = with_runs(&clock, settings(RUNS_WIDTHS, ClockBackPolicy::Bits));
-    let a = g.next_id().unwrap();
-    let (b, c) = lose_a_swap(&clock, &g, &other);
-    // The other thread's id came between the load and the swap; this call then claimed 64 ids after it.
+    let c = g.next_id().unwrap();
+    let b = rx.recv().unwrap();
     assert_eq!((b, c), (a + 1, a + 2));
-    assert_eq!(word(&g), (a + 65) & !g.fixed, "the word covers the whole run");
-    // The other thread issues past the run; this one hands out the run's ids, in order, without the word.
-    assert_eq!(elsewhere(&other), a + 66);
-    for k in 3..=65 {
-        assert_eq!(g.next_id().unwrap(), a + k);
-    }
-    assert_eq!(word(&g), (a + 66) & !g.fixed, "a run's ids move no shared word");
-    // The run is used up: the next id is a swap's again.
-    assert_eq!(g.next_id().unwrap(), a + 67);
-    assert_eq!(word(&g), (a + 67) & !g.fixed);
+    assert_eq!(word(&g), c & !g.fixed, "the word is the last id issued");
 }
 
 #[test]
-fn a_run_is_dropped_by_a_section_a_fence_a_batch_and_another_ms() {
-    let clock = FakeClock::at(NOW);
-    let (g, other) = with_runs(&clock, settings(RUNS_WIDTHS, ClockBackPolicy::Bits));
-    g.next_id().unwrap();
-    // A section (here one that changes nothing but the deadline) ends every run of the generation before it.
-    let (_, c) = lose_a_swap(&clock, &g, &other);
-    g.set_deadline(u64::MAX);
-    let d = g.next_id().unwrap();
-    assert_eq!(d, c + 64, "after a section the next id is past the run ({c:#x}..), not in it");
-    // A batch drops the thread's run first: the next single id comes after the batch.
-    let (_, c) = lose_a_swap(&clock, &g, &other);
-    let mut batch = [0u64; 3];
-    g.fill(&mut batch).unwrap();
-    assert_eq!(batch[0], c + 64);
-    assert_eq!(g.next_id().unwrap(), batch[2] + 1);
-    // A run is only of its ms: a later ms drops it, so a clock that steps back to the run's ms does not hand out
-    // the rest of the run after the later id; it is a step back, under a new clockBack value.
-    let (_, c) = lose_a_swap(&clock, &g, &other);
-    clock.set(NOW + 1);
-    let later = g.next_id().unwrap();
-    assert_eq!((fields(&g, later).timestamp, fields(&g, later).sequence), (fields(&g, c).timestamp + 1, 0));
-    clock.set(NOW);
-    let back = g.next_id().unwrap();
-    assert_eq!(fields(&g, back).clock_back, 1, "{back:#x} came from the dropped run");
-    // A fence ends the run at once: nothing is handed out from it past the fence.
-    clock.set(NOW + 2);
-    g.next_id().unwrap();
-    lose_a_swap(&clock, &g, &other);
-    let fence = other.clone();
-    std::thread::spawn(move || fence.set_deadline(0)).join().unwrap();
-    assert_eq!(g.next_id().unwrap_err().code(), Code::LeaseLost);
-}
-
-#[test]
-fn a_run_dies_when_another_thread_takes_a_later_ms_so_a_step_back_gets_the_policy() {
+fn after_another_thread_takes_a_later_ms_a_step_back_gets_the_policy() {
     for (policy, lead) in [(ClockBackPolicy::Throw, 0), (ClockBackPolicy::Wait, 0), (ClockBackPolicy::Bits, 5)] {
         let clock = FakeClock::at(NOW);
-        let (g, other) = with_runs(&clock, Settings { max_lead_ms: lead, ..settings(RUNS_WIDTHS, policy) });
+        let (g, other) = with_another(&clock, Settings { max_lead_ms: lead, ..settings(WIDE, policy) });
         g.next_id().unwrap();
-        let (_, c) = lose_a_swap(&clock, &g, &other);
-        // Another thread is given an id of the next ms; then the clock steps back to the run's ms.
+        // Another thread is given an id of the next ms; then the clock steps back to this one's ms.
         clock.set(NOW + 1);
         let later = elsewhere(&other);
         clock.set(NOW);
         let what = format!("{policy:?} with a lead of {lead}");
         match g.next_id() {
-            Ok(id) => {
-                assert!(id > later, "{what}: {id:#x} after {later:#x}");
-                assert_ne!(id, c + 1, "{what}: the run's next id");
-            }
+            Ok(id) => assert!(id > later, "{what}: {id:#x} after {later:#x}"),
             Err(e) => assert_eq!((policy, e.code()), (ClockBackPolicy::Throw, Code::ClockBackwards), "{what}"),
         }
     }
-}
-
-#[test]
-fn generations_are_never_reused_nor_zero() {
-    let (a, b) = (
-        Shared::new(State::new(0), &layout(Widths::default())),
-        Shared::new(State::new(0), &layout(Widths::default())),
-    );
-    let (ga, gb) = (a.generation.load(), b.generation.load());
-    assert!(ga != gb && ga != 0 && gb != 0 && ga & runs::RUNS == 0 && gb & runs::RUNS == 0);
-    let g = generator(ClockBackPolicy::Bits, &FakeClock::at(NOW));
-    let before = g.state.generation.load();
-    g.next_id().unwrap();
-    let after = g.state.generation.load();
-    assert!(after != before && after != ga && after != gb, "a section starts a new generation");
 }
 
 #[test]
@@ -698,9 +632,9 @@ fn four_threads_take_ten_million_ids_each_without_a_duplicate() {
 }
 
 #[test]
-fn four_threads_that_claim_runs_take_ids_without_a_duplicate() {
-    // Sequence values to spare, so lost swaps claim runs of 64, mixed with batches, over many ms.
-    let (clock, lists) = threads_take(RUNS_WIDTHS, 4, 3_000_000, 1_000);
+fn four_threads_on_a_wide_sequence_take_ids_without_a_duplicate() {
+    // Sequence values to spare, so threads take ids of one ms together, mixed with batches, over many ms.
+    let (clock, lists) = threads_take(WIDE, 4, 3_000_000, 1_000);
     for ids in &lists {
         assert!(ids.windows(2).all(|w| w[0] < w[1]), "each thread sees increasing ids");
     }
@@ -711,7 +645,7 @@ fn four_threads_that_claim_runs_take_ids_without_a_duplicate() {
 #[test]
 fn threads_never_collide_across_steps_back() {
     threads_never_collide_across_steps_back_in(Widths::default());
-    threads_never_collide_across_steps_back_in(RUNS_WIDTHS);
+    threads_never_collide_across_steps_back_in(WIDE);
 }
 
 fn threads_never_collide_across_steps_back_in(w: Widths) {
@@ -767,7 +701,7 @@ fn threads_never_collide_across_steps_back_in(w: Widths) {
 #[test]
 fn no_thread_issues_an_id_past_a_fence() {
     no_thread_issues_an_id_past_a_fence_in(Widths::default());
-    no_thread_issues_an_id_past_a_fence_in(RUNS_WIDTHS);
+    no_thread_issues_an_id_past_a_fence_in(WIDE);
 }
 
 fn no_thread_issues_an_id_past_a_fence_in(w: Widths) {
