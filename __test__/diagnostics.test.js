@@ -12,10 +12,9 @@ const dc = require('node:diagnostics_channel')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { spawn } = require('node:child_process')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { cleanEnv, isolateLeases, ROOT, runNode, wasiSkip } = require('./helpers.js')
+const { holdWorker, isolateLeases, runNode, wasiSkip } = require('./helpers.js')
 isolateLeases()
 const HOST_LEASE_SKIP = wasiSkip('no host lease')
 
@@ -161,31 +160,7 @@ test(
   async t => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-events-'))
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }))
-    const holder = spawn(
-      process.execPath,
-      [
-        '-e',
-        "require('.').nextId(); console.log('ready'); process.stdin.resume(); process.stdin.on('end', () => process.exit())",
-      ],
-      {
-        cwd: ROOT,
-        env: cleanEnv({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '0' }),
-        stdio: ['pipe', 'pipe', 'inherit'],
-      },
-    )
-    const exited = new Promise(resolve => holder.on('exit', resolve))
-    t.after(async () => {
-      holder.stdin.end()
-      await exited
-    })
-    let ready = ''
-    await new Promise((resolve, reject) => {
-      holder.stdout.on('data', d => {
-        ready += d
-        if (ready.includes('ready')) resolve()
-      })
-      holder.on('exit', code => reject(new Error(`the holder exited with ${code} before taking its slot`)))
-    })
+    await holdWorker(t, dir, 0)
     const r = runNode(
       `
 const dc = require('node:diagnostics_channel')
@@ -258,6 +233,34 @@ const LIBFAKETIME = ['x86_64-linux-gnu', 'aarch64-linux-gnu', '']
   .map(dir => path.join('/usr/lib', dir, 'faketime', 'libfaketime.so.1'))
   .find(file => fs.existsSync(file))
 
+/**
+ * Runs `code` in a process whose clock libfaketime moves by the offset written to the file OFFSET_FILE names ('+0'
+ * at the start), and checks that it exited 0. Without libfaketime: fails under CI, else skips `t` and returns null.
+ */
+function underFaketime(t, code, env) {
+  if (!LIBFAKETIME) {
+    const message = 'libfaketime is not installed (apt-get install faketime)'
+    if (process.env.CI) throw new Error(message)
+    t.diagnostic(`*** SKIPPED: ${message} ***`)
+    t.skip(message)
+    return null
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-clock-'))
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const offset = path.join(dir, 'offset')
+  fs.writeFileSync(offset, '+0\n')
+  const r = runNode(code, {
+    ...env,
+    OFFSET_FILE: offset,
+    LD_PRELOAD: LIBFAKETIME,
+    FAKETIME_TIMESTAMP_FILE: offset,
+    FAKETIME_NO_CACHE: '1',
+    FAKETIME_DONT_FAKE_MONOTONIC: '1',
+  })
+  assert.equal(r.status, 0, r.stderr)
+  return r
+}
+
 // The clock of a process steps back 1 s: the default generator moves to clockBack 1 (snowid:clock), and a Snowflake
 // with onClockBack 'wait' waits for the clock to catch up (snowid:wait, reason 'clock').
 const STEP_BACK = `
@@ -284,26 +287,8 @@ setTimeout(() => {
 `
 
 test('a clock step back is published on snowid:clock, and a wait for the clock on snowid:wait', t => {
-  if (!LIBFAKETIME) {
-    const message = 'libfaketime is not installed (apt-get install faketime)'
-    if (process.env.CI) throw new Error(message)
-    t.diagnostic(`*** SKIPPED: ${message} ***`)
-    t.skip(message)
-    return
-  }
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-clock-'))
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }))
-  const offset = path.join(dir, 'offset')
-  fs.writeFileSync(offset, '+0\n')
-  const r = runNode(STEP_BACK, {
-    SNOWID_WORKER_ID: '1',
-    OFFSET_FILE: offset,
-    LD_PRELOAD: LIBFAKETIME,
-    FAKETIME_TIMESTAMP_FILE: offset,
-    FAKETIME_NO_CACHE: '1',
-    FAKETIME_DONT_FAKE_MONOTONIC: '1',
-  })
-  assert.equal(r.status, 0, r.stderr)
+  const r = underFaketime(t, STEP_BACK, { SNOWID_WORKER_ID: '1' })
+  if (!r) return
   const { out, stats, waiter } = JSON.parse(r.stdout)
   assert.equal(stats.clockBack, 1)
   assert.deepEqual(
@@ -352,27 +337,8 @@ setTimeout(() => {
 `
 
 test('a clock step back a generator refuses is published on snowid:clock and counted in stats()', t => {
-  if (!LIBFAKETIME) {
-    const message = 'libfaketime is not installed (apt-get install faketime)'
-    if (process.env.CI) throw new Error(message)
-    t.diagnostic(`*** SKIPPED: ${message} ***`)
-    t.skip(message)
-    return
-  }
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-clock-'))
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }))
-  const offset = path.join(dir, 'offset')
-  fs.writeFileSync(offset, '+0\n')
-  const r = runNode(REFUSED, {
-    SNOWID_WORKER_ID: '1',
-    SNOWID_ON_CLOCK_BACK: 'throw',
-    OFFSET_FILE: offset,
-    LD_PRELOAD: LIBFAKETIME,
-    FAKETIME_TIMESTAMP_FILE: offset,
-    FAKETIME_NO_CACHE: '1',
-    FAKETIME_DONT_FAKE_MONOTONIC: '1',
-  })
-  assert.equal(r.status, 0, r.stderr)
+  const r = underFaketime(t, REFUSED, { SNOWID_WORKER_ID: '1', SNOWID_ON_CLOCK_BACK: 'throw' })
+  if (!r) return
   const { out, errors, stats } = JSON.parse(r.stdout)
   assert.deepEqual(errors, Array(4).fill('ERR_SNOWID_CLOCK_BACKWARDS'))
   assert.deepEqual(stats, [2, 1, 1])

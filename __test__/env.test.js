@@ -3,10 +3,9 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 
-const { spawn } = require('node:child_process')
 const { once } = require('node:events')
 
-const { ROOT, cleanEnv, firstOutput, freshLeaseDir, probeFirstId: probe, runNode, wasiSkip } = require('./helpers.js')
+const { ROOT, freshLeaseDir, holdWorker, probeFirstId: probe, runNode, wasiSkip } = require('./helpers.js')
 
 test(
   'the default generator reads every SNOWID_ variable',
@@ -320,7 +319,7 @@ test(
   wasiSkip('no flock, so no host lease to find the holder by'),
   async t => {
     const dir = freshLeaseDir()
-    await holdWorker3(t, dir)
+    await holdWorker(t, dir, 3)
     const take = `const { Snowflake } = require('.')
     try {
       const g = new Snowflake(JSON.parse(process.argv[1]))
@@ -353,36 +352,12 @@ test(
   },
 )
 
-// A process that holds worker id 3 in `dir` until its stdin closes.
-async function holdWorker3(t, dir) {
-  const child = spawn(
-    process.execPath,
-    [
-      '-e',
-      "require('.').nextId(); console.log('ready'); process.stdin.resume(); process.stdin.on('end', () => process.exit(0))",
-    ],
-    {
-      cwd: ROOT,
-      env: cleanEnv({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: '3' }),
-      stdio: ['pipe', 'pipe', 'inherit'],
-    },
-  )
-  t.after(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = once(child, 'exit')
-      child.stdin.end()
-      await exited
-    }
-  })
-  assert.equal((await firstOutput(child)).trim(), 'ready')
-}
-
 test(
   "workerIdIfTaken: 'next' moves a taken workerId on; SNOWID_WORKER_ID_IF_TAKEN covers only a worker id from the environment",
   wasiSkip('no flock, so no host lease to find the holder by'),
   async t => {
     const dir = freshLeaseDir()
-    await holdWorker3(t, dir)
+    await holdWorker(t, dir, 3)
     const take = `const { Snowflake } = require('.')
     try {
       const g = new Snowflake(JSON.parse(process.argv[1])); const c = g.config()

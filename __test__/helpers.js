@@ -361,6 +361,31 @@ function leaseHostName() {
     : require('node:os').hostname()
 }
 
+/** A process that holds worker id `workerId` in lease directory `dir` until its stdin closes (ended by `t.after`). */
+async function holdWorker(t, dir, workerId) {
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      "require('.').nextId(); console.log('ready'); process.stdin.resume(); process.stdin.on('end', () => process.exit(0))",
+    ],
+    {
+      cwd: ROOT,
+      env: cleanEnv({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: String(workerId) }),
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  )
+  t.after(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise(resolve => child.once('exit', resolve))
+      child.stdin.end()
+      await exited
+    }
+  })
+  const ready = await firstOutput(child)
+  if (ready.trim() !== 'ready') throw new Error(`the holder of worker id ${workerId} printed ${JSON.stringify(ready)}`)
+}
+
 module.exports = {
   leaseHostName,
   ROOT,
@@ -386,6 +411,7 @@ module.exports = {
   spawnChild,
   stopChild,
   firstOutput,
+  holdWorker,
   readyLine,
   leaseWriter,
   readIds,
