@@ -113,20 +113,30 @@ async function clientScenarios(t, kind, serverPort, { ended = true } = {}) {
 }
 
 /**
- * The scenarios of snowid/redis's own (its scripts, ACLs, replies and keys), run once, with client library `kind`, on a
- * redis-server of their own, as subtests of `t`. What every store must do is store-conformance.js's.
+ * The scenarios of snowid/redis's own (its scripts, ACLs, replies and keys), with client library `kind`, registered
+ * as tests of the file by `test` (node:test's), each one on its own, on a redis-server of their own started by the
+ * first. What every store must do is store-conformance.js's.
  */
-async function redisScenarios(t, kind) {
-  const redis = await startRedis()
-  t.after(() => redis.stop())
-  const base = { store: 'redis', client: kind, port: redis.port }
+function redisScenarios(test, kind) {
+  let started
+  let redis
+  let base
+  test.after(async () => (await started)?.stop())
+  const scenario = (name, fn) =>
+    test(`${name} (${kind})`, async tt => {
+      started ??= startRedis()
+      redis = await started
+      assert.ok(redis, 'redis-server could not be started')
+      base = { store: 'redis', client: kind, port: redis.port }
+      return fn(tt)
+    })
 
-  await t.test('Redis restarted with its data lost mid-run: holders stop, recover, and make 0 duplicates', tt =>
+  scenario('Redis restarted with its data lost mid-run: holders stop, recover, and make 0 duplicates', tt =>
     // Measured before the new server is spawned, not after it answers: a holder may reach it first.
     holdersThroughAnOutage(tt, base, () => redis.restart(1200), { noHistory: true }),
   )
 
-  await t.test(
+  scenario(
     'a lost lease refuses ids until it holds a slot again, and gives back at once a slot it cannot use',
     async () => {
       const { client, raw, close } = await connect(kind, redis.port)
@@ -172,7 +182,7 @@ async function redisScenarios(t, kind) {
     },
   )
 
-  await t.test(
+  scenario(
     'release() while a lost lease is taking a slot again: no generator opens, no mark is lowered, nothing stays held',
     async () => {
       const { client, raw, close } = await connect(kind, redis.port)
@@ -236,7 +246,7 @@ async function redisScenarios(t, kind) {
     },
   )
 
-  await t.test('a stall past the take timeout leaves no stray lease keys (CLIENT PAUSE)', async tt => {
+  scenario('a stall past the take timeout leaves no stray lease keys (CLIENT PAUSE)', async tt => {
     const { raw, close } = await connect(kind, redis.port)
     // ttlMs 3000: each holder loses its slot 2.4 s into the pause, and its take then times out (after 5 s) while
     // Redis holds it back; the take runs when the pause ends, after 9 s.
@@ -268,7 +278,7 @@ async function redisScenarios(t, kind) {
     }
   })
 
-  await t.test(
+  scenario(
     'ACL refusals are ERR_SNOWID_STORE_PERMISSION_DENIED naming what is missing; the documented ACL works',
     async () => {
       const { raw, close } = await connect(kind, redis.port)
@@ -330,54 +340,51 @@ async function redisScenarios(t, kind) {
     },
   )
 
-  await t.test(
-    'a renewal whose answer is late is one renewFailed, whose message names it once, in whole ms',
-    async () => {
-      const { client, raw, close } = await connect(kind, redis.port)
-      const within = (promise, what) =>
-        Promise.race([
-          promise,
-          sleep(15_000, undefined, { ref: false }).then(() => Promise.reject(new Error(`${what}: not within 15 s`))),
-        ])
-      try {
-        await raw('HSET', '{slow}:5:0:marks', 'until', String(Date.now() - 1))
-        // ttlMs 2000: each renewal is given 666 ms (a third of the TTL, in whole ms). One renewal's answer is held
-        // back 800 ms; the next one gets through before the deadline.
-        let holdBack = false
-        const late = hookReplies(kind, client, async (args, reply) => {
-          if (holdBack && String(args[1]).includes('PEXPIRE')) {
-            holdBack = false
-            await sleep(800)
-          }
-          return reply
-        })
-        const lease = await acquireWorkerId({
-          client: late,
-          datacenterId: 5,
-          ttlMs: 2000,
-          keyPrefix: 'slow',
-          snowflake: { workerBits: 0 },
-        })
-        const lost = []
-        lease.on('lost', e => lost.push(e))
-        const failed = once(lease, 'renewFailed')
-        holdBack = true
-        const [err] = await within(failed, 'renewFailed')
-        assert.equal(err.code, 'ERR_SNOWID_REDIS_UNAVAILABLE')
-        assert.equal(
-          err.message,
-          "renew: expected an answer from Redis, found an error: no answer from Redis within 666 ms. Check that Redis is up and the client connected; the error is this one's cause",
-        )
-        await within(once(lease, 'renewed'), 'renewed')
-        assert.deepEqual(lost, [])
-        await lease.release()
-      } finally {
-        await close()
-      }
-    },
-  )
+  scenario('a renewal whose answer is late is one renewFailed, whose message names it once, in whole ms', async () => {
+    const { client, raw, close } = await connect(kind, redis.port)
+    const within = (promise, what) =>
+      Promise.race([
+        promise,
+        sleep(15_000, undefined, { ref: false }).then(() => Promise.reject(new Error(`${what}: not within 15 s`))),
+      ])
+    try {
+      await raw('HSET', '{slow}:5:0:marks', 'until', String(Date.now() - 1))
+      // ttlMs 2000: each renewal is given 666 ms (a third of the TTL, in whole ms). One renewal's answer is held
+      // back 800 ms; the next one gets through before the deadline.
+      let holdBack = false
+      const late = hookReplies(kind, client, async (args, reply) => {
+        if (holdBack && String(args[1]).includes('PEXPIRE')) {
+          holdBack = false
+          await sleep(800)
+        }
+        return reply
+      })
+      const lease = await acquireWorkerId({
+        client: late,
+        datacenterId: 5,
+        ttlMs: 2000,
+        keyPrefix: 'slow',
+        snowflake: { workerBits: 0 },
+      })
+      const lost = []
+      lease.on('lost', e => lost.push(e))
+      const failed = once(lease, 'renewFailed')
+      holdBack = true
+      const [err] = await within(failed, 'renewFailed')
+      assert.equal(err.code, 'ERR_SNOWID_REDIS_UNAVAILABLE')
+      assert.equal(
+        err.message,
+        "renew: expected an answer from Redis, found an error: no answer from Redis within 666 ms. Check that Redis is up and the client connected; the error is this one's cause",
+      )
+      await within(once(lease, 'renewed'), 'renewed')
+      assert.deepEqual(lost, [])
+      await lease.release()
+    } finally {
+      await close()
+    }
+  })
 
-  await t.test('a key with garbage in it is ERR_SNOWID_LEASE_CORRUPT, and is left as found', async () => {
+  scenario('a key with garbage in it is ERR_SNOWID_LEASE_CORRUPT, and is left as found', async () => {
     const { client, raw, close } = await connect(kind, redis.port)
     try {
       const opts = { client, datacenterId: 7, ttlMs: 200, keyPrefix: 'bad', snowflake: { workerBits: 0 } }
