@@ -20,7 +20,9 @@ const N = 500_000
 // The highest count of each call in MEASURED_ROUNDS rounds of this tree (a doubled count aside), on the machine
 // docs/performance.md names. Its budget is that plus MARGIN: the spread between runs of one tree (up to 31
 // instructions, 5% of a count, in those rounds) stays inside it, and a change that costs more fails the gate.
-const MEASURED = { 'nextId()': 483, 'nextIdString()': 657, 'decode(id)': 684, 'nextIds(2)': 798 }
+// decode(id) keeps an earlier run's 684: its highest count in the last run (833) was a round run partly unoptimized
+// (docs/performance.md, Instruction counts).
+const MEASURED = { 'nextId()': 428, 'nextIdString()': 607, 'decode(id)': 684, 'nextIds(2)': 786 }
 const MEASURED_ROUNDS = 3
 const MARGIN = 0.05
 const BUDGET = Object.fromEntries(Object.entries(MEASURED).map(([k, v]) => [k, Math.ceil(v * (1 + MARGIN))]))
