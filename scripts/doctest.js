@@ -34,6 +34,8 @@ const os = require('node:os')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
 
+const { leaseEnv } = require('./lease-dir.js')
+
 const ROOT = path.join(__dirname, '..')
 const RUN_LANGS = new Set(['js', 'mjs', 'ts', 'sh', 'sql'])
 const TIMEOUT_MS = 120_000
@@ -298,7 +300,9 @@ async function main() {
         const dir = fs.mkdtempSync(path.join(work, 'block-'))
         const leaseDir = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-doctest-'))
         try {
-          const env = cleanEnv({ SNOWID_LEASE_DIR: leaseDir, ...(await services.env(code, block.lang)) })
+          // A lease directory and namespace of the block's own, so that the host's other snowid processes (and their
+          // slots) never show in what a block prints.
+          const env = cleanEnv({ ...leaseEnv(leaseDir), ...(await services.env(code, block.lang)) })
           const r = run(block, code, dir, env)
           if (r.error || r.status !== 0) {
             const why = r.error ? r.error.message : `exit ${r.status}${r.signal ? ` (${r.signal})` : ''}`
