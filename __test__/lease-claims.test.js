@@ -17,12 +17,17 @@ const ROOT = path.resolve(__dirname, '..')
 // The copies are made of the native binary, and `ulimit` is a POSIX shell's.
 const NATIVE = process.platform === 'win32' ? { skip: 'ulimit is a POSIX shell builtin' } : wasiSkip('no binary')
 
+// Every test makes copies of its own: each folder made is removed after the file's tests.
 let temp = null
-test.after(() => temp && fs.rmSync(temp, { recursive: true, force: true }))
+const temps = []
+test.after(() => {
+  for (const dir of temps) fs.rmSync(dir, { recursive: true, force: true })
+})
 
 /** Two copies of the package, each with a binary file of its own: their folders. */
 function twoCopies() {
   temp = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-claims-'))
+  temps.push(temp)
   const found = spawnNode(['-p', "require('.'); Object.keys(require.cache).find((k) => k.endsWith('.node'))"])
   assert.equal(found.status, 0, found.stderr)
   const binary = found.stdout.trim()
