@@ -342,7 +342,7 @@ export interface SnowflakeOptions {
    */
   leaseDir?: string
   /**
-   * a separate set of this host's worker id slots, for tests: 1–64 characters of `A-Z a-z 0-9 . _ -`; processes of another namespace, or of none, never see these slots taken (but for the default lease directory, whose slots are the host's)
+   * a separate set of this host's worker id slots, for tests: 1–64 characters of `A-Z a-z 0-9 . _ -`; processes of another namespace, or of none, see these slots taken only through a lease directory both use
    * Env `SNOWID_LEASE_NAMESPACE`.
    * @default
    * unset (`null` in `config()`): the host's

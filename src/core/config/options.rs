@@ -119,7 +119,7 @@ macro_rules! option_table {
                 default "`/dev/shm/snowid` on Linux, `/tmp/snowid` on macOS, `%ProgramData%\\snowid` on Windows (see [the default directory](docs/one-host.md#the-default-lease-directory))";
             LeaseNamespace lease_namespace "leaseNamespace" ["SNOWID_LEASE_NAMESPACE"] Option<String>,
                 layout false, max None, option "string", config "string | null",
-                doc "a separate set of this host's worker id slots, for tests: 1–64 characters of `A-Z a-z 0-9 . _ -`; processes of another namespace, or of none, never see these slots taken (but for the default lease directory, whose slots are the host's)",
+                doc "a separate set of this host's worker id slots, for tests: 1–64 characters of `A-Z a-z 0-9 . _ -`; processes of another namespace, or of none, see these slots taken only through a lease directory both use",
                 env "Env `SNOWID_LEASE_NAMESPACE`.",
                 default "unset (`null` in `config()`): the host's";
             WorkerIdIfTaken worker_id_if_taken "workerIdIfTaken" ["SNOWID_WORKER_ID_IF_TAKEN"] IfTaken,

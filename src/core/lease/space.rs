@@ -16,7 +16,11 @@ use super::super::layout::Layout;
 /// Not its epoch: processes of one layout and different epochs make ids that can be the same numbers (a second
 /// later, the later epoch's process makes the ids the earlier one made), so they must never hold one slot at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Space(u64);
+pub struct Space {
+    hash: u64,
+    /// The lease namespace's own hash, when there is one.
+    namespace: Option<u64>,
+}
 
 impl Space {
     pub fn new(layout: &Layout, namespace: Option<&str>) -> Space {
@@ -26,7 +30,17 @@ impl Space {
             text.push_str(" namespace=");
             text.push_str(ns);
         }
-        Space(fnv1a(text.as_bytes()))
+        Space { hash: fnv1a(text.as_bytes()), namespace: namespace.map(|ns| fnv1a(ns.as_bytes())) }
+    }
+
+    /// A directory's claim `name` (by its path or its identity) within this space's lease namespace: a namespace is
+    /// a separate set of slots in every directory, the default one too. Without a namespace the name is unchanged, as
+    /// every version of snowid names it.
+    pub fn scoped(&self, name: String) -> String {
+        match self.namespace {
+            Some(ns) => format!("{name}/ns{ns:016x}"),
+            None => name,
+        }
     }
 }
 
@@ -48,7 +62,7 @@ pub fn identity_key(layout: &Layout, datacenter_id: u32, worker_id: u32) -> u64 
 
 /// The claim of a slot by its id space: the same for every process that would make the slot's ids.
 pub fn space_name(space: Space, datacenter_id: u32, worker_id: u32) -> String {
-    format!("snowid-lease/v1/space/{:016x}/dc{datacenter_id}/worker{worker_id}", space.0)
+    format!("snowid-lease/v1/space/{:016x}/dc{datacenter_id}/worker{worker_id}", space.hash)
 }
 
 /// The id-space claims this process holds, by name (of the one type of claim a platform has).
@@ -166,5 +180,19 @@ mod tests {
         assert_ne!(name, space_name(base, 1, 3));
         assert_ne!(name, space_name(base, 0, 2));
         assert!(name.starts_with("snowid-lease/v1/space/") && name.ends_with("/dc1/worker2"), "{name}");
+    }
+
+    #[test]
+    fn a_namespace_scopes_the_directory_claims_and_none_leaves_them_as_they_were() {
+        let layout = Layout::new(Widths::default(), DEFAULT_EPOCH, DEFAULT_EPOCH + 1).unwrap();
+        let name = path_name(Path::new("/dev/shm/snowid"), 0, 3);
+        assert_eq!(Space::new(&layout, None).scoped(name.clone()), name, "the host's names, as every version has them");
+        let a = Space::new(&layout, Some("test-a")).scoped(name.clone());
+        let b = Space::new(&layout, Some("test-b")).scoped(name.clone());
+        assert!(a.starts_with(&name) && b.starts_with(&name) && a != b && a != name, "{a} {b}");
+        // The namespace alone scopes them: another layout of the namespace is the same directory's same slot.
+        let narrower =
+            Layout::new(Widths { sequence: 11, ..Widths::default() }, DEFAULT_EPOCH, DEFAULT_EPOCH + 1).unwrap();
+        assert_eq!(Space::new(&narrower, Some("test-a")).scoped(name), a);
     }
 }

@@ -36,6 +36,11 @@ pub(super) fn longest_space_name() -> String {
     space_name(space, u32::MAX, u32::MAX)
 }
 
+/// An id space with a lease namespace (whose directory claims are the longest: see [`Space::scoped`]).
+pub(super) fn namespaced() -> Space {
+    Space::new(&default_layout(), Some(&"n".repeat(MAX_NAMESPACE_CHARS)))
+}
+
 pub(super) const ANY: &dyn Fn(&Record) -> bool = &|_| true;
 
 #[test]
@@ -282,6 +287,44 @@ fn one_id_space_is_one_set_of_slots_whatever_the_directory() {
     out.for_each(drop);
     assert!(child.wait().unwrap().success());
     assert!(matches!(dir.attempt(1, 0).unwrap(), Attempt::Taken(_)));
+}
+
+// Where claims exist: Linux, Android and Windows (elsewhere only the file lock keeps a slot).
+#[cfg(any(target_os = "linux", target_os = "android", windows))]
+#[test]
+fn a_namespace_is_its_own_set_of_slots_at_a_directory_path_too() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let t = TempDir::new("ns-path");
+    std::fs::create_dir_all(&t.0).unwrap();
+    let path = t.join("lease");
+    std::fs::create_dir(&path).unwrap();
+    let namespace = format!("snowid-test-{}-ns-path", std::process::id());
+    // Another process of the namespace holds (1, 0) at the path.
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "core::lease::tests::holds_a_slot_for_another_test", "--nocapture", "--test-threads=1"])
+        .env("LEASE_TEST_HOLDER", format!("{}:{namespace}", path.display()))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    assert!(out.by_ref().map_while(|l| l.ok()).any(|l| l == "snowid-test-held"), "the other process took the slot");
+    // The directory is replaced: a new one at the same path, whose slot files nobody has locked. Its path's claim
+    // still keeps the slot from the namespace's processes, and only from them (as it keeps a default directory's
+    // slots from the host's processes of no namespace, and not from a test's).
+    std::fs::rename(&path, t.join("lease.old")).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    let at_path = |ns: &str| {
+        let dir = LeaseDir::open(&path, Sharing::Private, Space::new(&default_layout(), Some(ns))).unwrap();
+        matches!(dir.attempt(1, 0).unwrap(), Attempt::Taken(_))
+    };
+    assert!(!at_path(&namespace), "the namespace's own slot is held");
+    assert!(at_path(&format!("{namespace}-2")), "another namespace's is not");
+    drop(child.stdin.take());
+    out.for_each(drop);
+    assert!(child.wait().unwrap().success());
+    assert!(at_path(&namespace), "free once its holder has exited");
 }
 
 #[test]

@@ -15,6 +15,10 @@
 //!   moved, replaced, mounted over or reached through a switched parent symlink is still the same slot;
 //! - one named after the directory's device and inode, so two spellings of one directory are the same slot too.
 //!
+//! A lease namespace scopes the last two ([`Space::scoped`](super::super::space::Space::scoped)) as it does the first:
+//! a test's namespace never meets the host's slots through the default directory's path, nor another test's through a
+//! directory's inode that the file system gave again after a removal. Without one, they are named as ever.
+//!
 //! A process binds an id-space name once: a second lease of the same slot in another directory, in the same process,
 //! shares it, as the process's generators of one identity share one state.
 //!
@@ -93,7 +97,7 @@ pub fn inode_name(dev: u64, ino: u64, datacenter_id: u32, worker_id: u32) -> Str
 #[cfg(all(test, any(target_os = "linux", target_os = "android")))]
 mod tests {
     use super::super::super::space::path_name;
-    use super::super::super::tests::longest_space_name;
+    use super::super::super::tests::{longest_space_name, namespaced as scope};
     use super::*;
     use std::path::Path;
 
@@ -114,8 +118,8 @@ mod tests {
         assert_ne!(a, path_name(Path::new("/var/lib/snowid2"), 7, 31));
         assert_ne!(a, path_name(Path::new("/var/lib/snowid"), 7, 30));
         assert_ne!(a, path_name(Path::new("/var/lib/snowid"), 6, 31));
-        let longest = inode_name(u64::MAX, u64::MAX, u32::MAX, u32::MAX);
-        assert!(longest.len() <= MAX_NAME && a.len() <= MAX_NAME, "{longest}");
+        let longest = scope().scoped(inode_name(u64::MAX, u64::MAX, u32::MAX, u32::MAX));
+        assert!(longest.len() <= MAX_NAME && scope().scoped(a.clone()).len() <= MAX_NAME, "{longest}");
         assert!(longest_space_name().len() <= MAX_NAME);
         assert!(Claim::take(&"x".repeat(MAX_NAME + 1)).is_err());
     }

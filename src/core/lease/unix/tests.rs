@@ -175,7 +175,7 @@ fn a_directory_replaced_under_a_holder_stops_its_generator_with_no_id_asked() {
     assert_eq!(lease.reserve(0, u64::MAX, 0).unwrap_err(), e, "and at every mark write");
     // The new directory's claim was not kept: had it been, the holder's own claim would later have been blamed
     // on "another process".
-    let name = inode_name(new_dir.dev(), new_dir.ino(), 1, 3);
+    let name = space(&t).scoped(inode_name(new_dir.dev(), new_dir.ino(), 1, 3));
     assert!(Claim::take(&name).unwrap().is_some(), "the holder left the new directory's claim free");
 }
 

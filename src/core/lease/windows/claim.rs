@@ -98,7 +98,7 @@ fn no_global(dir: &Path, e: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::super::super::space::path_name;
-    use super::super::super::tests::longest_space_name;
+    use super::super::super::tests::{longest_space_name, namespaced as scope};
     use super::*;
 
     #[test]
@@ -140,8 +140,8 @@ mod tests {
         assert_ne!(a, path_name(Path::new(r"C:\ProgramData\snowid"), 7, 30));
         let unc = path_name(Path::new(r"\\host\share\snowid"), 0, 0);
         assert_eq!(unc, path_name(Path::new(r"\\?\UNC\HOST\share\snowid"), 0, 0));
-        let longest = id_name((u64::MAX, u128::MAX), u32::MAX, u32::MAX);
-        assert!(longest.len() <= MAX_NAME && a.len() <= MAX_NAME, "{longest}");
+        let longest = scope().scoped(id_name((u64::MAX, u128::MAX), u32::MAX, u32::MAX));
+        assert!(longest.len() <= MAX_NAME && scope().scoped(a.clone()).len() <= MAX_NAME, "{longest}");
         assert!(longest_space_name().len() <= MAX_NAME);
         assert!(Claim::take(&"x".repeat(MAX_NAME + 1)).is_err());
         assert!(Claim::take(r"snowid-test\sub").is_err());
