@@ -182,6 +182,20 @@ setTimeout(() => { stop(); console.log(JSON.stringify({ out, stats: snowid.stats
   },
 )
 
+test('Snowflakes made and dropped in one synchronous loop are not kept alive to its end', () => {
+  // watch() holds a Snowflake weakly from its first method access, not from its making: a WeakRef keeps its target
+  // for the rest of the job, so one per instance made kept every instance of the loop (about 140 bytes each).
+  const r = runNode(`
+const { Snowflake } = require('.')
+const before = process.memoryUsage().rss
+for (let i = 0; i < 500000; i++) new Snowflake()
+console.log(JSON.stringify({ grewMiB: (process.memoryUsage().rss - before) / 2 ** 20 }))
+`)
+  assert.equal(r.status, 0, r.stderr)
+  const { grewMiB } = JSON.parse(r.stdout)
+  assert.ok(grewMiB < 32, `RSS grew by ${grewMiB.toFixed(1)} MiB over 500,000 Snowflakes`)
+})
+
 test('watch() publishes a Snowflake sequence wait on snowid:wait, with its kind and how long', async t => {
   const sf = new snowid.Snowflake({ workerId: 3, sequenceBits: 1, maxLeadMs: 0 })
   const { messages } = listen(t, 'snowid:wait')

@@ -42,8 +42,9 @@ function brand() {
 /**
  * A class named `name`. Its constructor throws a coded TypeError without `new`, makes its instance a plain object of
  * its own prototype, and gives it its native core (`makeCore(options)`) in a private field; `made`, when given, is
- * called with each new core and its instance. Its methods, named `names`, are the core's functions: `methodsOf(core)` makes them, once
- * per core, and instances that share a core share them.
+ * called with each new core and its instance, and `used`, when given, with an instance at its first method access (and
+ * at every access that finds no own methods on it). Its methods, named `names`, are the core's functions:
+ * `methodsOf(core)` makes them, once per core, and instances that share a core share them.
  *
  * An instance's methods are its own functions (so they work taken off it), given on its first method access rather
  * than by the constructor, so that an instance costs little to make and to keep: each method name is a getter on the
@@ -52,7 +53,7 @@ function brand() {
  * it is called on an instance. Returns the class, `coreOf(instance)`, `is(value)` (whether `value` is an instance)
  * and `methodsOf(instance)` (its methods as `methodsOf` made them).
  */
-function brandedClass(name, names, makeCore, methodsOf, made) {
+function brandedClass(name, names, makeCore, methodsOf, made, used) {
   const { stamp, has, core } = brand()
   const proto = {}
   const tables = new WeakMap()
@@ -66,6 +67,7 @@ function brandedClass(name, names, makeCore, methodsOf, made) {
   }
   const own = value => ({ value, writable: false, enumerable: false, configurable: false })
   function materialize(self, key) {
+    if (used) used(self)
     const table = methods(core(self))
     // A frozen or sealed instance, which can take no property, gets the one asked for each time instead.
     if (!Object.isExtensible(self)) return table[key]
@@ -82,6 +84,7 @@ function brandedClass(name, names, makeCore, methodsOf, made) {
             `${name}.prototype.${key}: expected to be called on a ${name}, found ${describe(this)}`,
           )
         }
+        if (used) used(this)
         return Reflect.apply(methods(core(this))[key], this, args)
       },
     }[key]

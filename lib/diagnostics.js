@@ -27,12 +27,16 @@ function publishLease(event, l, store, more) {
   })
 }
 
-// Every `Snowflake` made, weakly held, so that `watch()` reads its counters too. Dead references are dropped when
-// the set has doubled since the last sweep, so a process that makes many short-lived generators keeps few.
+// Every `Snowflake` used (lib/snowflake.js), weakly held, so that `watch()` reads its counters too. Dead references
+// are dropped when the set has doubled since the last sweep, so a process that makes many short-lived generators
+// keeps few.
 const generators = new Set()
+const tracked = new WeakSet()
 let swept = 64
 
 function track(snowflake) {
+  if (tracked.has(snowflake)) return
+  tracked.add(snowflake)
   generators.add(new WeakRef(snowflake))
   if (generators.size < swept) return
   for (const ref of generators) if (ref.deref() === undefined) generators.delete(ref)

@@ -96,13 +96,11 @@ const snowflake = brandedClass(
   ],
   options => snowflakeCore(options),
   snowflakeMethods,
-  // Each is watched by `watch()` (lib/diagnostics.js).
-  WASI
-    ? (core, instance) => {
-        track(instance)
-        claimSnowflake(core)
-      }
-    : (_core, instance) => track(instance),
+  WASI ? claimSnowflake : undefined,
+  // Each is watched by `watch()` (lib/diagnostics.js) from its first method access: before it, its counters are all 0
+  // and it holds no lease. Not from its making, which would keep every instance made in one synchronous loop alive to
+  // its end (a WeakRef keeps its target for the rest of the job).
+  track,
 )
 
 const layout = brandedClass(
