@@ -8,6 +8,8 @@
 //                                        together from a common start, after each has warmed up
 //   node benchmark/case.js scaling <t> floor   the same with the N-API floor (its counter is shared memory too)
 //   node benchmark/case.js instances [k] RSS after 1M `new Snowflake()` in one synchronous loop, of k configurations
+//   node benchmark/case.js smoke <id>    whether the case runs: SMOKE_IDS results in this thread and, for a generator
+//                                        the check runs across threads, in a worker_thread (__test__/benchmark.test.js)
 // Prints one JSON line. Every timed result is kept (the last RING ids' worth of them) and folded into a sink that is
 // printed, so V8 cannot skip work whose result goes unused.
 
@@ -22,6 +24,7 @@ if (isMainThread && !process.env.SNOWID_LEASE_DIR) {
 const { cases, WIDE } = require('./cases.js')
 
 const CHECK_IDS = 1_000_000
+const SMOKE_IDS = 1_000
 const THREAD_IDS = 250_000
 const ROUND_IDS = { cap: 2_000_000, ref: 1_000_000, below: 5_000_000, bulk: 20_000_000, call: 1_000_000 }
 // Constructors are timed over fewer calls: a million instances is the memory case's work.
@@ -95,6 +98,12 @@ async function check(c) {
   const all = lists.flat()
   const threadDuplicates = all.length - new Set(all).size
   return { duplicates, increasing, threadDuplicates }
+}
+
+async function smoke(c) {
+  const results = collect(c, SMOKE_IDS).length
+  if (c.kind !== 'none' && c.threads !== false) await inThreads(c, SMOKE_IDS, 1)
+  return { results }
 }
 
 function time(c) {
@@ -232,6 +241,7 @@ if (!isMainThread) {
   const [mode, id] = process.argv.slice(2)
   const modes = {
     check: () => check(cases[Number(id)]),
+    smoke: () => smoke(cases[Number(id)]),
     time: async () => time(cases[Number(id)]),
     threads: () => threadsAtCap(),
     scaling: () => scaling(Number(id), process.argv[4] === 'floor'),

@@ -6,6 +6,7 @@
 // produces; `env` is added to the case's process environment; `threads: false` leaves out the check across threads.
 
 const crypto = require('node:crypto')
+const { isMainThread } = require('node:worker_threads')
 
 // Below the cap: a layout whose 22-bit sequence (4.2M ids per ms) never makes a generator wait, so the figure is
 // the cost of a call. Same 41-bit timestamp and epoch as the default layout.
@@ -16,10 +17,14 @@ function snowid() {
   return require('..')
 }
 
-/** The process-wide generator with the wide layout (configured once; threads of the process share it). */
+/**
+ * The process-wide generator with the wide layout: configured by the case's main thread before anything reads the
+ * configuration (config() leases a slot in the default layout's id space, which configure() may then no longer
+ * leave); the worker_threads of the correctness check share it.
+ */
 function wideModule() {
   const s = snowid()
-  if (s.config().sequenceBits !== WIDE.sequenceBits) s.configure(WIDE)
+  if (isMainThread) s.configure(WIDE)
   return s
 }
 
