@@ -242,25 +242,48 @@ fn holds_a_slot_for_another_test() {
     std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new()).unwrap();
 }
 
+/// Another process (this test binary, as [`holds_a_slot_for_another_test`]) that holds slot (1, 0) of the default
+/// layout in `namespace`, at `path`, until [`OtherHolder::exit`].
+#[cfg(any(target_os = "linux", target_os = "android", windows))]
+struct OtherHolder {
+    child: std::process::Child,
+    out: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+#[cfg(any(target_os = "linux", target_os = "android", windows))]
+impl OtherHolder {
+    fn start(path: &Path, namespace: &str) -> OtherHolder {
+        use std::io::BufRead;
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "core::lease::tests::holds_a_slot_for_another_test", "--nocapture", "--test-threads=1"])
+            .env("LEASE_TEST_HOLDER", format!("{}:{namespace}", path.display()))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        assert!(out.by_ref().map_while(|l| l.ok()).any(|l| l == "snowid-test-held"), "the other process took the slot");
+        OtherHolder { child, out }
+    }
+
+    /// Ends the process (it exits once its stdin closes) and waits for it.
+    fn exit(mut self) {
+        drop(self.child.stdin.take());
+        self.out.for_each(drop);
+        assert!(self.child.wait().unwrap().success());
+    }
+}
+
 // Where claims exist: Linux, Android and Windows (elsewhere only the file lock keeps a slot).
 #[cfg(any(target_os = "linux", target_os = "android", windows))]
 #[test]
 fn one_id_space_is_one_set_of_slots_whatever_the_directory() {
-    use std::io::BufRead;
-    use std::process::{Command, Stdio};
     let (mine, theirs) = (TempDir::new("space-mine"), TempDir::new("space-theirs"));
     let namespace = format!("snowid-test-{}-space", std::process::id());
     let space = Space::new(&default_layout(), Some(&namespace));
     // Another process holds (1, 0) of this id space, in a directory of its own.
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "core::lease::tests::holds_a_slot_for_another_test", "--nocapture", "--test-threads=1"])
-        .env("LEASE_TEST_HOLDER", format!("{}:{namespace}", theirs.0.display()))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    assert!(out.by_ref().map_while(|l| l.ok()).any(|l| l == "snowid-test-held"), "the other process took the slot");
+    let holder = OtherHolder::start(&theirs.0, &namespace);
     let dir = LeaseDir::open(&mine.0, Sharing::Private, space).unwrap();
     assert!(matches!(dir.attempt(1, 0).unwrap(), Attempt::Held(Holder::InSpace)));
     let e = dir.acquire(1, 0, "workerId", "").map(|_| ()).unwrap_err();
@@ -283,9 +306,7 @@ fn one_id_space_is_one_set_of_slots_whatever_the_directory() {
     let again = LeaseDir::open(&third.0, Sharing::Private, space).unwrap();
     assert_eq!(again.acquire(1, 1, "workerId", "").unwrap().worker_id(), 1);
     // Once the other process has exited, the slot is free.
-    drop(child.stdin.take());
-    out.for_each(drop);
-    assert!(child.wait().unwrap().success());
+    holder.exit();
     assert!(matches!(dir.attempt(1, 0).unwrap(), Attempt::Taken(_)));
 }
 
@@ -294,23 +315,13 @@ fn one_id_space_is_one_set_of_slots_whatever_the_directory() {
 #[cfg(any(target_os = "linux", target_os = "android"))]
 #[test]
 fn a_namespace_is_its_own_set_of_slots_at_a_directory_path_too() {
-    use std::io::BufRead;
-    use std::process::{Command, Stdio};
     let t = TempDir::new("ns-path");
     std::fs::create_dir_all(&t.0).unwrap();
     let path = t.join("lease");
     std::fs::create_dir(&path).unwrap();
     let namespace = format!("snowid-test-{}-ns-path", std::process::id());
     // Another process of the namespace holds (1, 0) at the path.
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "core::lease::tests::holds_a_slot_for_another_test", "--nocapture", "--test-threads=1"])
-        .env("LEASE_TEST_HOLDER", format!("{}:{namespace}", path.display()))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    assert!(out.by_ref().map_while(|l| l.ok()).any(|l| l == "snowid-test-held"), "the other process took the slot");
+    let holder = OtherHolder::start(&path, &namespace);
     // The directory is replaced: a new one at the same path, whose slot files nobody has locked. Its path's claim
     // still keeps the slot from the namespace's processes, and only from them (as it keeps a default directory's
     // slots from the host's processes of no namespace, and not from a test's).
@@ -322,9 +333,7 @@ fn a_namespace_is_its_own_set_of_slots_at_a_directory_path_too() {
     };
     assert!(!at_path(&namespace), "the namespace's own slot is held");
     assert!(at_path(&format!("{namespace}-2")), "another namespace's is not");
-    drop(child.stdin.take());
-    out.for_each(drop);
-    assert!(child.wait().unwrap().success());
+    holder.exit();
     assert!(at_path(&namespace), "free once its holder has exited");
 }
 
