@@ -233,8 +233,9 @@ pub trait Os: Sized + Send + Sync + 'static {
     /// Takes the claim `name`: `Ok(None)` when another holds it.
     fn claim(name: &str) -> std::io::Result<Option<Self::Claim>>;
 
-    /// The name of a slot's claim by its directory's identity (so that two spellings of one directory are one slot).
-    fn dir_claim_name(dir: Self::Id, datacenter_id: u32, worker_id: u32) -> String;
+    /// The name of a slot's claim by its directory's identity (so that two spellings of one directory are one slot),
+    /// for a process of the id space `space`.
+    fn dir_claim_name(space: Space, dir: Self::Id, datacenter_id: u32, worker_id: u32) -> String;
 
     /// The identity of an open file.
     fn id_of(file: &std::fs::File) -> std::io::Result<Self::Id>;

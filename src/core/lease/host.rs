@@ -50,7 +50,7 @@ impl<O: Os> Backend for HostDir<O> {
         let Some(by_path) = d.claim(&d.space.scoped(path_name(&d.path, datacenter_id, worker_id)))? else {
             return Ok(Attempt::Held(Holder::Here(O::holder(&d.dir, &name, &path))));
         };
-        let Some(by_dir) = d.claim(&d.space.scoped(O::dir_claim_name(d.id, datacenter_id, worker_id)))? else {
+        let Some(by_dir) = d.claim(&O::dir_claim_name(d.space, d.id, datacenter_id, worker_id))? else {
             return Ok(Attempt::Held(Holder::Here(O::holder(&d.dir, &name, &path))));
         };
         let by_space = space_claim(d.space, datacenter_id, worker_id, O::claim)
@@ -148,7 +148,7 @@ impl<O: Os> SlotFile for HostFile<O> {
         // it then cannot take leaves no claim of its own behind to be taken for another process's.
         let mut claim = None;
         if !self.claimed.contains(&dir.id) {
-            match O::claim(&self.space.scoped(O::dir_claim_name(dir.id, self.datacenter_id, self.worker_id))) {
+            match O::claim(&O::dir_claim_name(self.space, dir.id, self.datacenter_id, self.worker_id)) {
                 Ok(Some(c)) => claim = Some(c),
                 Ok(None) => {
                     let why =

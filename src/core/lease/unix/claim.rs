@@ -15,7 +15,8 @@
 //!   moved, replaced, mounted over or reached through a switched parent symlink is still the same slot;
 //! - one named after the directory's device and inode, so two spellings of one directory are the same slot too.
 //!
-//! A lease namespace scopes the last two ([`Space::scoped`](super::super::space::Space::scoped)) as it does the first:
+//! A lease namespace scopes the last two ([`Space::scoped`](super::super::space::Space::scoped)) as it does the first
+//! (on Windows, only the path's):
 //! a test's namespace never meets the host's slots through the default directory's path, nor another test's through a
 //! directory's inode that the file system gave again after a removal. Without one, they are named as ever.
 //!

@@ -25,6 +25,7 @@ use super::super::error::{quote_path, Class, Code, Error, Result};
 use super::backend::{Dir, Opened, Os, Sharing, SlotHolder};
 use super::files::{dir_error, dir_problem};
 use super::host::HostDir;
+use super::space::Space;
 use claim::{inode_name, Claim};
 pub use copies::UnixCopyClaim;
 use files::{check_slot_file, holder_in, identity, identity_at, my_uid, open_at};
@@ -81,8 +82,10 @@ impl Os for Unix {
         Claim::take(name)
     }
 
-    fn dir_claim_name(dir: (u64, u64), datacenter_id: u32, worker_id: u32) -> String {
-        inode_name(dir.0, dir.1, datacenter_id, worker_id)
+    /// Within the space's lease namespace (see [`claim`]): file systems such as ext4 give a removed directory's inode
+    /// to the next one made, at once.
+    fn dir_claim_name(space: Space, dir: (u64, u64), datacenter_id: u32, worker_id: u32) -> String {
+        space.scoped(inode_name(dir.0, dir.1, datacenter_id, worker_id))
     }
 
     fn id_of(file: &File) -> std::io::Result<(u64, u64)> {

@@ -1,7 +1,7 @@
 //! Which slots live processes hold, read without taking any lock. Windows lists no file locks, as Linux does in
 //! `/proc/locks`: a slot file's record names its holder when the slot's claim by this directory's identity is held,
-//! which only its holder (while it lives) can make it. That claim is a lease namespace's own, so a process sees the
-//! holders of its own namespace live.
+//! which only its holder (while it lives) can make it. That claim is the same in every lease namespace, so a process
+//! sees the holders of every namespace live, as `/proc/locks` shows them on Linux.
 
 use std::ops::RangeInclusive;
 
@@ -33,7 +33,7 @@ pub(super) fn holders<O: Os<Id = FileId>>(dir: &Dir<O>, datacenters: RangeInclus
         };
         let record = read_records(&file).ok().and_then(|b| read_file(&b, &path).ok().flatten());
         if let Some(record) = record {
-            let live = Claim::held(&dir.space.scoped(id_name(dir.id, datacenter, worker))).unwrap_or(false);
+            let live = Claim::held(&id_name(dir.id, datacenter, worker)).unwrap_or(false);
             out.push(SlotHolder { datacenter_id: datacenter, worker_id: worker, record, live });
         }
     }

@@ -28,6 +28,7 @@ use std::sync::Arc;
 use super::super::error::Result;
 use super::backend::{Dir, Opened, Os, Sharing, SlotHolder};
 use super::host::HostDir;
+use super::space::Space;
 use claim::{id_name, Claim};
 pub use copies::WinCopyClaim;
 use dir::{check_slot_file, holder_at, open_slot, LOCK_BYTE};
@@ -62,7 +63,10 @@ impl Os for Windows {
         Claim::take(name)
     }
 
-    fn dir_claim_name(dir: FileId, datacenter_id: u32, worker_id: u32) -> String {
+    /// The same in every lease namespace: the listing names a slot's holder live by this claim (Windows lists no file
+    /// locks), whatever the namespace of the process that lists, and NTFS does not give a removed directory's id to
+    /// another soon (a file id carries a sequence number that changes when its record is used again).
+    fn dir_claim_name(_space: Space, dir: FileId, datacenter_id: u32, worker_id: u32) -> String {
         id_name(dir, datacenter_id, worker_id)
     }
 
