@@ -39,6 +39,11 @@ const makers = {
     let i = 0
     return () => s.decode(ids[i++ & 1023])
   },
+  'nextIds(1)': () => {
+    const s = require('..')
+    s.configure(WIDE)
+    return () => s.nextIds(1)
+  },
   'nextIds(2)': () => {
     const s = require('..')
     s.configure(WIDE)
