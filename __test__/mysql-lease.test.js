@@ -67,13 +67,13 @@ async function main() {
   test('snowid sql mysql prints DDL that runs, with a row per slot; reserved words are quoted', async () => {
     for (const table of ['order', `${DATABASE}.select`]) {
       await sql(tableSql(table, { datacenterBits: 1, workerBits: 2 }))
-      const lease = await acquireWorkerId({ client: pool, table, ttlMs: 300, snowflake: { workerBits: 2 } })
+      const lease = await acquireWorkerId({ client: pool, table, ttlMs: 1500, snowflake: { workerBits: 2 } })
       assert.equal(lease.workerId, 0)
       await lease.release()
       assert.equal((await sql(`SELECT COUNT(*) AS n FROM \`${table.split('.').pop()}\``))[0].n, 8)
     }
     // A lease names the table the same way.
-    const lease = await acquireWorkerId({ client: pool, table: 'user', ttlMs: 300 })
+    const lease = await acquireWorkerId({ client: pool, table: 'user', ttlMs: 1500 })
     await lease.release()
     await assert.rejects(sql(tableSql('user')), { code: 'ER_TABLE_EXISTS_ERROR' })
   })

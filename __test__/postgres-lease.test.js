@@ -216,7 +216,7 @@ async function main() {
 
   test('tables: reserved words work; pg_* schemas are refused; a table that is not the lease table is ERR_SNOWID_STORE_TABLE_INVALID', async () => {
     for (const table of ['user', 'select', 'order']) {
-      const lease = await acquireWorkerId({ client: admin.client, table, ttlMs: 300 })
+      const lease = await acquireWorkerId({ client: admin.client, table, ttlMs: 1500 })
       assert.equal(lease.workerId, 0)
       await lease.release()
     }
