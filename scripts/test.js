@@ -19,7 +19,7 @@ const { SERVER_FILES, testFiles } = require('./test-files.js')
 
 const ROOT = path.resolve(__dirname, '..')
 /** How many JS test files run at once: they mostly wait, so more than the cores. */
-const JS_CONCURRENCY = 6
+const JS_CONCURRENCY = 4
 /** The npm that runs this script (`npm_execpath`, with this Node), else the one on the PATH. */
 const NPM = process.env.npm_execpath ? [process.execPath, process.env.npm_execpath] : ['npm']
 const npmScript = name => ({ name, cmd: NPM[0], args: [...NPM.slice(1), 'run', '--silent', name] })
