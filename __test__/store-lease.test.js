@@ -121,6 +121,35 @@ test('renewals the replicas do not confirm never move the deadline: renewFailed,
   assert.equal(err.cause.code, 'ERR_SNOWID_STORE_NOT_REPLICATED')
 })
 
+test('a slot held before use keeps it through renewals the store does not answer in time, until its deadline', async () => {
+  // A fresh slot (no mark) is held one TTL before use; a renewal waits ttlMs / 3 (300 ms) for its answer.
+  const ttlMs = 900
+  const store = memoryStore()
+  const renew = store.renew
+  let calls = 0
+  store.renew = (...args) => (++calls === 1 ? new Promise(() => {}) : renew(...args))
+  const started = Date.now()
+  const lease = await start(store, { ttlMs })
+  assert.ok(Date.now() - started >= ttlMs, `used after ${Date.now() - started} ms`)
+  assert.ok(calls >= 3, `${calls} renewals: the unanswered one, one after it, and the one that starts the generator`)
+  assert.equal(typeof lease.snowflake.nextId(), 'bigint')
+  await lease.release()
+  assert.equal(store.slot.token, null)
+
+  // None answered: the acquire fails with the store's timeout once the take's deadline has passed, and gives the slot
+  // back.
+  const silent = memoryStore()
+  silent.renew = () => new Promise(() => {})
+  const began = Date.now()
+  await assert.rejects(start(silent, { ttlMs }), err => {
+    assert.equal(err.code, 'ERR_SNOWID_REDIS_UNAVAILABLE', err.message)
+    assert.match(err.message, /no answer from Memory within 300 ms/)
+    return true
+  })
+  assert.ok(Date.now() - began >= ttlMs - 300, `failed after ${Date.now() - began} ms`)
+  assert.equal(silent.slot.token, null, 'the slot was given back')
+})
+
 test('a slot that records no incarnation, or another, waits one TTL, even with a mark behind the clock', async () => {
   const ttlMs = 800
   for (const recorded of [undefined, 'another']) {

@@ -299,9 +299,30 @@ class StoreLease extends EventEmitter {
     return this.#deadline
   }
 
-  /** Holds the slot just taken, renewing it without a mark, until it may be used (see `holdUntilUsable`). */
-  #hold(mark, forgotten) {
-    return holdUntilUsable(this.#o, mark, forgotten, () => this.#renew({ withMark: false }))
+  /**
+   * Holds the slot just taken at `sent`, renewing it without a mark, until it may be used (see `holdUntilUsable`).
+   * Returns the deadline the last confirmed renewal gave.
+   */
+  #hold(mark, forgotten, sent) {
+    const first = sent + this.#o.ttlMs - this.#o.marginMs
+    return holdUntilUsable(this.#o, mark, forgotten, first, deadline => this.#renewBy(deadline, { withMark: false }))
+  }
+
+  /**
+   * Renews the slot not yet in use: the deadline it gives, or 0 when the store says it is not held. A renewal that
+   * gets no answer in time, or finds the store unreachable, is tried again until `deadline` (the one the last
+   * confirmed renewal or the take gave), as a running lease's renewals are; its error is thrown past it. A busy store
+   * or host then costs an acquire no slot.
+   */
+  async #renewBy(deadline, options) {
+    for (;;) {
+      try {
+        return await this.#renew(options)
+      } catch (err) {
+        if (this.#released || Date.now() >= deadline || !passing(storeError(this.#store, 'renew', err))) throw err
+        await sleep(Math.max(Math.floor(this.#o.ttlMs / 20), 10))
+      }
+    }
   }
 
   /** Renews the lease once: raises the mark past the new deadline, extends the TTL, then returns the deadline (0 when lost). */
@@ -325,9 +346,9 @@ class StoreLease extends EventEmitter {
     const forgotten = Boolean(taken.forgotten) || incarnationChanged(this.#incarnation, taken)
     this.#incarnation = taken.incarnation
     const confirmed = forgotten ? 0 : this.#confirmedByTake(taken)
-    if (!confirmed) await this.#hold(taken.mark, forgotten)
+    const held = confirmed ? 0 : await this.#hold(taken.mark, forgotten, taken.sent)
     if (this.#onDefault && !this.snowflake) this.#onDefault(this)
-    return this.#start(taken.mark, confirmed)
+    return this.#start(taken.mark, confirmed, held)
   }
 
   /**
@@ -341,9 +362,12 @@ class StoreLease extends EventEmitter {
     return sent + this.#o.ttlMs - this.#o.marginMs
   }
 
-  /** Starts the generator once the lease is confirmed: by `confirmed` (a deadline), else by a renewal. */
-  async #start(mark, confirmed = 0) {
-    const deadline = confirmed || (await this.#renew())
+  /**
+   * Starts the generator once the lease is confirmed: by `confirmed` (a deadline), else by a renewal, tried again until
+   * `held` (the deadline the hold's last renewal gave) when the store is slow or unreachable.
+   */
+  async #start(mark, confirmed = 0, held = 0) {
+    const deadline = confirmed || (held ? await this.#renewBy(held) : await this.#renew())
     const name = this.#store.slotName(this.#slot)
     if (!deadline)
       throw codedError(Error, 'ERR_SNOWID_LEASE_LOST', `lease: the slot ${name} was lost before it was used`)
@@ -537,18 +561,35 @@ async function giveBack(store, { workerId, token }, last = null, { strict = fals
 /**
  * Holds a freshly taken slot, renewing it without a mark, until it may be used: one TTL after it was taken when it
  * has no recorded history or its history may have been lost (`forgotten`: so any earlier holder's deadline has
- * passed), and in any case just past the mark an earlier holder left. Throws when the slot is lost meanwhile, or when
- * the mark is further ahead of this host's clock than a TTL.
+ * passed), and in any case just past the mark an earlier holder left. `renew(deadline)` renews it, trying until
+ * `deadline`, the one the take or the last confirmed renewal gave; the last is returned. Throws when the slot is lost
+ * meanwhile, or when the mark is further ahead of this host's clock than a TTL.
  */
-async function holdUntilUsable(o, mark, forgotten, renew) {
+async function holdUntilUsable(o, mark, forgotten, deadline, renew) {
   const now = Date.now()
   if (mark !== undefined && mark + 1 - now > o.ttlMs) throw markAhead(o, mark, now, 'the slot was taken')
   const until = Math.max(mark === undefined || forgotten ? now + o.ttlMs : 0, mark === undefined ? 0 : mark + 1)
+  let held = deadline
   while (Date.now() < until) {
     await sleep(Math.min(Math.max(Math.floor(o.ttlMs / 3), 20), until - Date.now()))
-    const ok = await renew()
-    if (!ok) throw codedError(Error, 'ERR_SNOWID_LEASE_LOST', 'lease: the slot was lost while it was held before use')
+    held = await renew(held)
+    if (!held) throw codedError(Error, 'ERR_SNOWID_LEASE_LOST', 'lease: the slot was lost while it was held before use')
   }
+  return held
+}
+
+/** Whether a store's error (`coded`) says it did not answer in time, or answered before its replicas had the change. */
+function late(coded) {
+  return (
+    Boolean(coded.cause && coded.cause.timedOut) ||
+    coded.code === 'ERR_SNOWID_STORE_TIMEOUT' ||
+    coded.code === 'ERR_SNOWID_STORE_NOT_REPLICATED'
+  )
+}
+
+/** Whether a store's error (`coded`) may pass: `late`, or the store unreachable. */
+function passing(coded) {
+  return late(coded) || coded.code.endsWith('_UNAVAILABLE')
 }
 
 /**
@@ -651,11 +692,7 @@ async function acquireSlot(store, o, Lease, onDefault) {
   // A take or a first renewal that got no answer in time, or a slot lost before use (its key evicted, its row changed
   // by hand), is tried again within waitMs; every other error ends the acquire.
   const retried = coded =>
-    (coded.code === 'ERR_SNOWID_LEASE_LOST' ||
-      coded.code === 'ERR_SNOWID_STORE_NOT_REPLICATED' ||
-      coded.code === 'ERR_SNOWID_STORE_TIMEOUT' ||
-      coded.code === 'ERR_SNOWID_STORE_TABLE_MISSING' ||
-      Boolean(coded.cause && coded.cause.timedOut)) &&
+    (coded.code === 'ERR_SNOWID_LEASE_LOST' || coded.code === 'ERR_SNOWID_STORE_TABLE_MISSING' || late(coded)) &&
     Date.now() - started < o.waitMs
   for (;;) {
     let taken = null
