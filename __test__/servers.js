@@ -417,6 +417,11 @@ async function startMariadb({ args = [] } = {}) {
   if (!bins) return undefined
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'snowid-mariadb-'))
   const data = path.join(root, 'data')
+  // A temporary directory of its own: a starting mariadbd removes every "#sql*" file in its tmpdir as its own leftover,
+  // so with a shared /tmp it removed another server's temporary tables (CI: an install beside another server failed
+  // with "Error on delete of '/tmp/#sql-temptable-…' (Errcode: 2)").
+  const tmp = path.join(root, 'tmp')
+  fs.mkdirSync(tmp)
   const asUser = process.getuid && process.getuid() === 0 ? ['--user=root'] : []
   let child
   // If this process ends before stop() (a crash, an uncaught error), the server and its directory go with it.
@@ -428,7 +433,14 @@ async function startMariadb({ args = [] } = {}) {
   try {
     const install = spawnSync(
       bins.install,
-      ['--no-defaults', `--datadir=${data}`, '--auth-root-authentication-method=normal', '--skip-test-db', ...asUser],
+      [
+        '--no-defaults',
+        `--datadir=${data}`,
+        `--tmpdir=${tmp}`,
+        '--auth-root-authentication-method=normal',
+        '--skip-test-db',
+        ...asUser,
+      ],
       { encoding: 'utf8', timeout: 120_000 },
     )
     if (install.status !== 0) {
@@ -444,6 +456,7 @@ async function startMariadb({ args = [] } = {}) {
         [
           '--no-defaults',
           `--datadir=${data}`,
+          `--tmpdir=${tmp}`,
           `--port=${port}`,
           '--bind-address=127.0.0.1',
           `--socket=${path.join(root, 'mariadb.sock')}`,
