@@ -9,7 +9,8 @@
 // loads, and leases off (WASI has no flock); the tests WASI cannot run skip themselves, naming why (helpers.js
 // wasiSkip). Node's ExperimentalWarning for node:wasi is silenced, as tests check what the CLI writes to stderr.
 // `--no-servers` leaves out the files that start PostgreSQL, Redis, MariaDB or etcd (npm run test:wasi, for CI's time: the
-// stores' code is the same JS on either build).
+// stores' code is the same JS on either build); `--servers 24` runs them on the lines named only (npm run test:lines:
+// the stores' code is the same JS on every line, and npm test runs it on Node 20).
 
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
@@ -20,8 +21,12 @@ const ROOT = path.resolve(__dirname, '..')
 // The suite of one line may take several minutes: it starts PostgreSQL, Redis and MariaDB, and forks clusters.
 const TIMEOUT_MS = 30 * 60_000
 
-function testFiles() {
-  return suiteFiles({ servers: !process.argv.includes('--no-servers') }).map(f => path.join('__test__', f))
+/** The suite's files for Node `line`: the files that start servers only when `--no-servers` and `--servers` allow. */
+function testFiles(line) {
+  const at = process.argv.indexOf('--servers')
+  const servers =
+    !process.argv.includes('--no-servers') && (at < 0 || (process.argv[at + 1] ?? '').split(',').includes(line))
+  return suiteFiles({ servers }).map(f => path.join('__test__', f))
 }
 
 async function main() {
@@ -37,10 +42,9 @@ async function main() {
     const node = await cachedNode(line)
     const env = { ...process.env, ...extra, PATH: `${path.dirname(node)}${path.delimiter}${process.env.PATH}` }
     const started = Date.now()
-    console.log(
-      `\n=== Node ${NODE_VERSIONS[line]}${wasi ? ' (WASI)' : ''}: node --test ${testFiles().length} files ===`,
-    )
-    const r = spawnSync(node, ['--test', ...testFiles()], { cwd: ROOT, env, stdio: 'inherit', timeout: TIMEOUT_MS })
+    const files = testFiles(line)
+    console.log(`\n=== Node ${NODE_VERSIONS[line]}${wasi ? ' (WASI)' : ''}: node --test ${files.length} files ===`)
+    const r = spawnSync(node, ['--test', ...files], { cwd: ROOT, env, stdio: 'inherit', timeout: TIMEOUT_MS })
     const s = Math.round((Date.now() - started) / 1000)
     const ok = r.status === 0
     results.push(
