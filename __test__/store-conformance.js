@@ -39,7 +39,8 @@ async function lifecycle(store) {
   assert.equal(renewed.deadline, lease.deadline)
   const held = await store.slot(ns, 6, 0)
   assert.ok(held.held, 'the slot is leased')
-  assert.ok(held.mark >= lease.deadline, 'the mark covers the deadline')
+  // The renewal's deadline, not lease.deadline read now: a later renewal may have moved that while the read was out.
+  assert.ok(held.mark >= renewed.deadline, 'the mark covers the deadline')
   const last = lease.snowflake.nextId()
   await lease.release()
   assert.throws(() => lease.snowflake.nextId(), { code: 'ERR_SNOWID_LEASE_LOST' })

@@ -301,25 +301,27 @@ class StoreLease extends EventEmitter {
 
   /**
    * Holds the slot just taken at `sent`, renewing it without a mark, until it may be used (see `holdUntilUsable`).
-   * Returns the deadline the last confirmed renewal gave.
+   * Returns the send time of the last confirmed renewal (or of the take).
    */
   #hold(mark, forgotten, sent) {
-    const first = sent + this.#o.ttlMs - this.#o.marginMs
-    return holdUntilUsable(this.#o, mark, forgotten, first, deadline => this.#renewBy(deadline, { withMark: false }))
+    return holdUntilUsable(this.#o, mark, forgotten, sent, since => this.#renewSince(since, { withMark: false }))
   }
 
   /**
-   * Renews the slot not yet in use: the deadline it gives, or 0 when the store says it is not held. A renewal that
-   * gets no answer in time, or finds the store unreachable, is tried again until `deadline` (the one the last
-   * confirmed renewal or the take gave), as a running lease's renewals are; its error is thrown past it. A busy store
-   * or host then costs an acquire no slot.
+   * Renews the slot not yet in use: `{ deadline, sent }` (deadline 0 when the store says the slot is not held). A
+   * renewal that gets no answer in time, or finds the store unreachable, is tried again until one TTL after `since`,
+   * the send time of the take or of the last confirmed renewal: the store keeps the slot at least that long. Its
+   * error is thrown past that. No id is issued meanwhile, so a busy store or host costs an acquire no slot, and a
+   * renewal confirmed late proves the slot still held.
    */
-  async #renewBy(deadline, options) {
+  async #renewSince(since, options) {
     for (;;) {
+      const sent = Date.now()
       try {
-        return await this.#renew(options)
+        return { deadline: await this.#renew(options), sent }
       } catch (err) {
-        if (this.#released || Date.now() >= deadline || !passing(storeError(this.#store, 'renew', err))) throw err
+        const passed = Date.now() >= since + this.#o.ttlMs
+        if (this.#released || passed || !passing(storeError(this.#store, 'renew', err))) throw err
         await sleep(Math.max(Math.floor(this.#o.ttlMs / 20), 10))
       }
     }
@@ -346,9 +348,9 @@ class StoreLease extends EventEmitter {
     const forgotten = Boolean(taken.forgotten) || incarnationChanged(this.#incarnation, taken)
     this.#incarnation = taken.incarnation
     const confirmed = forgotten ? 0 : this.#confirmedByTake(taken)
-    const held = confirmed ? 0 : await this.#hold(taken.mark, forgotten, taken.sent)
+    const since = confirmed ? 0 : await this.#hold(taken.mark, forgotten, taken.sent)
     if (this.#onDefault && !this.snowflake) this.#onDefault(this)
-    return this.#start(taken.mark, confirmed, held)
+    return this.#start(taken.mark, confirmed, since)
   }
 
   /**
@@ -363,11 +365,12 @@ class StoreLease extends EventEmitter {
   }
 
   /**
-   * Starts the generator once the lease is confirmed: by `confirmed` (a deadline), else by a renewal, tried again until
-   * `held` (the deadline the hold's last renewal gave) when the store is slow or unreachable.
+   * Starts the generator once the lease is confirmed: by `confirmed` (a deadline), else by a renewal, tried again
+   * while the store is slow or unreachable until one TTL after `since` (the send time of the hold's last confirmed
+   * renewal).
    */
-  async #start(mark, confirmed = 0, held = 0) {
-    const deadline = confirmed || (held ? await this.#renewBy(held) : await this.#renew())
+  async #start(mark, confirmed = 0, since = 0) {
+    const deadline = confirmed || (since ? (await this.#renewSince(since)).deadline : await this.#renew())
     const name = this.#store.slotName(this.#slot)
     if (!deadline)
       throw codedError(Error, 'ERR_SNOWID_LEASE_LOST', `lease: the slot ${name} was lost before it was used`)
@@ -561,21 +564,23 @@ async function giveBack(store, { workerId, token }, last = null, { strict = fals
 /**
  * Holds a freshly taken slot, renewing it without a mark, until it may be used: one TTL after it was taken when it
  * has no recorded history or its history may have been lost (`forgotten`: so any earlier holder's deadline has
- * passed), and in any case just past the mark an earlier holder left. `renew(deadline)` renews it, trying until
- * `deadline`, the one the take or the last confirmed renewal gave; the last is returned. Throws when the slot is lost
- * meanwhile, or when the mark is further ahead of this host's clock than a TTL.
+ * passed), and in any case just past the mark an earlier holder left. `renew(since)` renews it (`{ deadline, sent }`),
+ * trying until one TTL after `since`, the send time of the take (`sent`) or of the last confirmed renewal, which is
+ * returned. Throws when the slot is lost meanwhile, or when the mark is further ahead of this host's clock than a TTL.
  */
-async function holdUntilUsable(o, mark, forgotten, deadline, renew) {
+async function holdUntilUsable(o, mark, forgotten, sent, renew) {
   const now = Date.now()
   if (mark !== undefined && mark + 1 - now > o.ttlMs) throw markAhead(o, mark, now, 'the slot was taken')
   const until = Math.max(mark === undefined || forgotten ? now + o.ttlMs : 0, mark === undefined ? 0 : mark + 1)
-  let held = deadline
+  let since = sent
   while (Date.now() < until) {
     await sleep(Math.min(Math.max(Math.floor(o.ttlMs / 3), 20), until - Date.now()))
-    held = await renew(held)
-    if (!held) throw codedError(Error, 'ERR_SNOWID_LEASE_LOST', 'lease: the slot was lost while it was held before use')
+    const renewed = await renew(since)
+    if (!renewed.deadline)
+      throw codedError(Error, 'ERR_SNOWID_LEASE_LOST', 'lease: the slot was lost while it was held before use')
+    since = renewed.sent
   }
-  return held
+  return since
 }
 
 /** Whether a store's error (`coded`) says it did not answer in time, or answered before its replicas had the change. */
