@@ -349,20 +349,23 @@ function redisScenarios(test, kind) {
       ])
     try {
       await raw('HSET', '{slow}:5:0:marks', 'until', String(Date.now() - 1))
-      // ttlMs 2000: each renewal is given 666 ms (a third of the TTL, in whole ms). One renewal's answer is held
-      // back 800 ms; the next one gets through before the deadline.
+      // ttlMs 6000: each renewal is given 2000 ms (a third of the TTL, in whole ms). One renewal's answer is held
+      // back 2400 ms; the next one gets through before the deadline, which marginMs 100 puts 1.6 s after the failed
+      // one gives up. (With ttlMs 2000 and the default margin, beside three busy loops on two cores, the deadline came
+      // first: 'lost', not 'renewFailed', then not 'renewed'.)
       let holdBack = false
       const late = hookReplies(kind, client, async (args, reply) => {
         if (holdBack && String(args[1]).includes('PEXPIRE')) {
           holdBack = false
-          await sleep(800)
+          await sleep(2400)
         }
         return reply
       })
       const lease = await acquireWorkerId({
         client: late,
         datacenterId: 5,
-        ttlMs: 2000,
+        ttlMs: 6000,
+        marginMs: 100,
         keyPrefix: 'slow',
         snowflake: { workerBits: 0 },
       })
@@ -374,7 +377,7 @@ function redisScenarios(test, kind) {
       assert.equal(err.code, 'ERR_SNOWID_REDIS_UNAVAILABLE')
       assert.equal(
         err.message,
-        "renew: expected an answer from Redis, found an error: no answer from Redis within 666 ms. Check that Redis is up and the client connected; the error is this one's cause",
+        "renew: expected an answer from Redis, found an error: no answer from Redis within 2000 ms. Check that Redis is up and the client connected; the error is this one's cause",
       )
       await within(once(lease, 'renewed'), 'renewed')
       assert.deepEqual(lost, [])
