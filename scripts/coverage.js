@@ -3,7 +3,7 @@
 
 // npm run coverage: how much of the code the tests run, with a floor. Not part of npm test (it runs the suites again,
 // instrumented). CI runs it in one of its lanes (.ci/run).
-//   JS: the suite of npm run test:js (`__test__/*.test.*`, two files at a time) under c8, over index.js, lib/ and bin/
+//   JS: the files of npm run test:js (`__test__/*.test.*`), two at a time, under c8, over index.js, lib/ and bin/
 //       (files no test loads count as 0%). The processes the tests start are measured too, as long as they inherit
 //       the environment (NODE_V8_COVERAGE).
 //   Rust: `cargo test` under cargo-llvm-cov, over src/ but src/js/: the binding runs only inside Node, so no Rust
