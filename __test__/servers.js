@@ -424,12 +424,7 @@ async function startMariadb({ args = [] } = {}) {
   fs.mkdirSync(tmp)
   const asUser = process.getuid && process.getuid() === 0 ? ['--user=root'] : []
   let child
-  // If this process ends before stop() (a crash, an uncaught error), the server and its directory go with it.
-  const cleanUp = () => {
-    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-    fs.rmSync(root, { recursive: true, force: true })
-  }
-  process.once('exit', cleanUp)
+  const cleanUp = cleanedUpAtExit(root, () => [child])
   try {
     const install = spawnSync(
       bins.install,
@@ -673,6 +668,21 @@ async function startRedisCluster(masters = 3, { replicas = 0 } = {}) {
 }
 
 /**
+ * If this process exits before a server is stopped (a crash, an uncaught error), kills the server's processes
+ * (`children()`, those still running) and removes its directory `root`. Returns that clean-up, which a stop runs or
+ * takes off 'exit'.
+ */
+function cleanedUpAtExit(root, children) {
+  const cleanUp = () => {
+    for (const child of children())
+      if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    fs.rmSync(root, { recursive: true, force: true })
+  }
+  process.once('exit', cleanUp)
+  return cleanUp
+}
+
+/**
  * Where a server that syncs every write to disk keeps its data: /dev/shm when it has room (etcd 3.4 has no
  * --unsafe-no-fsync, and its WAL's fsync on a busy disk took over a renewal's 333 ms), else the OS temp dir.
  */
@@ -740,9 +750,7 @@ async function startEtcd(members = 1) {
       exited = new Promise(resolve => child.once('exit', resolve))
       await waitForPort(m.port, 30_000)
     }
-    m.killNow = () => {
-      if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-    }
+    m.child = () => child
     m.kill = async () => {
       if (child && child.exitCode === null && child.signalCode === null) {
         child.kill('SIGKILL')
@@ -751,13 +759,8 @@ async function startEtcd(members = 1) {
     }
   }
   const endpoints = () => list.map(m => `http://127.0.0.1:${m.port}`)
-  // If this process ends before stop() (a crash, an uncaught error), the members and their data (in memory, on
-  // /dev/shm) go with it.
-  const cleanUp = () => {
-    for (const m of list) m.killNow()
-    fs.rmSync(root, { recursive: true, force: true })
-  }
-  process.once('exit', cleanUp)
+  // The members' data may be in memory (/dev/shm).
+  const cleanUp = cleanedUpAtExit(root, () => list.map(m => m.child()))
   const stop = async () => {
     await Promise.all(list.map(m => m.kill()))
     fs.rmSync(root, { recursive: true, force: true })

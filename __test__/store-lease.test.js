@@ -136,8 +136,7 @@ test('a slot held before use keeps it through renewals the store does not answer
   await lease.release()
   assert.equal(store.slot.token, null)
 
-  // None answered: the acquire fails with the store's timeout once the take's deadline has passed, and gives the slot
-  // back.
+  // None answered: the acquire fails with the store's timeout one TTL after the take, and gives the slot back.
   const silent = memoryStore()
   silent.renew = () => new Promise(() => {})
   const began = Date.now()

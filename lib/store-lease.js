@@ -148,6 +148,8 @@ function readOptionsOf(options, storeOptions) {
     reacquire: options.reacquire ?? true,
     // How long a renewal may take: a third of the TTL, so that two more tries fit before the deadline.
     renewTimeoutMs: Math.max(Math.floor(ttlMs / 3), 50),
+    // How soon a renewal that failed is tried again.
+    renewRetryMs: Math.max(Math.floor(ttlMs / 20), 10),
     // How long taking a slot may take: generous, since a take that times out is abandoned and retried.
     takeTimeoutMs: Math.max(ttlMs, 5000),
   }
@@ -322,7 +324,7 @@ class StoreLease extends EventEmitter {
       } catch (err) {
         const passed = Date.now() >= since + this.#o.ttlMs
         if (this.#released || passed || !passing(storeError(this.#store, 'renew', err))) throw err
-        await sleep(Math.max(Math.floor(this.#o.ttlMs / 20), 10))
+        await sleep(this.#o.renewRetryMs)
       }
     }
   }
@@ -369,8 +371,8 @@ class StoreLease extends EventEmitter {
    * while the store is slow or unreachable until one TTL after `since` (the send time of the hold's last confirmed
    * renewal).
    */
-  async #start(mark, confirmed = 0, since = 0) {
-    const deadline = confirmed || (since ? (await this.#renewSince(since)).deadline : await this.#renew())
+  async #start(mark, confirmed, since) {
+    const deadline = confirmed || (await this.#renewSince(since)).deadline
     const name = this.#store.slotName(this.#slot)
     if (!deadline)
       throw codedError(Error, 'ERR_SNOWID_LEASE_LOST', `lease: the slot ${name} was lost before it was used`)
@@ -463,7 +465,7 @@ class StoreLease extends EventEmitter {
       this.emit('renewFailed', coded)
       this.#publish('renewFailed', { error: coded })
       // Tried again soon: a renewal that timed out ends two thirds into the TTL, and the deadline comes before the third.
-      this.#schedule(Math.max(Math.floor(this.#o.ttlMs / 20), 10))
+      this.#schedule(this.#o.renewRetryMs)
     } finally {
       this.#renewing = false
     }
