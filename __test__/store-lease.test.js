@@ -149,6 +149,41 @@ test('a slot held before use keeps it through renewals the store does not answer
   assert.equal(silent.slot.token, null, 'the slot was given back')
 })
 
+test('a renewal answered after its timeout, within the TTL, still counts, and the next goes a third of the TTL after its sending', async () => {
+  // A renewal waits ttlMs / 3 for its answer; this store answers each one `latency` ms after it was sent.
+  let latency = 1300
+  const store = memoryStore()
+  const renew = store.renew
+  const sends = []
+  store.renew = async (...args) => {
+    sends.push(Date.now())
+    await sleep(latency)
+    return renew(...args)
+  }
+  // A fresh slot, held one TTL (3 s) before use: every renewal of the hold times out (1000 ms), and is answered before
+  // the TTL runs out.
+  const lease = await start(store, { ttlMs: 3000 })
+  assert.equal(typeof lease.snowflake.nextId(), 'bigint')
+  await lease.release()
+
+  // Its mark recorded, the slot is used at once; renewals (2000 ms of timeout) are answered after 1400 ms. Sent a third
+  // of the TTL after the one before was answered, they would go 3400 ms apart.
+  latency = 1400
+  sends.length = 0
+  const running = await start(store, { ttlMs: 6000 })
+  let lost = null
+  running.on('lost', err => {
+    lost = err
+  })
+  const waitUntil = Date.now() + 20_000
+  while (sends.length < 3 && !lost && Date.now() < waitUntil) await sleep(50)
+  await running.release()
+  assert.equal(lost, null, 'the lease was lost')
+  assert.ok(sends.length >= 3, `${sends.length} renewals sent in 20 s`)
+  const gaps = [sends[1] - sends[0], sends[2] - sends[1]]
+  for (const gap of gaps) assert.ok(gap < 2800, `renewals sent ${gaps.join(' and ')} ms apart`)
+})
+
 test('a slot that records no incarnation, or another, waits one TTL, even with a mark behind the clock', async () => {
   const ttlMs = 800
   for (const recorded of [undefined, 'another']) {

@@ -313,36 +313,51 @@ class StoreLease extends EventEmitter {
    * Renews the slot not yet in use: `{ deadline, sent }` (deadline 0 when the store says the slot is not held). A
    * renewal that gets no answer in time, or finds the store unreachable, is tried again until one TTL after `since`,
    * the send time of the take or of the last confirmed renewal: the store keeps the slot at least that long. Its
-   * error is thrown past that. No id is issued meanwhile, so a busy store or host costs an acquire no slot, and a
-   * renewal confirmed late proves the slot still held.
+   * error is thrown past that. A renewal that timed out is still awaited beside the next: the first answer counts, as
+   * of its own send time, so a store slower than the timeout but within the TTL costs an acquire no slot. No id is
+   * issued meanwhile, and a renewal confirmed late proves the slot still held.
    */
   async #renewSince(since, options) {
+    const out = new Set()
     for (;;) {
-      const sent = Date.now()
+      const attempt = this.#send(options).then(
+        renewed => ({ renewed }),
+        error => ({ error, failed: attempt }),
+      )
+      out.add(attempt)
+      let err
       try {
-        return { deadline: await this.#renew(options), sent }
-      } catch (err) {
-        const passed = Date.now() >= since + this.#o.ttlMs
-        if (this.#released || passed || !passing(storeError(this.#store, 'renew', err))) throw err
-        await sleep(this.#o.renewRetryMs)
+        const settled = await withTimeout(this.#store, Promise.race(out), this.#o.renewTimeoutMs)
+        if (settled.renewed) return settled.renewed
+        out.delete(settled.failed)
+        err = settled.error
+      } catch (timeout) {
+        err = timeout
       }
+      const passed = Date.now() >= since + this.#o.ttlMs
+      if (this.#released || passed || !passing(storeError(this.#store, 'renew', err))) throw err
+      await sleep(this.#o.renewRetryMs)
     }
   }
 
-  /** Renews the lease once: raises the mark past the new deadline, extends the TTL, then returns the deadline (0 when lost). */
-  async #renew({ withMark = true } = {}) {
-    const { ttlMs, marginMs, maxLeadMs, renewTimeoutMs } = this.#o
+  /** Renews the lease once: the deadline it gives, or 0 when the slot is lost. Times out after renewTimeoutMs. */
+  async #renew(options) {
+    return (await withTimeout(this.#store, this.#send(options), this.#o.renewTimeoutMs)).deadline
+  }
+
+  /**
+   * Sends one renewal: raises the mark past the new deadline and extends the TTL. Resolves to `{ deadline, sent }`
+   * (deadline 0 when the slot is lost), with no timeout of its own.
+   */
+  async #send({ withMark = true } = {}) {
+    const { ttlMs, marginMs, maxLeadMs } = this.#o
     const sent = Date.now()
     const deadline = sent + ttlMs - marginMs
     // The generator issues ids stamped at most maxLeadMs past the clock, and only before the deadline.
     const until = withMark ? deadline + maxLeadMs : null
     const clockBack = this.snowflake && this.workerId === this.#slot ? this.snowflake.stats().clockBack : 0
-    const held = await withTimeout(
-      this.#store,
-      this.#store.renew(this.#slot, this.#token, until, clockBack, this.#incarnation ?? null),
-      renewTimeoutMs,
-    )
-    return held ? deadline : 0
+    const held = await this.#store.renew(this.#slot, this.#token, until, clockBack, this.#incarnation ?? null)
+    return { deadline: held ? deadline : 0, sent }
   }
 
   /** Takes a slot (see `takeSlot`), holds it until usable, and starts the generator on it. */
@@ -394,8 +409,17 @@ class StoreLease extends EventEmitter {
     this.#deadline = deadline
     this.#lastFailure = null
     this.#armExpiry()
-    this.#schedule()
+    this.#schedule(this.#due())
     return this
+  }
+
+  /**
+   * When the next renewal is due: a third of the TTL after the last confirmed one was sent (its deadline less the TTL
+   * and the margin), so that one answered late still leaves the next its time before the deadline.
+   */
+  #due() {
+    const { ttlMs, marginMs, renewRetryMs } = this.#o
+    return Math.max(this.#deadline - ttlMs + marginMs + Math.max(Math.floor(ttlMs / 3), 20) - Date.now(), renewRetryMs)
   }
 
   /** The next renewal, in `delayMs` (by default a third of the TTL). */
@@ -443,7 +467,7 @@ class StoreLease extends EventEmitter {
         this.#armExpiry()
         this.emit('renewed', { deadline })
         this.#publish('renewed', { late })
-        this.#schedule()
+        this.#schedule(this.#due())
         return
       }
       this.#lose(`the slot is no longer held by this process (its lease expired, or ${this.#store.name} lost it)`)
@@ -576,7 +600,9 @@ async function holdUntilUsable(o, mark, forgotten, sent, renew) {
   const until = Math.max(mark === undefined || forgotten ? now + o.ttlMs : 0, mark === undefined ? 0 : mark + 1)
   let since = sent
   while (Date.now() < until) {
-    await sleep(Math.min(Math.max(Math.floor(o.ttlMs / 3), 20), until - Date.now()))
+    // A third of the TTL after the last confirmed renewal was sent: one answered late is followed at once.
+    const due = since + Math.max(Math.floor(o.ttlMs / 3), 20)
+    await sleep(Math.max(Math.min(due, until) - Date.now(), 0))
     const renewed = await renew(since)
     if (!renewed.deadline)
       throw codedError(Error, 'ERR_SNOWID_LEASE_LOST', 'lease: the slot was lost while it was held before use')
