@@ -163,6 +163,8 @@ test('a renewal answered after its timeout, within the TTL, still counts, and th
   // A fresh slot, held one TTL (3 s) before use: every renewal of the hold times out (1000 ms), and is answered before
   // the TTL runs out.
   const lease = await start(store, { ttlMs: 3000 })
+  // Only a renewal that raised the mark starts the generator: the mark covers its deadline.
+  assert.ok(store.slot.mark >= lease.deadline, `mark ${store.slot.mark}, deadline ${lease.deadline}`)
   assert.equal(typeof lease.snowflake.nextId(), 'bigint')
   await lease.release()
 
@@ -182,6 +184,33 @@ test('a renewal answered after its timeout, within the TTL, still counts, and th
   assert.ok(sends.length >= 3, `${sends.length} renewals sent in 20 s`)
   const gaps = [sends[1] - sends[0], sends[2] - sends[1]]
   for (const gap of gaps) assert.ok(gap < 2800, `renewals sent ${gaps.join(' and ')} ms apart`)
+})
+
+test('a running lease whose store answers every renewal after its timeout, within the TTL, keeps its slot', async () => {
+  // ttlMs 6000: a renewal waits 2000 ms for its answer, and confirms a deadline 4800 ms past its sending. This store
+  // answers each after 2200 ms: the one that timed out is still awaited beside the next, and its answer counts.
+  const store = memoryStore()
+  Object.assign(store.slot, { mark: Date.now() - 1, incarnation: 'first' })
+  const renew = store.renew
+  store.renew = async (...args) => {
+    await sleep(2200)
+    return renew(...args)
+  }
+  const lease = await start(store, { ttlMs: 6000 })
+  let lost = null
+  let renewed = 0
+  let failed = 0
+  lease.on('lost', err => {
+    lost = err
+  })
+  lease.on('renewed', () => renewed++)
+  lease.on('renewFailed', () => failed++)
+  const waitUntil = Date.now() + 25_000
+  while (renewed < 3 && !lost && Date.now() < waitUntil) await sleep(50)
+  await lease.release()
+  assert.equal(lost, null, 'the lease was lost')
+  assert.ok(renewed >= 3, `${renewed} renewals confirmed in 25 s`)
+  assert.ok(failed >= 1, 'the renewals timed out first')
 })
 
 test('a slot that records no incarnation, or another, waits one TTL, even with a mark behind the clock', async () => {

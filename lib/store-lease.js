@@ -146,7 +146,7 @@ function readOptionsOf(options, storeOptions) {
     datacenterBits: probe.datacenterBits,
     slotCount: 2 ** slots.workerBits,
     reacquire: options.reacquire ?? true,
-    // How long a renewal may take: a third of the TTL, so that two more tries fit before the deadline.
+    // How long a renewal is awaited alone: past that another is sent beside it, and the first answered counts.
     renewTimeoutMs: Math.max(Math.floor(ttlMs / 3), 50),
     // How soon a renewal that failed is tried again.
     renewRetryMs: Math.max(Math.floor(ttlMs / 20), 10),
@@ -270,6 +270,8 @@ class StoreLease extends EventEmitter {
   #slot
   // The store's incarnation at the last take (see `incarnationChanged`), recorded with every mark this lease raises.
   #incarnation
+  // The renewals of the slot held that are still out, oldest first (see `#renew`). A new set with each take and loss.
+  #out = new Set()
 
   constructor(store, o, workerId, token, onDefault) {
     super()
@@ -313,36 +315,44 @@ class StoreLease extends EventEmitter {
    * Renews the slot not yet in use: `{ deadline, sent }` (deadline 0 when the store says the slot is not held). A
    * renewal that gets no answer in time, or finds the store unreachable, is tried again until one TTL after `since`,
    * the send time of the take or of the last confirmed renewal: the store keeps the slot at least that long. Its
-   * error is thrown past that. A renewal that timed out is still awaited beside the next: the first answer counts, as
-   * of its own send time, so a store slower than the timeout but within the TTL costs an acquire no slot. No id is
-   * issued meanwhile, and a renewal confirmed late proves the slot still held.
+   * error is thrown past that. No id is issued meanwhile, and a renewal confirmed late proves the slot still held.
    */
   async #renewSince(since, options) {
-    const out = new Set()
     for (;;) {
-      const attempt = this.#send(options).then(
-        renewed => ({ renewed }),
-        error => ({ error, failed: attempt }),
-      )
-      out.add(attempt)
-      let err
       try {
-        const settled = await withTimeout(this.#store, Promise.race(out), this.#o.renewTimeoutMs)
-        if (settled.renewed) return settled.renewed
-        out.delete(settled.failed)
-        err = settled.error
-      } catch (timeout) {
-        err = timeout
+        return await this.#renew(options)
+      } catch (err) {
+        const passed = Date.now() >= since + this.#o.ttlMs
+        if (this.#released || passed || !passing(storeError(this.#store, 'renew', err))) throw err
+        await sleep(this.#o.renewRetryMs)
       }
-      const passed = Date.now() >= since + this.#o.ttlMs
-      if (this.#released || passed || !passing(storeError(this.#store, 'renew', err))) throw err
-      await sleep(this.#o.renewRetryMs)
     }
   }
 
-  /** Renews the lease once: the deadline it gives, or 0 when the slot is lost. Times out after renewTimeoutMs. */
+  /**
+   * Sends a renewal, then awaits the first answer among the renewals still out, for renewTimeoutMs: `{ deadline, sent }`
+   * of the one answered (deadline 0 when the slot is lost). Throws the first that failed, or the timeout. A renewal
+   * that timed out stays out beside the next: answered later, it still counts, as of its own send time, so a store
+   * slower than renewTimeoutMs but within the TTL costs no slot.
+   */
   async #renew(options) {
-    return (await withTimeout(this.#store, this.#send(options), this.#o.renewTimeoutMs)).deadline
+    const out = this.#out
+    const attempt = this.#send(options).then(
+      renewed => ({ renewed, attempt }),
+      error => ({ failed: true, error, attempt }),
+    )
+    out.add(attempt)
+    const settled = await withTimeout(this.#store, Promise.race(out), this.#o.renewTimeoutMs)
+    if (settled.failed) {
+      out.delete(settled.attempt)
+      throw settled.error
+    }
+    // Renewals sent before this one no longer count: their deadlines are earlier.
+    for (const earlier of out) {
+      out.delete(earlier)
+      if (earlier === settled.attempt) break
+    }
+    return settled.renewed
   }
 
   /**
@@ -362,6 +372,7 @@ class StoreLease extends EventEmitter {
 
   /** Takes a slot (see `takeSlot`), holds it until usable, and starts the generator on it. */
   async _open(taken) {
+    this.#out = new Set()
     const forgotten = Boolean(taken.forgotten) || incarnationChanged(this.#incarnation, taken)
     this.#incarnation = taken.incarnation
     const confirmed = forgotten ? 0 : this.#confirmedByTake(taken)
@@ -387,6 +398,8 @@ class StoreLease extends EventEmitter {
    * renewal).
    */
   async #start(mark, confirmed, since) {
+    // The hold's renewals still out raised no mark, so none of them may start the generator.
+    this.#out = new Set()
     const deadline = confirmed || (await this.#renewSince(since)).deadline
     const name = this.#store.slotName(this.#slot)
     if (!deadline)
@@ -457,7 +470,7 @@ class StoreLease extends EventEmitter {
     this.#renewing = true
     const epoch = this.#epoch
     try {
-      const deadline = await this.#renew()
+      const { deadline } = await this.#renew()
       if (this.#released || epoch !== this.#epoch) return
       if (deadline) {
         this.#deadline = deadline
@@ -488,7 +501,7 @@ class StoreLease extends EventEmitter {
       }
       this.emit('renewFailed', coded)
       this.#publish('renewFailed', { error: coded })
-      // Tried again soon: a renewal that timed out ends two thirds into the TTL, and the deadline comes before the third.
+      // Tried again soon, beside the renewal that timed out: the first of them answered counts (see #renew).
       this.#schedule(this.#o.renewRetryMs)
     } finally {
       this.#renewing = false
@@ -499,6 +512,7 @@ class StoreLease extends EventEmitter {
     fenceSnowflake(this.snowflake, 0)
     this.#deadline = 0
     this.#epoch++
+    this.#out = new Set()
     clearTimeout(this.#timer)
     clearTimeout(this.#expiry)
     const next = this.#o.reacquire
