@@ -333,7 +333,7 @@ class StoreLease extends EventEmitter {
    * Sends a renewal, then awaits the first answer among the renewals still out, for renewTimeoutMs: `{ deadline, sent }`
    * of the one answered (deadline 0 when the slot is lost). Throws the first that failed, or the timeout. A renewal
    * that timed out stays out beside the next: answered later, it still counts, as of its own send time, so a store
-   * slower than renewTimeoutMs but within the TTL costs no slot.
+   * somewhat slower than renewTimeoutMs costs no slot (docs/across-hosts.md, Errors, says how much slower).
    */
   async #renew(options) {
     const out = this.#out
