@@ -232,6 +232,8 @@ export interface LeaseSettings {
   slotCount: number
   reacquire: boolean
   renewTimeoutMs: number
+  /** How far apart renewals go, counted from the send of the last one confirmed. */
+  renewEveryMs: number
   /** How soon a renewal that failed is tried again. */
   renewRetryMs: number
   takeTimeoutMs: number

@@ -148,6 +148,8 @@ function readOptionsOf(options, storeOptions) {
     reacquire: options.reacquire ?? true,
     // How long a renewal is awaited alone: past that another is sent beside it, and the first answered counts.
     renewTimeoutMs: Math.max(Math.floor(ttlMs / 3), 50),
+    // How far apart renewals go, counted from the send of the last one confirmed.
+    renewEveryMs: Math.max(Math.floor(ttlMs / 3), 20),
     // How soon a renewal that failed is tried again.
     renewRetryMs: Math.max(Math.floor(ttlMs / 20), 10),
     // How long taking a slot may take: generous, since a take that times out is abandoned and retried.
@@ -431,12 +433,12 @@ class StoreLease extends EventEmitter {
    * and the margin), so that one answered late still leaves the next its time before the deadline.
    */
   #due() {
-    const { ttlMs, marginMs, renewRetryMs } = this.#o
-    return Math.max(this.#deadline - ttlMs + marginMs + Math.max(Math.floor(ttlMs / 3), 20) - Date.now(), renewRetryMs)
+    const { ttlMs, marginMs, renewEveryMs, renewRetryMs } = this.#o
+    return Math.max(this.#deadline - ttlMs + marginMs + renewEveryMs - Date.now(), renewRetryMs)
   }
 
-  /** The next renewal, in `delayMs` (by default a third of the TTL). */
-  #schedule(delayMs = Math.max(Math.floor(this.#o.ttlMs / 3), 20)) {
+  /** The next renewal, in `delayMs` (by default renewEveryMs). */
+  #schedule(delayMs = this.#o.renewEveryMs) {
     clearTimeout(this.#timer)
     if (this.#released) return
     this.#timer = setTimeout(() => this.#tick(), delayMs)
@@ -615,7 +617,7 @@ async function holdUntilUsable(o, mark, forgotten, sent, renew) {
   let since = sent
   while (Date.now() < until) {
     // A third of the TTL after the last confirmed renewal was sent: one answered late is followed at once.
-    const due = since + Math.max(Math.floor(o.ttlMs / 3), 20)
+    const due = since + o.renewEveryMs
     await sleep(Math.max(Math.min(due, until) - Date.now(), 0))
     const renewed = await renew(since)
     if (!renewed.deadline)
