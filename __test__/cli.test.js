@@ -15,7 +15,7 @@ const {
   leaseHostName,
   runCli,
   spawnChild,
-  stopChild,
+  endChild,
   wasiSkip,
 } = require('./helpers.js')
 
@@ -267,7 +267,7 @@ test(
   async () => {
     const env = cleanEnv({ SNOWID_DATACENTER_ID: '1', SNOWID_SINGLE_INSTANCE: 'true' })
     const dir = env.SNOWID_LEASE_DIR
-    const code = `require('.').nextId(); console.log('ready'); process.stdin.resume()`
+    const code = `require('.').nextId(); console.log('ready'); process.stdin.on('end', () => process.exit(0)).resume()`
     const run = spawnChild(process.execPath, ['-e', code], { cwd: ROOT, env })
     try {
       fs.writeFileSync(
@@ -312,14 +312,12 @@ test(
           ['1/0', String(run.child.pid), 'live', since, `${process.execPath} -e ${code}`],
         ],
       )
-      stopChild(run)
-      await run.exited
+      assert.ok(await endChild(run), 'the holder ends when asked')
       r = runCli(['leases', '--json'], { SNOWID_LEASE_DIR: dir })
       const gone = JSON.parse(r.stdout).find(s => s.pid === run.child.pid)
       assert.deepEqual(gone, { ...mine, live: false }, 'a holder that has exited is shown as gone')
     } finally {
-      stopChild(run)
-      await run.exited
+      await endChild(run)
       fs.rmSync(dir, { recursive: true, force: true })
     }
   },

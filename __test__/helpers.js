@@ -235,17 +235,51 @@ function stopChild(run) {
 
 /**
  * The first chunk `child` (spawned with its stdout piped) writes to stdout, as a string; rejects once its stdio has
- * closed without one, so that a child that fails at start makes its test fail instead of wait for good.
+ * closed without one, or after `ms` without one, so that a child that fails or hangs at start makes its test fail
+ * instead of wait for good.
  */
-function firstOutput(child) {
+function firstOutput(child, ms = 120_000) {
   return new Promise((resolve, reject) => {
-    const closed = (code, signal) => reject(new Error(`the child exited (${signal ?? code}) before writing to stdout`))
-    child.once('close', closed)
-    child.stdout.once('data', chunk => {
+    const done = () => {
+      clearTimeout(timer)
       child.off('close', closed)
+    }
+    const closed = (code, signal) => {
+      done()
+      reject(new Error(`the child exited (${signal ?? code}) before writing to stdout`))
+    }
+    const timer = setTimeout(() => {
+      child.stdout.off('data', first)
+      done()
+      reject(new Error(`the child (pid ${child.pid}) wrote nothing to stdout in ${ms} ms`))
+    }, ms)
+    const first = chunk => {
+      done()
       resolve(String(chunk))
-    })
+    }
+    child.once('close', closed)
+    child.stdout.once('data', first)
   })
+}
+
+/**
+ * Stops a `spawnChild` run (stopChild) and waits for it to end; one still running after `ms` is killed outright
+ * (SIGKILL; TerminateProcess on Windows), so that a test never waits for good on what it started. Resolves to
+ * whether it ended when asked.
+ */
+async function endChild(run, ms = 60_000) {
+  if (run.child.exitCode === null && run.child.signalCode === null) stopChild(run)
+  let timer
+  const late = new Promise(resolve => {
+    timer = setTimeout(resolve, ms, 'late')
+  })
+  const asked = (await Promise.race([run.exited.then(() => 'ended'), late])) === 'ended'
+  clearTimeout(timer)
+  if (!asked) {
+    run.child.kill('SIGKILL')
+    await run.exited
+  }
+  return asked
 }
 
 /** Waits at most `ms` for the first line of a `spawnChild` run, `ready <json>`, and returns the JSON, parsed. */
@@ -410,6 +444,7 @@ module.exports = {
   withoutUnchosenWarning,
   spawnChild,
   stopChild,
+  endChild,
   firstOutput,
   holdWorker,
   readyLine,

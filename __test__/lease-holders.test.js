@@ -15,7 +15,7 @@ const {
   freshLeaseDir,
   leaseHostName,
   spawnChild,
-  stopChild,
+  endChild,
   firstOutput,
   wasiSkip,
 } = require('./helpers.js')
@@ -23,8 +23,8 @@ const {
 const HOST_LEASE = wasiSkip('no flock, so no host lease')
 const { workerSlots } = require('..')
 
-// Takes an id, prints its slot, and holds the lease until stopped.
-const HOLDER = `const d = require('.').decode(require('.').nextId()); console.log(JSON.stringify(d)); process.stdin.resume()`
+// Takes an id, prints its slot, and holds the lease until stopped (SIGTERM, or on Windows the end of its stdin).
+const HOLDER = `const d = require('.').decode(require('.').nextId()); console.log(JSON.stringify(d)); process.stdin.on('end', () => process.exit(0)).resume()`
 
 test(
   'a process holding a slot is listed with its pid, host, command and since; once it exits, as gone',
@@ -50,14 +50,12 @@ test(
       assert.deepEqual(slots.recorded, [held])
       assert.deepEqual(slots.gone, [])
       assert.ok(held.since >= before && held.since <= after, `since ${held.since} within [${before}, ${after}]`)
-      stopChild(run)
-      await run.exited
+      assert.ok(await endChild(run), 'the holder ends when asked')
       const later = workerSlots({ ...lease, SNOWID_DATACENTER_ID: '2' })
       assert.deepEqual(later.recorded, [], 'a holder that has gone is never shown as live')
       assert.deepEqual(later.gone, [{ ...held, live: false }])
     } finally {
-      stopChild(run)
-      await run.exited
+      await endChild(run)
       fs.rmSync(env.SNOWID_LEASE_DIR, { recursive: true, force: true })
     }
   },

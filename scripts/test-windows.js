@@ -62,6 +62,16 @@ function groupMembers(pgid) {
   return pids
 }
 
+/** A process's command line from /proc, shortened, or '?' once it has gone. */
+function commandLine(pid) {
+  try {
+    const text = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim()
+    return text.length > 160 ? `${text.slice(0, 160)}...` : text
+  } catch {
+    return '?'
+  }
+}
+
 function killGroup(pgid) {
   try {
     process.kill(-pgid, 'SIGKILL')
@@ -147,8 +157,11 @@ function runFile(runner, file, dir, timeoutMs) {
     fs.closeSync(fd)
     running.add(child)
     let timedOut = false
+    // What a file that timed out had running then, to tell a hung test from a hung start.
+    let hung = []
     const timer = setTimeout(() => {
       timedOut = true
+      if (!NATIVE) hung = groupMembers(child.pid).map(pid => `${pid}: ${commandLine(pid)}`)
       if (NATIVE) child.kill()
       else killGroup(child.pid)
     }, timeoutMs)
@@ -165,8 +178,13 @@ function runFile(runner, file, dir, timeoutMs) {
         const name = r.name.endsWith(file) ? '(file)' : r.name
         results.set(name, { status: r.status, why: r.why, ms: r.ms })
       }
-      if (timedOut) results.set('(timed out)', { status: 'fail', why: `still running after ${seconds(timeoutMs)}` })
-      else if (code !== 0 && ![...results.values()].some(r => r.status === 'fail')) {
+      if (timedOut) {
+        results.set('(timed out)', { status: 'fail', why: `still running after ${seconds(timeoutMs)}` })
+        const tail = fs.readFileSync(log, 'utf8').split('\n').slice(-15).join('\n')
+        console.log(
+          `${file} timed out; its processes then:\n${hung.join('\n') || '(none)'}\nthe end of its output:\n${tail}`,
+        )
+      } else if (code !== 0 && ![...results.values()].some(r => r.status === 'fail')) {
         results.set('(file)', { status: 'fail', why: `node --test exited ${code} with no failing test` })
       }
       resolve({ file, results, ms: Date.now() - started, leftovers })
