@@ -9,13 +9,15 @@
 // print after them. Each step's exit and time are listed at the end, and any step that fails fails the run.
 // Each step is also an npm script of its own (test:rust, test:lint, test:published, test:js, test:docs, test:types).
 //
-// `node scripts/test.js js` (npm run test:js) runs the JS tests alone: JS_CONCURRENCY files at a time, those that
-// start servers first (the longest, so that the last files to start are short ones). Arguments after `js` go to
-// node --test (`npm run test:js -- --test-name-pattern=decode`).
+// `node scripts/test.js js` (npm run test:js) runs the JS tests alone, through node:test's run(), which keeps the
+// order it is given (node --test sorts its files): JS_CONCURRENCY files at a time, LONGEST_FILES first, then the
+// others that start servers, then the rest, so that the last files to start are short ones. After `js` may come test
+// file names (`ids.test.js`: only those), `--test-name-pattern=P` (repeatable) and `--test-only`
+// (`npm run test:js -- --test-name-pattern=decode`). It reports as node --test does: spec on a terminal, else TAP.
 
 const path = require('node:path')
 const { spawn } = require('node:child_process')
-const { SERVER_FILES, testFiles } = require('./test-files.js')
+const { LONGEST_FILES, SERVER_FILES, testFiles } = require('./test-files.js')
 
 const ROOT = path.resolve(__dirname, '..')
 /** How many JS test files run at once: they mostly wait, so more than the cores. */
@@ -27,16 +29,59 @@ const npmScript = name => ({ name, cmd: NPM[0], args: [...NPM.slice(1), 'run', '
 const SERIAL = [npmScript('test:rust'), npmScript('test:lint'), npmScript('test:published')]
 const TOGETHER = [{ ...npmScript('test:js'), live: true }, npmScript('test:docs'), npmScript('test:types')]
 
-/** The JS tests, with `args` for node --test. */
-function jsTests(args) {
+/** The suite's files in the order they start: LONGEST_FILES, then the other SERVER_FILES, then the rest. */
+function orderedFiles() {
   const files = testFiles()
-  const first = files.filter(f => SERVER_FILES.includes(f))
-  const ordered = [...first, ...files.filter(f => !first.includes(f))]
-  return {
-    name: 'test:js',
-    cmd: process.execPath,
-    args: ['--test', `--test-concurrency=${JS_CONCURRENCY}`, ...args, ...ordered.map(f => path.join('__test__', f))],
+  const stale = LONGEST_FILES.filter(f => !files.includes(f))
+  if (stale.length) throw new Error(`LONGEST_FILES in scripts/test-files.js names no test file: ${stale.join(', ')}`)
+  const servers = files.filter(f => SERVER_FILES.includes(f) && !LONGEST_FILES.includes(f))
+  return [...LONGEST_FILES, ...servers, ...files.filter(f => !LONGEST_FILES.includes(f) && !servers.includes(f))]
+}
+
+/** An error in the arguments: printed as one line, exit 2. */
+function usage(message) {
+  return Object.assign(new Error(`npm run test:js: ${message}`), { usage: true })
+}
+
+/** run()'s options from the arguments after `js`; throws on one it does not know. */
+function jsOptions(args) {
+  const files = []
+  const testNamePatterns = []
+  let only = false
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]
+    if (arg === '--test-only') only = true
+    else if (arg.startsWith('--test-name-pattern=')) testNamePatterns.push(arg.slice('--test-name-pattern='.length))
+    else if (arg === '--test-name-pattern' && i + 1 < args.length) testNamePatterns.push(args[++i])
+    else if (!arg.startsWith('-')) files.push(path.basename(arg))
+    else throw usage(`unknown argument ${arg}: test file names, --test-name-pattern=P, --test-only`)
   }
+  const all = orderedFiles()
+  const unknown = files.filter(f => !all.includes(f))
+  if (unknown.length) throw usage(`no test file ${unknown.join(', ')} in __test__`)
+  return {
+    files: all.filter(f => !files.length || files.includes(f)).map(f => path.join(ROOT, '__test__', f)),
+    concurrency: JS_CONCURRENCY,
+    only,
+    ...(testNamePatterns.length ? { testNamePatterns } : {}),
+  }
+}
+
+/** Runs the JS tests in this process; resolves to whether none failed (a todo that fails does not count). */
+function runJs(args) {
+  const { run } = require('node:test')
+  const { spec, tap } = require('node:test/reporters')
+  let failed = false
+  const stream = run(jsOptions(args))
+  stream.on('test:fail', data => {
+    if (data.todo === undefined || data.todo === false) failed = true
+  })
+  const out = stream.compose(process.stdout.isTTY ? new spec() : tap)
+  out.pipe(process.stdout)
+  return new Promise((resolve, reject) => {
+    out.on('error', reject)
+    out.on('end', () => resolve(!failed))
+  })
 }
 
 /** Runs a step; resolves to `{ name, status, seconds, output }` (`output` only when it was kept back). */
@@ -64,8 +109,7 @@ function run(step, live) {
 
 async function main() {
   if (process.argv[2] === 'js') {
-    const r = await run(jsTests(process.argv.slice(3)), true)
-    process.exitCode = r.status === 0 ? 0 : 1
+    process.exitCode = (await runJs(process.argv.slice(3))) ? 0 : 1
     return
   }
   const results = []
@@ -94,6 +138,6 @@ function report(results) {
 }
 
 main().catch(e => {
-  process.stderr.write(`npm test: ${e.stack}\n`)
-  process.exitCode = 1
+  process.stderr.write(e.usage ? `${e.message}\n` : `npm test: ${e.stack}\n`)
+  process.exitCode = e.usage ? 2 : 1
 })
