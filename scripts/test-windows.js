@@ -161,9 +161,11 @@ function runFile(runner, file, dir, timeoutMs) {
     let hung = []
     const timer = setTimeout(() => {
       timedOut = true
-      if (!NATIVE) hung = groupMembers(child.pid).map(pid => `${pid}: ${commandLine(pid)}`)
       if (NATIVE) child.kill()
-      else killGroup(child.pid)
+      else {
+        hung = groupMembers(child.pid).map(pid => `${pid}: ${commandLine(pid)}`)
+        killGroup(child.pid)
+      }
     }, timeoutMs)
     child.on('exit', code => {
       clearTimeout(timer)
