@@ -135,7 +135,10 @@ function spawnNode(argv, extraEnv = {}, { shm, input } = {}) {
   try {
     const [cmd, args] = shm ? withShm(shm, [process.execPath, ...argv]) : [process.execPath, argv]
     const result = spawnSync(cmd, args, { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000, input })
-    return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr }
+    // A process that could not be started, or was stopped at the timeout, has no status: its stderr says why, so that
+    // the tests' `assert.equal(r.status, 0, r.stderr)` does.
+    const why = result.error ? `\n(spawnNode: ${result.error.message})` : ''
+    return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: (result.stderr ?? '') + why }
   } finally {
     // The lease directory made for this one process goes with it; one the caller passed is the caller's.
     if (!('SNOWID_LEASE_DIR' in extraEnv)) fs.rmSync(env.SNOWID_LEASE_DIR, { recursive: true, force: true })
