@@ -426,11 +426,13 @@ test(
           let err = ''
           child.stdout.on('data', d => (out += d))
           child.stderr.on('data', d => (err += d))
-          child.on('exit', () => resolve({ out, err }))
+          child.on('exit', (code, signal) => resolve({ out, err, code: code ?? signal }))
         })
       const [a, b] = await Promise.all([primary(), primary()])
-      const ra = JSON.parse(a.out)
-      const rb = JSON.parse(b.out)
+      for (const p of [a, b]) {
+        assert.match(p.out, /^\{/, `a primary printed no result (exit ${p.code}): ${JSON.stringify(p.out)} ${p.err}`)
+      }
+      const [ra, rb] = [JSON.parse(a.out), JSON.parse(b.out)]
       assert.equal(ra.died + rb.died, 0, `${a.err}${b.err}`)
       const all = [...ra.slots, ...rb.slots]
       assert.equal(new Set(all).size, 16, `16 distinct slots: ${ra.slots} / ${rb.slots}`)
