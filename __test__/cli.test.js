@@ -17,6 +17,7 @@ const {
   spawnChild,
   endChild,
   wasiSkip,
+  EXIT_ON_STDIN,
 } = require('./helpers.js')
 
 test('snowid [count] prints that many increasing ids', () => {
@@ -267,7 +268,7 @@ test(
   async () => {
     const env = cleanEnv({ SNOWID_DATACENTER_ID: '1', SNOWID_SINGLE_INSTANCE: 'true' })
     const dir = env.SNOWID_LEASE_DIR
-    const code = `require('.').nextId(); console.log('ready'); process.stdin.on('end', () => process.exit(0)).resume()`
+    const code = `require('.').nextId(); console.log('ready'); ${EXIT_ON_STDIN}`
     const run = spawnChild(process.execPath, ['-e', code], { cwd: ROOT, env })
     try {
       fs.writeFileSync(

@@ -229,11 +229,22 @@ function spawnChild(cmd, args, opts = {}) {
 
 /**
  * Asks a fixture started by `spawnChild` to stop (fixtures/stop.js): SIGTERM, or on Windows, where SIGTERM ends a
- * process at once with no handler run, the end of its stdin.
+ * process at once with no handler run, a line on its stdin and the end of it.
  */
 function stopChild(run) {
-  if (process.platform === 'win32') run.child.stdin.end()
+  if (process.platform === 'win32') askToExit(run.child)
   else run.child.kill('SIGTERM')
+}
+
+/**
+ * What a process started with `-e` runs to exit when its parent asks it to (askToExit): at a line on its stdin or at
+ * the end of it, whichever comes first, as fixtures/stop.js stops.
+ */
+const EXIT_ON_STDIN = "process.stdin.on('data', () => process.exit(0)).on('end', () => process.exit(0)).resume()"
+
+/** Asks `child`, started with a stdin pipe, to exit: a line on its stdin, then its end (EXIT_ON_STDIN, stop.js). */
+function askToExit(child) {
+  if (child.stdin.writable) child.stdin.end('stop\n')
 }
 
 /**
@@ -305,8 +316,9 @@ function leaseWriter(cmd, args, opts, file) {
   return {
     ready: (ms = 60_000) => readyLine(run, ms),
     async stop() {
-      stopChild(run)
+      const asked = await endChild(run)
       const code = await run.exited
+      assert.ok(asked, `the writer did not end within 60 s of being asked to stop: ${run.out.slice(-200)} ${run.err}`)
       assert.equal(code, 0, `writer exited ${code}: ${run.err}`)
       const summary = JSON.parse(run.lines().pop())
       const ids = readIds(file)
@@ -398,24 +410,17 @@ function leaseHostName() {
     : require('node:os').hostname()
 }
 
-/** A process that holds worker id `workerId` in lease directory `dir` until its stdin closes (ended by `t.after`). */
+/** A process that holds worker id `workerId` in lease directory `dir` until asked to exit (by `t.after`). */
 async function holdWorker(t, dir, workerId) {
-  const child = spawn(
-    process.execPath,
-    [
-      '-e',
-      "require('.').nextId(); console.log('ready'); process.stdin.resume(); process.stdin.on('end', () => process.exit(0))",
-    ],
-    {
-      cwd: ROOT,
-      env: cleanEnv({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: String(workerId) }),
-      stdio: ['pipe', 'pipe', 'inherit'],
-    },
-  )
+  const child = spawn(process.execPath, ['-e', `require('.').nextId(); console.log('ready'); ${EXIT_ON_STDIN}`], {
+    cwd: ROOT,
+    env: cleanEnv({ SNOWID_LEASE_DIR: dir, SNOWID_WORKER_ID: String(workerId) }),
+    stdio: ['pipe', 'pipe', 'inherit'],
+  })
   t.after(async () => {
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise(resolve => child.once('exit', resolve))
-      child.stdin.end()
+      askToExit(child)
       await exited
     }
   })
@@ -448,6 +453,8 @@ module.exports = {
   spawnChild,
   stopChild,
   endChild,
+  askToExit,
+  EXIT_ON_STDIN,
   firstOutput,
   holdWorker,
   readyLine,

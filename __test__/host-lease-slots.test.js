@@ -20,6 +20,8 @@ const {
   probeFirstId: probe,
   runNode,
   wasiSkip,
+  askToExit,
+  EXIT_ON_STDIN,
 } = require('./helpers.js')
 
 // WASI has no flock, so no host lease: the tests of the host lease itself skip there.
@@ -53,7 +55,7 @@ function readMarks(file) {
 
 // --- helpers ---
 
-/** Starts a process that takes an id, prints it, and holds its lease until its stdin closes. */
+/** Starts a process that takes an id, prints it, and holds its lease until asked to exit (askToExit). */
 function holder(env, code) {
   const child = spawn(process.execPath, ['-e', code], {
     cwd: ROOT,
@@ -76,14 +78,13 @@ const HOLD = `
 const s = require('.')
 const d = s.decode(s.nextId())
 console.log(JSON.stringify({ pid: process.pid, workerId: d.workerId, source: s.config().sources.workerId }))
-process.stdin.resume()
-process.stdin.on('end', () => process.exit(0))
+${EXIT_ON_STDIN}
 `
 
 function release(h) {
   return new Promise(resolve => {
     h.child.once('exit', resolve)
-    h.child.stdin.end()
+    askToExit(h.child)
   })
 }
 

@@ -18,13 +18,14 @@ const {
   endChild,
   firstOutput,
   wasiSkip,
+  EXIT_ON_STDIN,
 } = require('./helpers.js')
 
 const HOST_LEASE = wasiSkip('no flock, so no host lease')
 const { workerSlots } = require('..')
 
-// Takes an id, prints its slot, and holds the lease until stopped (SIGTERM, or on Windows the end of its stdin).
-const HOLDER = `const d = require('.').decode(require('.').nextId()); console.log(JSON.stringify(d)); process.stdin.on('end', () => process.exit(0)).resume()`
+// Takes an id, prints its slot, and holds the lease until stopped (SIGTERM, or on Windows a line on its stdin).
+const HOLDER = `const d = require('.').decode(require('.').nextId()); console.log(JSON.stringify(d)); ${EXIT_ON_STDIN}`
 
 test(
   'a process holding a slot is listed with its pid, host, command and since; once it exits, as gone',
