@@ -213,9 +213,9 @@ async function runSuite(runner, line, label, key, files, { jobs, timeoutMs }) {
     return out
   }
   let done = await runAll(files)
-  // Under Wine, beside CI's other lanes, a Windows process now and then fails to start, or starts and prints nothing
-  // (CreateProcess under a busy wineserver): a file with an unexpected outcome runs once more, and its first run's
-  // outcomes are printed with the second's. On Windows itself (--native) there is no second run.
+  // Under Wine, beside CI's other lanes, a Windows process has now and then failed to start, printed nothing, or not
+  // ended when asked, in files that pass here run after run: a file with an unexpected outcome runs once more, and
+  // its first run's outcomes are printed with the second's. On Windows itself (--native) there is no second run.
   const first = new Map()
   if (!NATIVE) {
     const again = done.filter(d => judge(d.file, line, d.results).problems.length)
