@@ -112,6 +112,18 @@ fn exchange(a: &Path, b: &Path) {
     assert_eq!(rc, 0, "renameat2: {}", std::io::Error::last_os_error());
 }
 
+/// A [`Stop`] that keeps the error it was stopped with.
+#[cfg(target_os = "linux")]
+#[derive(Default)]
+struct StoppedWith(std::sync::OnceLock<crate::core::error::Error>);
+
+#[cfg(target_os = "linux")]
+impl Stop for StoppedWith {
+    fn stop(&self, why: crate::core::error::Error) {
+        let _ = self.0.set(why);
+    }
+}
+
 #[test]
 #[cfg(target_os = "linux")]
 fn a_directory_replaced_under_a_holder_stops_its_generator_with_no_id_asked() {
@@ -126,6 +138,10 @@ fn a_directory_replaced_under_a_holder_stops_its_generator_with_no_id_asked() {
     let lease = dir.acquire(s.datacenter_id, s.worker_id, "workerId", "").unwrap();
     let state = Shared::new(State::resume(&s, 0, Vec::new(), lease.clone(), &SystemClock).unwrap(), &s.layout);
     lease.guard(Arc::downgrade(&state) as Weak<dyn Stop>);
+    // Guarded after the generator's state, so stopped after it: once it has been, the generator has been too. (The
+    // lease records its loss a moment before it stops what it guards, so its loss alone says nothing of them.)
+    let after = Arc::new(StoppedWith::default());
+    lease.guard(Arc::downgrade(&after) as Weak<dyn Stop>);
     let g = Generator::new(s, state, SystemClock).unwrap();
     g.next_id().unwrap();
     assert_eq!(g.fence_lost(), Some(None), "a lease guards the generator, and holds");
@@ -149,14 +165,15 @@ fn a_directory_replaced_under_a_holder_stops_its_generator_with_no_id_asked() {
     let changed = std::time::Instant::now();
     // No id is asked for: the repair thread alone finds the slot lost (here, within a repair period or two of the
     // swap; the wait is long for a machine busy with other work, and well within the marks' reach).
-    while lease.lost().is_none() && changed.elapsed().as_secs() < 30 {
+    while after.0.get().is_none() && changed.elapsed().as_secs() < 30 {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     let found = changed.elapsed().as_millis();
     assert!(
-        lease.lost().is_some(),
+        after.0.get().is_some(),
         "not found lost in {found} ms with no id asked, while the marks reached past the clock"
     );
+    assert_eq!(lease.lost().as_ref(), after.0.get(), "the lease stops what it guards with the loss it records");
     // The generator was stopped: the next id is refused, and no mark is written, whether or not the first id's mark
     // still covers the clock.
     let e = g.next_id().unwrap_err();
