@@ -296,6 +296,16 @@ async function endChild(run, ms = 60_000) {
   return asked
 }
 
+/**
+ * Stops a `spawnChild` run as endChild does, and fails (naming it `what`, with its last output and stderr) when it
+ * did not end within 60 s of being asked; resolves to its exit code.
+ */
+async function endChildOrFail(run, what) {
+  const asked = await endChild(run)
+  assert.ok(asked, `the ${what} did not end within 60 s of being asked to stop: ${run.out.slice(-200)} ${run.err}`)
+  return run.exited
+}
+
 /** Waits at most `ms` for the first line of a `spawnChild` run, `ready <json>`, and returns the JSON, parsed. */
 async function readyLine(run, ms) {
   const end = Date.now() + ms
@@ -316,9 +326,7 @@ function leaseWriter(cmd, args, opts, file) {
   return {
     ready: (ms = 60_000) => readyLine(run, ms),
     async stop() {
-      const asked = await endChild(run)
-      const code = await run.exited
-      assert.ok(asked, `the writer did not end within 60 s of being asked to stop: ${run.out.slice(-200)} ${run.err}`)
+      const code = await endChildOrFail(run, 'writer')
       assert.equal(code, 0, `writer exited ${code}: ${run.err}`)
       const summary = JSON.parse(run.lines().pop())
       const ids = readIds(file)
@@ -453,6 +461,7 @@ module.exports = {
   spawnChild,
   stopChild,
   endChild,
+  endChildOrFail,
   askToExit,
   EXIT_ON_STDIN,
   firstOutput,

@@ -22,7 +22,7 @@ const {
   probeFirstId: probe,
   readyLine,
   spawnChild,
-  endChild,
+  endChildOrFail,
   tamper,
   wasiSkip,
   withShm,
@@ -46,8 +46,7 @@ function streamer(env, { user, cwd = ROOT, shm } = {}) {
   return {
     ready: (ms = 30_000) => readyLine(run, ms),
     async stop() {
-      const asked = await endChild(run)
-      assert.ok(asked, `the streamer did not end within 60 s of being asked to stop: ${run.out.slice(-200)} ${run.err}`)
+      await endChildOrFail(run, 'streamer')
       const last = run.out.trim().split('\n').pop()
       return JSON.parse(last)
     },

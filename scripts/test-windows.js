@@ -218,14 +218,15 @@ async function runSuite(runner, line, label, key, files, { jobs, timeoutMs }) {
   // its first run's outcomes are printed with the second's. On Windows itself (--native) there is no second run.
   const first = new Map()
   if (!NATIVE) {
-    const again = done.filter(d => judge(d.file, line, d.results).problems.length)
-    for (const d of again) {
-      first.set(d.file, judge(d.file, line, d.results).problems)
+    for (const d of done) {
+      const { problems } = judge(d.file, line, d.results)
+      if (!problems.length) continue
+      first.set(d.file, problems)
       fs.renameSync(path.join(dir, `${d.file}.log`), path.join(dir, `${d.file}.first.log`))
     }
-    if (again.length) {
-      console.log(`running again, once: ${again.map(d => d.file).join(', ')}`)
-      const rerun = await runAll(again.map(d => d.file))
+    if (first.size) {
+      console.log(`running again, once: ${[...first.keys()].join(', ')}`)
+      const rerun = await runAll([...first.keys()])
       done = [...done.filter(d => !first.has(d.file)), ...rerun]
     }
   }
